@@ -1,0 +1,45 @@
+"""hf_seqmodels: classic sequence models as Hugging Face transformers models.
+
+Importing the package registers every model with the Auto classes, and marks them for `trust_remote_code`
+saving: `save_pretrained` writes the code files next to the weights and an `auto_map` into config.json.
+"""
+
+from transformers import (
+    AutoConfig,
+    AutoModel,
+    AutoModelForCausalLM,
+    AutoModelForSequenceClassification,
+    AutoModelForTokenClassification,
+)
+
+from .models.configuration_recurrent import RecurrentConfig
+from .models.modeling_recurrent import (
+    RecurrentForCausalLM,
+    RecurrentForSequenceClassification,
+    RecurrentForTokenClassification,
+    RecurrentModel,
+)
+
+_AUTO_CLASSES = {
+    RecurrentConfig: {
+        AutoModel: RecurrentModel,
+        AutoModelForCausalLM: RecurrentForCausalLM,
+        AutoModelForSequenceClassification: RecurrentForSequenceClassification,
+        AutoModelForTokenClassification: RecurrentForTokenClassification,
+    },
+}
+
+for _config_class, _models in _AUTO_CLASSES.items():
+    AutoConfig.register(_config_class.model_type, _config_class)
+    _config_class.register_for_auto_class()
+    for _auto_class, _model_class in _models.items():
+        _auto_class.register(_config_class, _model_class)
+        _model_class.register_for_auto_class(_auto_class.__name__)
+
+__all__ = [
+    "RecurrentConfig",
+    "RecurrentModel",
+    "RecurrentForCausalLM",
+    "RecurrentForSequenceClassification",
+    "RecurrentForTokenClassification",
+]

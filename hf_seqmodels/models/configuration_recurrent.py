@@ -1,0 +1,140 @@
+"""Configuration of the recurrent family: Elman RNN, LSTM and GRU language models, classifiers and taggers."""
+
+from transformers import PretrainedConfig
+
+CELL_TYPES = ("rnn", "lstm", "gru")
+NONLINEARITIES = ("tanh", "relu")
+POOLINGS = ("last", "mean", "max", "attention")
+
+
+def check_choice(name: str, value, allowed) -> None:
+    if value not in allowed:
+        raise ValueError(f"`{name}`={value!r} is not supported; choose one of {', '.join(map(repr, allowed))}.")
+
+
+def check_dropout(name: str, value: float) -> None:
+    if not 0.0 <= value < 1.0:
+        raise ValueError(f"`{name}`={value} must be in [0, 1): it is the probability of zeroing an activation.")
+
+
+def check_positive(name: str, value: int) -> None:
+    if not isinstance(value, int) or value < 1:
+        raise ValueError(f"`{name}`={value!r} must be a positive integer.")
+
+
+class RecurrentConfig(PretrainedConfig):
+    r"""
+    Configuration of a [`RecurrentModel`] and its heads.
+
+    Args:
+        vocab_size (`int`, *optional*, defaults to 10000):
+            Number of tokens in the vocabulary.
+        embedding_size (`int`, *optional*, defaults to 256):
+            Size of the token embeddings fed to the first recurrent layer.
+        hidden_size (`int`, *optional*, defaults to 256):
+            Size of the recurrent state of each layer and direction.
+        num_layers (`int`, *optional*, defaults to 1):
+            Number of stacked recurrent layers.
+        cell_type (`str`, *optional*, defaults to `"lstm"`):
+            `"rnn"` (Elman), `"lstm"` (Hochreiter & Schmidhuber) or `"gru"` (Cho et al.).
+        nonlinearity (`str`, *optional*, defaults to `"tanh"`):
+            Activation of the Elman RNN: `"tanh"` or `"relu"`. Only used when `cell_type="rnn"`.
+        bidirectional (`bool`, *optional*, defaults to `False`):
+            Add a backward direction to every layer. Only for encoders (classification, tagging): a causal
+            language model cannot look at the future.
+        embedding_dropout (`float`, *optional*, defaults to 0.0):
+            Dropout on the token embeddings.
+        dropout (`float`, *optional*, defaults to 0.0):
+            Dropout between stacked recurrent layers.
+        output_dropout (`float`, *optional*, defaults to 0.0):
+            Dropout on the top layer's outputs, before a head.
+        tie_word_embeddings (`bool`, *optional*, defaults to `True`):
+            Share the input embedding matrix with the language-model output layer (Press & Wolf, 2017). When
+            `hidden_size != embedding_size`, a linear projection maps the outputs to the embedding size first.
+        classifier_pooling (`str`, *optional*, defaults to `"last"`):
+            How sequence classification turns the outputs into one vector: `"last"` (final state of each
+            direction), `"mean"` or `"max"` over real tokens, or `"attention"` (learned attention weights).
+        use_cache (`bool`, *optional*, defaults to `True`):
+            Return the final recurrent states as `past_key_values` (outside training), so that generation feeds
+            one new token per step instead of the whole prefix.
+        initializer_range (`float`, *optional*, defaults to 0.02):
+            Standard deviation of the normal initialisation of embeddings and linear layers. Recurrent weights use
+            torch's default `U(-1/sqrt(hidden_size), 1/sqrt(hidden_size))`.
+        pad_token_id, bos_token_id, eos_token_id (`int`, *optional*):
+            Ids of the special tokens. `pad_token_id` is needed to batch sequences of different lengths.
+
+    Example:
+
+    ```python
+    >>> from hf_seqmodels import RecurrentConfig, RecurrentForCausalLM
+    >>> config = RecurrentConfig(vocab_size=10000, cell_type="gru", num_layers=2)
+    >>> model = RecurrentForCausalLM(config)
+    ```
+    """
+
+    model_type = "recurrent"
+    attribute_map = {"num_hidden_layers": "num_layers"}
+    keys_to_ignore_at_inference = ["past_key_values"]
+
+    def __init__(
+        self,
+        vocab_size: int = 10000,
+        embedding_size: int = 256,
+        hidden_size: int = 256,
+        num_layers: int = 1,
+        cell_type: str = "lstm",
+        nonlinearity: str = "tanh",
+        bidirectional: bool = False,
+        embedding_dropout: float = 0.0,
+        dropout: float = 0.0,
+        output_dropout: float = 0.0,
+        tie_word_embeddings: bool = True,
+        classifier_pooling: str = "last",
+        initializer_range: float = 0.02,
+        use_cache: bool = True,
+        pad_token_id: int | None = None,
+        bos_token_id: int | None = None,
+        eos_token_id: int | None = None,
+        **kwargs,
+    ):
+        check_choice("cell_type", cell_type, CELL_TYPES)
+        check_choice("nonlinearity", nonlinearity, NONLINEARITIES)
+        check_choice("classifier_pooling", classifier_pooling, POOLINGS)
+        for name, value in (("vocab_size", vocab_size), ("embedding_size", embedding_size),
+                            ("hidden_size", hidden_size), ("num_layers", num_layers)):
+            check_positive(name, value)
+        for name, value in (("embedding_dropout", embedding_dropout), ("dropout", dropout),
+                            ("output_dropout", output_dropout)):
+            check_dropout(name, value)
+        for name, value in (("pad_token_id", pad_token_id), ("bos_token_id", bos_token_id),
+                            ("eos_token_id", eos_token_id)):
+            if isinstance(value, int) and not 0 <= value < vocab_size:
+                raise ValueError(f"`{name}`={value} is outside the vocabulary (0..{vocab_size - 1}).")
+        self.vocab_size = vocab_size
+        self.embedding_size = embedding_size
+        self.hidden_size = hidden_size
+        self.num_layers = num_layers
+        self.cell_type = cell_type
+        self.nonlinearity = nonlinearity
+        self.bidirectional = bidirectional
+        self.embedding_dropout = embedding_dropout
+        self.dropout = dropout
+        self.output_dropout = output_dropout
+        self.classifier_pooling = classifier_pooling
+        self.initializer_range = initializer_range
+        self.use_cache = use_cache
+        super().__init__(
+            pad_token_id=pad_token_id,
+            bos_token_id=bos_token_id,
+            eos_token_id=eos_token_id,
+            tie_word_embeddings=tie_word_embeddings,
+            **kwargs,
+        )
+
+    @property
+    def output_size(self) -> int:
+        """Size of the top layer's output vectors (both directions when bidirectional)."""
+        return self.hidden_size * (2 if self.bidirectional else 1)
+
+
+__all__ = ["RecurrentConfig"]

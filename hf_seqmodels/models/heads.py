@@ -1,0 +1,92 @@
+"""Pooling, classifier heads and their losses, shared by the classification heads of every family."""
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+
+class SequencePooler(nn.Module):
+    """Turns per-token vectors ``(batch, length, size)`` into one vector per sequence ``(batch, size)``.
+
+    Args:
+        pooling: "mean" or "max" over real tokens, "attention" (a learned query scores every token,
+            softmax over real tokens; Yang et al. 2016 without the hierarchy), or "last" — the caller's
+            summary vector (for recurrent encoders the final state of each direction), passed as ``last``.
+        size: size of the vectors.
+    """
+
+    def __init__(self, pooling: str, size: int):
+        super().__init__()
+        self.pooling = pooling
+        if pooling == "attention":
+            self.score = nn.Sequential(nn.Linear(size, size), nn.Tanh(), nn.Linear(size, 1, bias=False))
+
+    def forward(self, hidden: torch.Tensor, mask: torch.Tensor | None, last: torch.Tensor | None = None):
+        if self.pooling == "last":
+            return last
+        if mask is None:
+            mask = hidden.new_ones(hidden.shape[:2], dtype=torch.bool)
+        keep = mask.unsqueeze(-1)
+        if self.pooling == "mean":
+            return (hidden * keep).sum(1) / keep.sum(1).clamp(min=1)
+        if self.pooling == "max":
+            return hidden.masked_fill(~keep, torch.finfo(hidden.dtype).min).amax(1)
+        scores = self.score(hidden).masked_fill(~keep, torch.finfo(hidden.dtype).min)
+        return (scores.softmax(dim=1) * hidden).sum(1)
+
+
+def sequence_classification_loss(logits: torch.Tensor, labels: torch.Tensor, config) -> torch.Tensor:
+    """Loss of a sequence classifier, choosing the problem type as BERT's head does.
+
+    ``config.problem_type`` is "regression" (MSE), "single_label_classification" (cross-entropy on integer
+    labels) or "multi_label_classification" (BCE on float multi-hot labels); when unset it is inferred from
+    ``num_labels`` and the labels' dtype and written back to the config.
+    """
+    num_labels = logits.shape[-1]
+    if config.problem_type is None:
+        if num_labels == 1:
+            config.problem_type = "regression"
+        elif labels.dtype in (torch.long, torch.int):
+            config.problem_type = "single_label_classification"
+        else:
+            config.problem_type = "multi_label_classification"
+    batch = logits.shape[0]
+    if config.problem_type == "regression":
+        if num_labels == 1:
+            _check_label_shape(labels, {(batch,), (batch, 1)})
+            return F.mse_loss(logits.view(batch), labels.to(logits.dtype).view(batch))
+        _check_label_shape(labels, {(batch, num_labels)})
+        return F.mse_loss(logits, labels.to(logits.dtype))
+    if config.problem_type == "single_label_classification":
+        _check_label_shape(labels, {(batch,)})
+        _check_label_range(labels, num_labels)
+        return F.cross_entropy(logits, labels.long())
+    if config.problem_type == "multi_label_classification":
+        _check_label_shape(labels, {(batch, num_labels)})
+        return F.binary_cross_entropy_with_logits(logits, labels.to(logits.dtype))
+    raise ValueError(
+        f"`problem_type`={config.problem_type!r} is not supported; choose 'regression', "
+        "'single_label_classification' or 'multi_label_classification'."
+    )
+
+
+def token_classification_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy over tokens; positions labelled -100 (padding, continuation sub-words) are ignored."""
+    _check_label_shape(labels, {tuple(logits.shape[:2])})
+    _check_label_range(labels[labels != -100], logits.shape[-1])
+    return F.cross_entropy(logits.flatten(0, 1), labels.flatten().long(), ignore_index=-100)
+
+
+def _check_label_shape(labels: torch.Tensor, expected: set[tuple[int, ...]]) -> None:
+    if tuple(labels.shape) not in expected:
+        raise ValueError(
+            f"`labels` has shape {tuple(labels.shape)}, expected {' or '.join(map(str, sorted(expected)))}."
+        )
+
+
+def _check_label_range(labels: torch.Tensor, num_labels: int) -> None:
+    if labels.numel() and (int(labels.min()) < 0 or int(labels.max()) >= num_labels):
+        raise ValueError(
+            f"`labels` hold values in [{int(labels.min())}, {int(labels.max())}] but the head has "
+            f"{num_labels} labels (0..{num_labels - 1}; -100 marks ignored tokens). Set `num_labels` in the config."
+        )

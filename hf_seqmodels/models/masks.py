@@ -1,0 +1,48 @@
+"""Padding masks and input checks shared by every family.
+
+One convention throughout the package: a mask is a tensor of shape ``(batch, length)`` where ``True`` (or 1)
+means "a real token: attend to it / keep it" and ``False`` (or 0) means padding.
+"""
+
+import torch
+
+
+def check_input_ids(input_ids: torch.Tensor, vocab_size: int, name: str = "input_ids") -> None:
+    """Raise a clear error for token ids outside ``[0, vocab_size)`` instead of an index error inside torch."""
+    if input_ids.dtype not in (torch.int64, torch.int32):
+        raise ValueError(f"`{name}` must hold integer token ids, got dtype {input_ids.dtype}.")
+    if input_ids.numel() == 0:
+        raise ValueError(f"`{name}` is empty (shape {tuple(input_ids.shape)}): pass at least one token per sequence.")
+    low, high = int(input_ids.min()), int(input_ids.max())
+    if low < 0 or high >= vocab_size:
+        raise ValueError(
+            f"`{name}` holds token ids in [{low}, {high}] but the model's vocabulary has {vocab_size} entries "
+            f"(valid ids: 0..{vocab_size - 1}). Use the tokenizer the model was trained with, or set "
+            f"`vocab_size` in the config to the tokenizer's size."
+        )
+
+
+def prepare_padding_mask(attention_mask: torch.Tensor | None, batch_size: int, length: int) -> torch.Tensor | None:
+    """Validate ``attention_mask`` against the inputs and return it as a bool ``(batch, length)`` tensor.
+
+    Returns ``None`` when there is no mask, meaning every position is a real token.
+    """
+    if attention_mask is None:
+        return None
+    if attention_mask.dim() != 2 or attention_mask.shape[0] != batch_size or attention_mask.shape[1] < length:
+        raise ValueError(
+            f"`attention_mask` has shape {tuple(attention_mask.shape)} but the inputs have shape "
+            f"({batch_size}, {length}): pass a 2-D mask with one entry per token (1 = token, 0 = padding)."
+        )
+    # During generation the mask covers the cached prefix too; the current chunk is its last `length` columns.
+    return attention_mask[:, -length:].bool()
+
+
+def check_no_empty_rows(mask: torch.Tensor, name: str = "attention_mask") -> None:
+    """Raise if a row of ``mask`` has no real token: a sequence made only of padding has no result."""
+    empty = (~mask.any(dim=1)).nonzero().flatten()
+    if empty.numel():
+        raise ValueError(
+            f"Rows {empty.tolist()} of `{name}` are all padding: every sequence needs at least one real token. "
+            f"Drop empty sequences from the batch."
+        )

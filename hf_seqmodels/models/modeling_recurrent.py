@@ -1,0 +1,326 @@
+"""The recurrent family — Elman RNN, LSTM, GRU — as transformers models: a base model and three heads."""
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from transformers import GenerationMixin, PreTrainedModel
+from transformers.cache_utils import Cache
+from transformers.modeling_outputs import (
+    CausalLMOutputWithPast,
+    ModelOutput,
+    SequenceClassifierOutput,
+    TokenClassifierOutput,
+)
+
+from .cache import RecurrentCache
+from .configuration_recurrent import RecurrentConfig
+from .heads import SequencePooler, sequence_classification_loss, token_classification_loss
+from .masks import check_input_ids, check_no_empty_rows, prepare_padding_mask
+from .recurrent_layers import RecurrentStack
+
+
+@dataclass
+class RecurrentModelOutput(ModelOutput):
+    """
+    Args:
+        last_hidden_state (`torch.FloatTensor` of shape `(batch, length, output_size)`):
+            Top layer outputs at every position (zeros at padded positions).
+        final_state (`tuple` of one tuple per layer):
+            Each layer's state after each sequence's last real token: `(h,)` or `(h, c)` for the LSTM, each of
+            shape `(num_directions, batch, hidden_size)`. For a bidirectional layer the backward direction's
+            state is the one after reading the sequence right to left.
+        past_key_values (`RecurrentCache`, *optional*):
+            The same states in a cache, returned when `use_cache=True`, to continue from in the next call.
+        hidden_states (`tuple(torch.FloatTensor)`, *optional*):
+            The embeddings and each layer's outputs, when `output_hidden_states=True`.
+    """
+
+    last_hidden_state: torch.FloatTensor | None = None
+    final_state: tuple[tuple[torch.FloatTensor, ...], ...] | None = None
+    past_key_values: Cache | None = None
+    hidden_states: tuple[torch.FloatTensor, ...] | None = None
+
+
+class RecurrentPreTrainedModel(PreTrainedModel):
+    config_class = RecurrentConfig
+    base_model_prefix = "model"
+    main_input_name = "input_ids"
+    _is_stateful = True
+
+    def _init_weights(self, module):
+        if isinstance(module, nn.RNNBase):
+            # torch's default for recurrent weights, U(-1/sqrt(H), 1/sqrt(H)); biases too.
+            bound = module.hidden_size**-0.5
+            for param in module.parameters():
+                nn.init.uniform_(param, -bound, bound) if not getattr(param, "_is_hf_initialized", False) else None
+        else:
+            super()._init_weights(module)
+
+
+class RecurrentModel(RecurrentPreTrainedModel):
+    """Token embeddings followed by `num_layers` stacked recurrent layers."""
+
+    def __init__(self, config: RecurrentConfig):
+        super().__init__(config)
+        self.embed_tokens = nn.Embedding(config.vocab_size, config.embedding_size)
+        self.embedding_dropout = nn.Dropout(config.embedding_dropout)
+        self.rnn = RecurrentStack(
+            config.cell_type,
+            config.embedding_size,
+            config.hidden_size,
+            config.num_layers,
+            bidirectional=config.bidirectional,
+            dropout=config.dropout,
+            nonlinearity=config.nonlinearity,
+        )
+        self.post_init()
+
+    def get_input_embeddings(self):
+        return self.embed_tokens
+
+    def set_input_embeddings(self, value):
+        self.embed_tokens = value
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        inputs_embeds: torch.FloatTensor | None = None,
+        past_key_values: Cache | None = None,
+        use_cache: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> RecurrentModelOutput | tuple:
+        """
+        Args:
+            input_ids: `(batch, length)` token ids; or pass `inputs_embeds` `(batch, length, embedding_size)`.
+            attention_mask: `(batch, length)`, 1 for tokens and 0 for padding, on either side. During generation it
+                may also cover the cached prefix: its last `length` columns are used.
+            past_key_values: a `RecurrentCache` to continue from (the state after the previous chunk).
+            use_cache: return the final states in a `RecurrentCache`.
+        """
+        if (input_ids is None) == (inputs_embeds is None):
+            raise ValueError("Pass exactly one of `input_ids` and `inputs_embeds`.")
+        if input_ids is not None:
+            if input_ids.dim() != 2:
+                raise ValueError(f"`input_ids` must have shape (batch, length), got {tuple(input_ids.shape)}.")
+            check_input_ids(input_ids, self.config.vocab_size)
+            inputs_embeds = self.embed_tokens(input_ids)
+        elif inputs_embeds.dim() != 3 or inputs_embeds.shape[-1] != self.config.embedding_size:
+            raise ValueError(
+                f"`inputs_embeds` must have shape (batch, length, {self.config.embedding_size}), "
+                f"got {tuple(inputs_embeds.shape)}."
+            )
+        batch_size, length = inputs_embeds.shape[:2]
+        output_hidden_states = (
+            output_hidden_states if output_hidden_states is not None else self.config.output_hidden_states
+        )
+        return_dict = return_dict if return_dict is not None else self.config.return_dict
+
+        cache = self._recurrent_cache(past_key_values)
+        states = cache.states if cache is not None and cache.states else None
+        mask = prepare_padding_mask(attention_mask, batch_size, length)
+        if mask is not None:
+            if states is None:
+                check_no_empty_rows(mask)
+            if bool(mask.all()):
+                mask = None  # no padding: take the fused kernel's fast path
+
+        outputs, final_state, hidden_states = self.rnn(
+            self.embedding_dropout(inputs_embeds), mask, states, output_hidden_states
+        )
+        if use_cache:
+            cache = cache if cache is not None else RecurrentCache()
+            cache.states = final_state
+            cache.seen_tokens += length
+        else:
+            cache = None
+        result = RecurrentModelOutput(
+            last_hidden_state=outputs,
+            final_state=tuple(final_state),
+            past_key_values=cache,
+            hidden_states=hidden_states,
+        )
+        return result if return_dict else result.to_tuple()
+
+    @staticmethod
+    def _recurrent_cache(past_key_values) -> RecurrentCache | None:
+        """Accept our cache, or an empty cache of another kind (which generate() may create) and replace it."""
+        if past_key_values is None or isinstance(past_key_values, RecurrentCache):
+            return past_key_values
+        if isinstance(past_key_values, Cache) and past_key_values.get_seq_length() == 0:
+            return None
+        raise ValueError(
+            f"`past_key_values` must be a RecurrentCache returned by this model, got {type(past_key_values).__name__}."
+        )
+
+
+class RecurrentForCausalLM(RecurrentPreTrainedModel, GenerationMixin):
+    """A recurrent language model: predicts each next token from the tokens before it."""
+
+    _tied_weights_keys = {"lm_head.weight": "model.embed_tokens.weight"}
+
+    def __init__(self, config: RecurrentConfig):
+        if config.bidirectional:
+            raise ValueError(
+                "A causal language model reads left to right: set `bidirectional=False` (bidirectional layers are "
+                "for RecurrentForSequenceClassification and RecurrentForTokenClassification)."
+            )
+        super().__init__(config)
+        self.model = RecurrentModel(config)
+        self.dropout = nn.Dropout(config.output_dropout)
+        tie_with_projection = config.tie_word_embeddings and config.hidden_size != config.embedding_size
+        self.projection = (
+            nn.Linear(config.hidden_size, config.embedding_size, bias=False) if tie_with_projection else None
+        )
+        head_input = config.embedding_size if config.tie_word_embeddings else config.hidden_size
+        self.lm_head = nn.Linear(head_input, config.vocab_size)
+        self.post_init()
+
+    @classmethod
+    def _supports_default_dynamic_cache(cls) -> bool:
+        return False  # the state lives in a RecurrentCache, created by forward
+
+    def get_output_embeddings(self):
+        return self.lm_head
+
+    def set_output_embeddings(self, new_embeddings):
+        self.lm_head = new_embeddings
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        inputs_embeds: torch.FloatTensor | None = None,
+        past_key_values: Cache | None = None,
+        labels: torch.LongTensor | None = None,
+        use_cache: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        logits_to_keep: int = 0,
+        **kwargs,
+    ) -> CausalLMOutputWithPast | tuple:
+        """
+        labels: `(batch, length)` token ids, usually `input_ids` itself: the shift to next-token targets happens
+            here. -100 marks positions that do not count (for example padding).
+        logits_to_keep: compute logits for the last `logits_to_keep` positions only (0 = all), as generate() asks.
+        """
+        return_dict = return_dict if return_dict is not None else self.config.return_dict
+        use_cache = use_cache if use_cache is not None else (self.config.use_cache and not self.training)
+        outputs = self.model(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            inputs_embeds=inputs_embeds,
+            past_key_values=past_key_values,
+            use_cache=use_cache,
+            output_hidden_states=output_hidden_states,
+            return_dict=True,
+        )
+        hidden = outputs.last_hidden_state
+        if logits_to_keep:
+            hidden = hidden[:, -logits_to_keep:]
+        hidden = self.dropout(hidden)
+        if self.projection is not None:
+            hidden = self.projection(hidden)
+        logits = self.lm_head(hidden)
+
+        loss = None
+        if labels is not None:
+            if labels.shape != logits.shape[:2]:
+                raise ValueError(
+                    f"`labels` has shape {tuple(labels.shape)}, expected {tuple(logits.shape[:2])}: one target id "
+                    "per input token (pass the input ids; the shift happens inside)."
+                )
+            loss = self.loss_function(logits, labels, vocab_size=self.config.vocab_size, **kwargs)
+        result = CausalLMOutputWithPast(
+            loss=loss, logits=logits, past_key_values=outputs.past_key_values, hidden_states=outputs.hidden_states
+        )
+        return result if return_dict else result.to_tuple()
+
+
+class RecurrentForSequenceClassification(RecurrentPreTrainedModel):
+    """A recurrent encoder with a pooled classifier: single-label, multi-label or regression (`problem_type`)."""
+
+    def __init__(self, config: RecurrentConfig):
+        super().__init__(config)
+        self.num_labels = config.num_labels
+        self.model = RecurrentModel(config)
+        self.pooler = SequencePooler(config.classifier_pooling, config.output_size)
+        self.dropout = nn.Dropout(config.output_dropout)
+        self.classifier = nn.Linear(config.output_size, config.num_labels)
+        self.post_init()
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        inputs_embeds: torch.FloatTensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> SequenceClassifierOutput | tuple:
+        """labels: `(batch,)` class ids, `(batch, num_labels)` multi-hot floats, or `(batch,)` floats for regression."""
+        return_dict = return_dict if return_dict is not None else self.config.return_dict
+        outputs = self.model(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            inputs_embeds=inputs_embeds,
+            output_hidden_states=output_hidden_states,
+            return_dict=True,
+        )
+        top_state = outputs.final_state[-1][0]  # (num_directions, batch, hidden_size)
+        last = top_state.transpose(0, 1).reshape(top_state.shape[1], -1)
+        mask = None if attention_mask is None else attention_mask.bool()
+        pooled = self.pooler(outputs.last_hidden_state, mask, last)
+        logits = self.classifier(self.dropout(pooled))
+        loss = None if labels is None else sequence_classification_loss(logits, labels, self.config)
+        result = SequenceClassifierOutput(loss=loss, logits=logits, hidden_states=outputs.hidden_states)
+        return result if return_dict else result.to_tuple()
+
+
+class RecurrentForTokenClassification(RecurrentPreTrainedModel):
+    """A recurrent encoder (usually bidirectional) with a per-token classifier, for tagging."""
+
+    def __init__(self, config: RecurrentConfig):
+        super().__init__(config)
+        self.num_labels = config.num_labels
+        self.model = RecurrentModel(config)
+        self.dropout = nn.Dropout(config.output_dropout)
+        self.classifier = nn.Linear(config.output_size, config.num_labels)
+        self.post_init()
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        inputs_embeds: torch.FloatTensor | None = None,
+        labels: torch.LongTensor | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> TokenClassifierOutput | tuple:
+        """labels: `(batch, length)` tag ids, -100 for positions that do not count (padding, later sub-words)."""
+        return_dict = return_dict if return_dict is not None else self.config.return_dict
+        outputs = self.model(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            inputs_embeds=inputs_embeds,
+            output_hidden_states=output_hidden_states,
+            return_dict=True,
+        )
+        logits = self.classifier(self.dropout(outputs.last_hidden_state))
+        loss = None if labels is None else token_classification_loss(logits, labels)
+        result = TokenClassifierOutput(loss=loss, logits=logits, hidden_states=outputs.hidden_states)
+        return result if return_dict else result.to_tuple()
+
+
+__all__ = [
+    "RecurrentPreTrainedModel",
+    "RecurrentModel",
+    "RecurrentForCausalLM",
+    "RecurrentForSequenceClassification",
+    "RecurrentForTokenClassification",
+]

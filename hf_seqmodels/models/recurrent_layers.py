@@ -1,0 +1,125 @@
+"""Stacked recurrent layers (Elman RNN, LSTM, GRU) on torch's fused kernels, with padding handled exactly.
+
+Padding never changes a result: the real tokens of every row are moved to the front, run through the fused
+kernel as a packed sequence, and moved back. That covers right padding (training), left padding (batched
+generation) and the rare mask with holes alike; padded positions come out as zeros and never touch the state.
+"""
+
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+_CELLS = {"rnn": nn.RNN, "lstm": nn.LSTM, "gru": nn.GRU}
+
+State = tuple[torch.Tensor, ...]  # (h,) or (h, c), each (num_directions, batch, hidden_size)
+
+
+def compaction_index(mask: torch.Tensor) -> torch.Tensor:
+    """For each row, the positions of its real tokens first (in order), then its padding positions.
+
+    ``mask``: bool ``(batch, length)``. Returns a long ``(batch, length)`` index for ``torch.gather``.
+    """
+    length = mask.shape[1]
+    positions = torch.arange(length, device=mask.device)
+    # Real tokens sort by position; padding sorts after every real token.
+    return torch.argsort(torch.where(mask, positions, positions + length), dim=1)
+
+
+class RecurrentLayer(nn.Module):
+    """One recurrent layer (optionally bidirectional) on the fused torch kernel.
+
+    Args:
+        cell_type: "rnn", "lstm" or "gru".
+        input_size: size of the input vectors.
+        hidden_size: size of the state of each direction.
+        bidirectional: run a second, backward, direction and concatenate the outputs.
+        nonlinearity: "tanh" or "relu"; only used by the Elman RNN.
+    """
+
+    def __init__(self, cell_type: str, input_size: int, hidden_size: int, bidirectional: bool, nonlinearity: str):
+        super().__init__()
+        extra = {"nonlinearity": nonlinearity} if cell_type == "rnn" else {}
+        self.rnn = _CELLS[cell_type](input_size, hidden_size, batch_first=True, bidirectional=bidirectional, **extra)
+        self.is_lstm = cell_type == "lstm"
+
+    def forward(
+        self, inputs: torch.Tensor, mask: torch.Tensor | None = None, state: State | None = None
+    ) -> tuple[torch.Tensor, State]:
+        """Run the layer over a chunk.
+
+        Args:
+            inputs: ``(batch, length, input_size)``.
+            mask: bool ``(batch, length)``, True for real tokens; ``None`` when there is no padding.
+            state: the state to start from (``None``: zeros).
+
+        Returns:
+            outputs ``(batch, length, num_directions * hidden_size)`` (zeros at padded positions) and the state
+            after each row's last real token (a row with no real token keeps ``state``).
+        """
+        hx = None if state is None else (state if self.is_lstm else state[0])
+        if mask is None:
+            outputs, new = self.rnn(inputs, hx)
+            return outputs, new if self.is_lstm else (new,)
+
+        lengths = mask.sum(dim=1)
+        order = compaction_index(mask)
+        compact = inputs.gather(1, order.unsqueeze(-1).expand_as(inputs))
+        packed = pack_padded_sequence(compact, lengths.clamp(min=1).cpu(), batch_first=True, enforce_sorted=False)
+        packed_out, new = self.rnn(packed, hx)
+        compact_out, _ = pad_packed_sequence(packed_out, batch_first=True, total_length=inputs.shape[1])
+        compact_out = compact_out * mask.gather(1, order).unsqueeze(-1)
+        outputs = torch.empty_like(compact_out).scatter_(1, order.unsqueeze(-1).expand_as(compact_out), compact_out)
+        new = new if self.is_lstm else (new,)
+        if state is not None:
+            empty = (lengths == 0).view(1, -1, 1)
+            new = tuple(torch.where(empty, old, fresh) for old, fresh in zip(state, new))
+        return outputs, new
+
+
+class RecurrentStack(nn.Module):
+    """``num_layers`` recurrent layers with dropout between them.
+
+    Layers are separate modules (rather than one multi-layer kernel) so that every layer's outputs can be
+    returned (``output_hidden_states``) and decoders can feed extra inputs to the first layer.
+    """
+
+    def __init__(
+        self,
+        cell_type: str,
+        input_size: int,
+        hidden_size: int,
+        num_layers: int,
+        bidirectional: bool = False,
+        dropout: float = 0.0,
+        nonlinearity: str = "tanh",
+    ):
+        super().__init__()
+        directions = 2 if bidirectional else 1
+        self.layers = nn.ModuleList(
+            RecurrentLayer(cell_type, input_size if i == 0 else directions * hidden_size, hidden_size, bidirectional,
+                           nonlinearity)
+            for i in range(num_layers)
+        )
+        self.dropout = nn.Dropout(dropout)
+        self.output_size = directions * hidden_size
+
+    def forward(
+        self,
+        inputs: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        states: list[State] | None = None,
+        output_hidden_states: bool = False,
+    ) -> tuple[torch.Tensor, list[State], tuple[torch.Tensor, ...] | None]:
+        """Returns the top layer's outputs ``(batch, length, output_size)``, the new state of every layer, and,
+        if asked, the outputs of every layer (``inputs`` first)."""
+        all_hidden = (inputs,) if output_hidden_states else None
+        new_states = []
+        hidden = inputs
+        for i, layer in enumerate(self.layers):
+            if i > 0:
+                hidden = self.dropout(hidden)
+            hidden, state = layer(hidden, mask, None if states is None else states[i])
+            new_states.append(state)
+            if output_hidden_states:
+                all_hidden += (hidden,)
+        return hidden, new_states, all_hidden
