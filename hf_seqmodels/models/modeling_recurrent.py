@@ -5,6 +5,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 from transformers import GenerationMixin, PreTrainedModel
+from transformers import initialization as init
 from transformers.cache_utils import Cache
 from transformers.modeling_outputs import (
     CausalLMOutputWithPast,
@@ -53,7 +54,7 @@ class RecurrentPreTrainedModel(PreTrainedModel):
             # torch's default for recurrent weights, U(-1/sqrt(H), 1/sqrt(H)); biases too.
             bound = module.hidden_size**-0.5
             for param in module.parameters():
-                nn.init.uniform_(param, -bound, bound) if not getattr(param, "_is_hf_initialized", False) else None
+                init.uniform_(param, -bound, bound)  # skips weights already loaded from a checkpoint
         else:
             super()._init_weights(module)
 
