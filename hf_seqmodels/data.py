@@ -1,0 +1,129 @@
+"""Loading text data sets and preparing them for causal language modelling.
+
+`load_text_dataset` resolves, in this order: explicit ``data_files`` (json/jsonl, csv/tsv or txt, optionally
+compressed), a data set bundled under `paths.data_dir()` (e.g. ``"ptb"``), and anything
+`datasets.load_dataset` accepts (a local folder or a Hub name).
+
+`tokenize_for_lm` follows transformers' ``examples/pytorch/language-modeling/run_clm_no_trainer.py``: tokenize
+each text, concatenate, and cut the stream into blocks (`group_texts`). Batches of blocks are stacked with
+`transformers.default_data_collator`.
+"""
+
+from itertools import chain
+from pathlib import Path
+
+import datasets
+from transformers import PreTrainedTokenizerBase
+
+from .paths import data_dir
+
+# `datasets` builder and its options for each file extension (a compression suffix such as ".gz" is ignored).
+FORMATS = {
+    ".json": ("json", {}),
+    ".jsonl": ("json", {}),
+    ".csv": ("csv", {}),
+    ".tsv": ("csv", {"delimiter": "\t"}),
+    ".txt": ("text", {}),
+}
+COMPRESSION = {".gz", ".bz2", ".xz", ".zst"}
+
+
+def _extension(path: str) -> str:
+    suffixes = [s for s in Path(path).suffixes if s not in COMPRESSION]
+    extension = suffixes[-1] if suffixes else ""
+    if extension not in FORMATS:
+        raise ValueError(f"Unsupported data file {path!r}: use one of {sorted(FORMATS)} (optionally .gz).")
+    return extension
+
+
+def load_text_dataset(
+    name_or_path: str | None = None,
+    config_name: str | None = None,
+    data_files: dict[str, str] | None = None,
+    validation_split_percentage: int = 5,
+) -> datasets.DatasetDict:
+    """Load a data set with at least a ``train`` and a ``validation`` split.
+
+    Args:
+        name_or_path: a bundled name (a folder under `paths.data_dir()`, e.g. ``"ptb"``), a local folder, or a
+            Hub data set name. Ignored when ``data_files`` is given.
+        config_name: the Hub configuration name, if the data set has several.
+        data_files: split name -> file path, e.g. ``{"train": "a.jsonl.gz", "validation": "b.jsonl.gz"}``.
+        validation_split_percentage: when the data has no ``validation`` split, this percentage of ``train``
+            (the last rows, so the result is deterministic) becomes one.
+    """
+    if data_files:
+        extensions = {_extension(path) for path in data_files.values()}
+        if len(extensions) > 1:
+            raise ValueError(f"All data files must have one format, got {sorted(extensions)} from {data_files}.")
+        builder, options = FORMATS[extensions.pop()]
+        raw = datasets.load_dataset(builder, data_files=data_files, **options)
+    elif name_or_path is None:
+        raise ValueError("Pass a data set name (e.g. 'ptb'), a local folder, a Hub name, or data_files.")
+    elif (data_dir() / name_or_path).is_dir():
+        raw = datasets.load_dataset(str(data_dir() / name_or_path))
+    else:
+        raw = datasets.load_dataset(name_or_path, config_name)
+
+    if "train" not in raw:
+        raise ValueError(f"The data set has splits {list(raw)}, but a 'train' split is required.")
+    if "validation" not in raw:
+        split = raw["train"].train_test_split(test_size=validation_split_percentage / 100, shuffle=False)
+        raw["train"], raw["validation"] = split["train"], split["test"]
+    return raw
+
+
+def group_texts(examples: dict[str, list[list[int]]], block_size: int) -> dict[str, list[list[int]]]:
+    """Concatenate every column's token lists and cut them into blocks of ``block_size`` tokens.
+
+    The tail that does not fill a whole block is dropped. ``labels`` is a copy of ``input_ids``: the model
+    shifts it to predict the next token. Example with ``block_size=3``:
+    ``{"input_ids": [[1, 2], [3, 4, 5], [6, 7]]}`` -> ``{"input_ids": [[1, 2, 3], [4, 5, 6]], "labels": (same)}``.
+    """
+    concatenated = {key: list(chain.from_iterable(values)) for key, values in examples.items()}
+    total_length = len(concatenated["input_ids"]) // block_size * block_size
+    blocks = {
+        key: [values[i : i + block_size] for i in range(0, total_length, block_size)]
+        for key, values in concatenated.items()
+    }
+    blocks["labels"] = [list(block) for block in blocks["input_ids"]]
+    return blocks
+
+
+def tokenize_for_lm(
+    raw: datasets.DatasetDict,
+    tokenizer: PreTrainedTokenizerBase,
+    block_size: int,
+    text_column: str = "sentence",
+    num_proc: int | None = None,
+) -> datasets.DatasetDict:
+    """Tokenize ``text_column``, end every text with ``eos`` and group each split into blocks.
+
+    Ending each sentence with ``eos`` is Mikolov's PTB convention: the model also learns where sentences end.
+    Each split is grouped as one stream, so only its last partial block (< ``block_size`` tokens) is dropped.
+
+    Returns:
+        A DatasetDict with columns ``input_ids`` and ``labels``, each a list of ``block_size`` ints.
+    """
+    columns = next(iter(raw.values())).column_names
+    if text_column not in columns:
+        raise ValueError(f"Text column {text_column!r} not found; the data has columns {columns}. "
+                         f"Pick one with --text_column_name.")
+    if tokenizer.eos_token_id is None:
+        raise ValueError("The tokenizer has no eos_token: set tokenizer.eos_token before preparing LM data.")
+    if block_size < 2:
+        raise ValueError(f"block_size must be at least 2 (one input and one target), got {block_size}.")
+
+    def tokenize(batch):
+        ids = tokenizer(batch[text_column], add_special_tokens=False)["input_ids"]
+        return {"input_ids": [sentence + [tokenizer.eos_token_id] for sentence in ids]}
+
+    tokenized = raw.map(tokenize, batched=True, remove_columns=columns, num_proc=num_proc, desc="Tokenizing")
+    return tokenized.map(
+        group_texts,
+        fn_kwargs={"block_size": block_size},
+        batched=True,
+        batch_size=None,
+        num_proc=num_proc,
+        desc=f"Grouping texts in blocks of {block_size}",
+    )
