@@ -46,3 +46,29 @@ def check_no_empty_rows(mask: torch.Tensor, name: str = "attention_mask") -> Non
             f"Rows {empty.tolist()} of `{name}` are all padding: every sequence needs at least one real token. "
             f"Drop empty sequences from the batch."
         )
+
+
+def attention_mask(
+    key_mask: torch.Tensor | None, query_length: int, key_length: int, causal: bool, device: torch.device
+) -> tuple[torch.Tensor | None, bool]:
+    """The mask for ``torch.nn.functional.scaled_dot_product_attention``, built once per forward for every layer.
+
+    Args:
+        key_mask: ``(batch, key_length)`` bool, True = real token, or None when nothing is padding. The queries are
+            the last ``query_length`` keys (a cached prefix comes first).
+        causal: a query may not attend to keys after its own position.
+
+    Returns ``(mask, is_causal)``: ``mask`` is ``(batch or 1, 1, query_length, key_length)`` bool, True = may
+    attend, or None with ``is_causal`` telling the kernel to apply the causal mask itself (its fastest path).
+    A query whose keys are all masked (a padding position) gets an output of zeros.
+    """
+    if key_mask is None and (not causal or query_length == 1):
+        return None, False
+    if key_mask is None and query_length == key_length:
+        return None, True
+    mask = key_mask[:, None, None, :] if key_mask is not None else None
+    if causal:
+        past_length = key_length - query_length
+        allowed = torch.ones(query_length, key_length, dtype=torch.bool, device=device).tril(diagonal=past_length)
+        mask = allowed[None, None] if mask is None else mask & allowed
+    return mask, False
