@@ -1,0 +1,201 @@
+"""Configuration of the Transformer family (Vaswani et al., 2017): encoder-decoder, decoder-only and encoder-only."""
+
+from transformers import PretrainedConfig
+
+from .configuration_recurrent import check_choice, check_dropout, check_positive
+
+ACTIVATIONS = ("relu", "gelu", "gelu_new", "silu")
+NORM_POSITIONS = ("post", "pre")
+POSITION_EMBEDDINGS = ("sinusoidal", "learned")
+TRANSFORMER_POOLINGS = ("mean", "max", "attention")
+
+
+class TransformerConfig(PretrainedConfig):
+    r"""
+    Configuration of a [`TransformerModel`] and its heads. The defaults are the paper's base model.
+
+    Which layers a head uses: [`TransformerModel`] and [`TransformerForConditionalGeneration`] use an encoder of
+    `encoder_layers` layers and a decoder of `decoder_layers` layers; the decoder-only [`TransformerForCausalLM`]
+    uses `decoder_layers` layers (without cross-attention); the encoder-only
+    [`TransformerForSequenceClassification`] and [`TransformerForTokenClassification`] use `encoder_layers`.
+
+    Args:
+        vocab_size (`int`, *optional*, defaults to 10000):
+            Size of the target vocabulary (decoder inputs and outputs), and of the source vocabulary too unless
+            `source_vocab_size` is set. Decoder-only and encoder-only models use this vocabulary.
+        source_vocab_size (`int`, *optional*):
+            Size of the source vocabulary of an encoder-decoder, when it differs from the target's.
+        d_model (`int`, *optional*, defaults to 512):
+            Size of the token representations throughout the model.
+        num_heads (`int`, *optional*, defaults to 8):
+            Number of attention heads; must divide `d_model`.
+        encoder_layers (`int`, *optional*, defaults to 6):
+            Number of encoder layers.
+        decoder_layers (`int`, *optional*, defaults to 6):
+            Number of decoder layers.
+        ffn_dim (`int`, *optional*, defaults to 2048):
+            Size of the hidden layer of the position-wise feed-forward networks.
+        activation (`str`, *optional*, defaults to `"relu"`):
+            Activation of the feed-forward networks: `"relu"` (the paper), `"gelu"`, `"gelu_new"` (GPT-2's tanh
+            approximation of GELU) or `"silu"`.
+        dropout (`float`, *optional*, defaults to 0.1):
+            Residual dropout: on each sub-layer's output before it is added to its input, and on the sum of the
+            embeddings and positions (the paper's P_drop).
+        attention_dropout (`float`, *optional*, defaults to 0.0):
+            Dropout on the attention weights.
+        activation_dropout (`float`, *optional*, defaults to 0.0):
+            Dropout after the activation inside the feed-forward networks.
+        norm_position (`str`, *optional*, defaults to `"post"`):
+            `"post"`: `LayerNorm(x + Sublayer(x))` as in the paper; `"pre"`: `x + Sublayer(LayerNorm(x))` with a
+            final LayerNorm after the last layer of each stack (Wang et al., 2019), which trains more stably.
+        position_embedding (`str`, *optional*, defaults to `"sinusoidal"`):
+            `"sinusoidal"`: the fixed encodings of the paper (section 3.5); `"learned"`: a trained embedding per
+            position.
+        max_position_embeddings (`int`, *optional*, defaults to 512):
+            Longest sequence the model accepts (the size of the position table); longer inputs raise an error.
+        scale_embedding (`bool`, *optional*, defaults to `True`):
+            Multiply the token embeddings by `sqrt(d_model)` before adding the positions (section 3.4).
+        share_encoder_decoder_embeddings (`bool`, *optional*, defaults to `False`):
+            Use one embedding matrix for source and target tokens (a joint vocabulary; needs `source_vocab_size`
+            unset or equal to `vocab_size`).
+        tie_word_embeddings (`bool`, *optional*, defaults to `True`):
+            Use the target embedding matrix as the output projection (Press & Wolf, 2017). With
+            `share_encoder_decoder_embeddings` this is the paper's three-way sharing.
+        layer_norm_eps (`float`, *optional*, defaults to 1e-5):
+            Epsilon of every LayerNorm.
+        classifier_pooling (`str`, *optional*, defaults to `"mean"`):
+            How [`TransformerForSequenceClassification`] turns the encoder outputs into one vector: `"mean"` or
+            `"max"` over real tokens, or `"attention"` (learned attention weights).
+        classifier_dropout (`float`, *optional*, defaults to 0.0):
+            Dropout before the classifier of the classification heads.
+        use_cache (`bool`, *optional*, defaults to `True`):
+            Return the decoder's keys and values as `past_key_values` (outside training), so that generation feeds
+            one new token per step.
+        pad_token_id, bos_token_id, eos_token_id, decoder_start_token_id (`int`, *optional*):
+            Ids of the special tokens. `pad_token_id` is needed for batches of different lengths and to build
+            decoder inputs from `labels`; `decoder_start_token_id` (else `bos_token_id`) starts every target.
+        is_encoder_decoder (`bool`, *optional*, defaults to `True`):
+            Whether the model is an encoder-decoder; the decoder-only and encoder-only heads set it to `False` in
+            their own copy of the config.
+
+    Weights are initialised as in fairseq's Transformer: Xavier-uniform linear layers with zero biases, and token
+    embeddings drawn from `N(0, d_model^-0.5)` so that, scaled by `sqrt(d_model)`, they have unit variance.
+
+    Example:
+
+    ```python
+    >>> from hf_seqmodels import TransformerConfig, TransformerForConditionalGeneration
+    >>> config = TransformerConfig(vocab_size=8000, d_model=256, num_heads=4, encoder_layers=3, decoder_layers=3,
+    ...                            ffn_dim=1024, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    >>> model = TransformerForConditionalGeneration(config)
+    ```
+    """
+
+    model_type = "vanilla_transformer"
+    attribute_map = {
+        "hidden_size": "d_model",
+        "num_attention_heads": "num_heads",
+        "num_hidden_layers": "decoder_layers",
+    }
+    keys_to_ignore_at_inference = ["past_key_values"]
+
+    def __init__(
+        self,
+        vocab_size: int = 10000,
+        source_vocab_size: int | None = None,
+        d_model: int = 512,
+        num_heads: int = 8,
+        encoder_layers: int = 6,
+        decoder_layers: int = 6,
+        ffn_dim: int = 2048,
+        activation: str = "relu",
+        dropout: float = 0.1,
+        attention_dropout: float = 0.0,
+        activation_dropout: float = 0.0,
+        norm_position: str = "post",
+        position_embedding: str = "sinusoidal",
+        max_position_embeddings: int = 512,
+        scale_embedding: bool = True,
+        share_encoder_decoder_embeddings: bool = False,
+        tie_word_embeddings: bool = True,
+        layer_norm_eps: float = 1e-5,
+        classifier_pooling: str = "mean",
+        classifier_dropout: float = 0.0,
+        use_cache: bool = True,
+        pad_token_id: int | None = None,
+        bos_token_id: int | None = None,
+        eos_token_id: int | None = None,
+        decoder_start_token_id: int | None = None,
+        is_encoder_decoder: bool = True,
+        **kwargs,
+    ):
+        check_choice("activation", activation, ACTIVATIONS)
+        check_choice("norm_position", norm_position, NORM_POSITIONS)
+        check_choice("position_embedding", position_embedding, POSITION_EMBEDDINGS)
+        check_choice("classifier_pooling", classifier_pooling, TRANSFORMER_POOLINGS)
+        for name, value in (("vocab_size", vocab_size), ("d_model", d_model), ("num_heads", num_heads),
+                            ("encoder_layers", encoder_layers), ("decoder_layers", decoder_layers),
+                            ("ffn_dim", ffn_dim), ("max_position_embeddings", max_position_embeddings)):
+            check_positive(name, value)
+        if source_vocab_size is not None:
+            check_positive("source_vocab_size", source_vocab_size)
+        for name, value in (("dropout", dropout), ("attention_dropout", attention_dropout),
+                            ("activation_dropout", activation_dropout), ("classifier_dropout", classifier_dropout)):
+            check_dropout(name, value)
+        if d_model % num_heads:
+            raise ValueError(
+                f"`d_model`={d_model} is not divisible by `num_heads`={num_heads}: every head gets d_model / "
+                f"num_heads dimensions. Choose num_heads among the divisors of d_model."
+            )
+        if share_encoder_decoder_embeddings and source_vocab_size not in (None, vocab_size):
+            raise ValueError(
+                f"`share_encoder_decoder_embeddings`=True needs one vocabulary, but `source_vocab_size`="
+                f"{source_vocab_size} differs from `vocab_size`={vocab_size}: unset source_vocab_size or stop sharing."
+            )
+        if not layer_norm_eps > 0:
+            raise ValueError(f"`layer_norm_eps`={layer_norm_eps} must be a small positive number.")
+        for name, value in (("pad_token_id", pad_token_id), ("bos_token_id", bos_token_id),
+                            ("eos_token_id", eos_token_id), ("decoder_start_token_id", decoder_start_token_id)):
+            if isinstance(value, int) and not 0 <= value < vocab_size:
+                raise ValueError(f"`{name}`={value} is outside the vocabulary (0..{vocab_size - 1}).")
+        if isinstance(pad_token_id, int) and source_vocab_size is not None and pad_token_id >= source_vocab_size:
+            raise ValueError(
+                f"`pad_token_id`={pad_token_id} is outside the source vocabulary (0..{source_vocab_size - 1})."
+            )
+        self.vocab_size = vocab_size
+        self.source_vocab_size = source_vocab_size
+        self.d_model = d_model
+        self.num_heads = num_heads
+        self.encoder_layers = encoder_layers
+        self.decoder_layers = decoder_layers
+        self.ffn_dim = ffn_dim
+        self.activation = activation
+        self.dropout = dropout
+        self.attention_dropout = attention_dropout
+        self.activation_dropout = activation_dropout
+        self.norm_position = norm_position
+        self.position_embedding = position_embedding
+        self.max_position_embeddings = max_position_embeddings
+        self.scale_embedding = scale_embedding
+        self.share_encoder_decoder_embeddings = share_encoder_decoder_embeddings
+        self.layer_norm_eps = layer_norm_eps
+        self.classifier_pooling = classifier_pooling
+        self.classifier_dropout = classifier_dropout
+        self.use_cache = use_cache
+        super().__init__(
+            pad_token_id=pad_token_id,
+            bos_token_id=bos_token_id,
+            eos_token_id=eos_token_id,
+            decoder_start_token_id=decoder_start_token_id,
+            is_encoder_decoder=is_encoder_decoder,
+            tie_word_embeddings=tie_word_embeddings,
+            **kwargs,
+        )
+
+    @property
+    def encoder_vocab_size(self) -> int:
+        """Size of the vocabulary the encoder reads."""
+        return self.source_vocab_size if self.source_vocab_size is not None else self.vocab_size
+
+
+__all__ = ["TransformerConfig"]

@@ -1,0 +1,91 @@
+"""Input embeddings of the Transformer: tokens (optionally scaled by sqrt(d_model)) plus positions.
+
+Vaswani et al. (2017), sections 3.4 and 3.5. Positions are either the fixed sinusoidal encodings or a learned table;
+both are a ``(max_positions, d_model)`` table built once, from which every forward takes rows.
+"""
+
+import math
+
+import torch
+from torch import nn
+
+
+def sinusoidal_positions(num_positions: int, dim: int) -> torch.Tensor:
+    """The table of section 3.5, shape ``(num_positions, dim)``:
+    ``PE[pos, 2i] = sin(pos / 10000^(2i/dim))`` and ``PE[pos, 2i+1] = cos(pos / 10000^(2i/dim))``."""
+    positions = torch.arange(num_positions, dtype=torch.float64).unsqueeze(1)
+    inverse_frequencies = 10000.0 ** (-torch.arange(0, dim, 2, dtype=torch.float64) / dim)
+    angles = positions * inverse_frequencies  # (num_positions, ceil(dim / 2))
+    table = torch.empty(num_positions, dim, dtype=torch.float64)
+    table[:, 0::2] = angles.sin()
+    table[:, 1::2] = angles.cos()[:, : dim // 2]
+    return table.float()
+
+
+class TransformerEmbeddings(nn.Module):
+    """``dropout(scale * E[token] + P[position])``, with ``scale = sqrt(d_model)`` when ``scale_embedding``.
+
+    Args:
+        vocab_size: number of tokens.
+        d_model: size of the embeddings.
+        max_positions: size of the position table; longer inputs raise a ValueError.
+        position_embedding: "sinusoidal" (a fixed buffer, not saved: it is recomputed) or "learned".
+        scale_embedding: multiply the token embeddings by ``sqrt(d_model)``.
+        dropout: dropout on the sum.
+        padding_idx: id of the padding token, whose embedding stays zero.
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        d_model: int,
+        max_positions: int,
+        position_embedding: str,
+        scale_embedding: bool,
+        dropout: float,
+        padding_idx: int | None = None,
+    ):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(vocab_size, d_model, padding_idx=padding_idx)
+        self.scale = math.sqrt(d_model) if scale_embedding else 1.0
+        self.max_positions = max_positions
+        if position_embedding == "sinusoidal":
+            self.register_buffer("position_table", sinusoidal_positions(max_positions, d_model), persistent=False)
+            self.embed_positions = None
+        else:
+            self.embed_positions = nn.Embedding(max_positions, d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        inputs_embeds: torch.FloatTensor | None = None,
+        past_length: int = 0,
+        key_mask: torch.Tensor | None = None,
+    ) -> torch.FloatTensor:
+        """
+        Args:
+            input_ids: ``(batch, length)`` token ids; or ``inputs_embeds`` ``(batch, length, d_model)``, used in
+                place of the token embedding lookup (they are scaled too).
+            past_length: number of positions already consumed (cached) before these tokens.
+            key_mask: ``(batch, past_length + length)`` bool, True = real token, or None when nothing is padding.
+                With padding, a token's position counts only the real tokens before it, so that left padding
+                does not shift the positions.
+
+        Returns ``(batch, length, d_model)``.
+        """
+        embeds = self.embed_tokens(input_ids) if inputs_embeds is None else inputs_embeds
+        length = embeds.shape[1]
+        if past_length + length > self.max_positions:
+            cached = f" ({past_length} of them already cached)" if past_length else ""
+            raise ValueError(
+                f"The sequence has {past_length + length} positions{cached} but `max_position_embeddings` is "
+                f"{self.max_positions}: truncate the inputs (e.g. tokenizer(..., truncation=True, max_length="
+                f"{self.max_positions})) or use a model whose config has a larger `max_position_embeddings`."
+            )
+        table = self.position_table if self.embed_positions is None else self.embed_positions.weight
+        if key_mask is None:
+            positions = table[past_length : past_length + length]
+        else:
+            positions = table[(key_mask.cumsum(dim=1) - 1).clamp(min=0)[:, -length:]]
+        return self.dropout(embeds * self.scale + positions)
