@@ -8,11 +8,14 @@ from transformers import (
     AutoConfig,
     AutoModel,
     AutoModelForCausalLM,
+    AutoModelForSeq2SeqLM,
     AutoModelForSequenceClassification,
     AutoModelForTokenClassification,
 )
 
+from .models.configuration_attention_seq2seq import AttentionSeq2SeqConfig
 from .models.configuration_recurrent import RecurrentConfig
+from .models.modeling_attention_seq2seq import AttentionSeq2SeqForConditionalGeneration, AttentionSeq2SeqModel
 from .models.modeling_recurrent import (
     RecurrentForCausalLM,
     RecurrentForSequenceClassification,
@@ -26,6 +29,10 @@ _AUTO_CLASSES = {
         AutoModelForCausalLM: RecurrentForCausalLM,
         AutoModelForSequenceClassification: RecurrentForSequenceClassification,
         AutoModelForTokenClassification: RecurrentForTokenClassification,
+    },
+    AttentionSeq2SeqConfig: {
+        AutoModel: AttentionSeq2SeqModel,
+        AutoModelForSeq2SeqLM: AttentionSeq2SeqForConditionalGeneration,
     },
 }
 
@@ -42,4 +49,7 @@ __all__ = [
     "RecurrentForCausalLM",
     "RecurrentForSequenceClassification",
     "RecurrentForTokenClassification",
+    "AttentionSeq2SeqConfig",
+    "AttentionSeq2SeqModel",
+    "AttentionSeq2SeqForConditionalGeneration",
 ]

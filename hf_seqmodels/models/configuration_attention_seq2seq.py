@@ -1,0 +1,176 @@
+"""Configuration of the attention encoder-decoder: Sutskever, Bahdanau and Luong style recurrent translation models."""
+
+from transformers import PretrainedConfig
+
+from .configuration_recurrent import CELL_TYPES, check_choice, check_dropout, check_positive
+
+ATTENTION_TYPES = ("bahdanau", "luong_dot", "luong_general", "luong_concat", "none")
+
+
+class AttentionSeq2SeqConfig(PretrainedConfig):
+    r"""
+    Configuration of an [`AttentionSeq2SeqModel`] and [`AttentionSeq2SeqForConditionalGeneration`].
+
+    A recurrent encoder reads the source; a learned bridge turns its final state into the decoder's initial state;
+    a recurrent decoder, attending over the encoder outputs at every step, predicts the target.
+
+    Args:
+        vocab_size (`int`, *optional*, defaults to 8000):
+            Number of tokens in the target vocabulary, and in the source vocabulary unless `source_vocab_size` is set.
+        source_vocab_size (`int`, *optional*):
+            Number of tokens in the source vocabulary, when the source has its own tokenizer.
+        embedding_size (`int`, *optional*, defaults to 256):
+            Size of the source and target token embeddings.
+        hidden_size (`int`, *optional*, defaults to 256):
+            Size of the recurrent state of each encoder direction and of the decoder.
+        cell_type (`str`, *optional*, defaults to `"gru"`):
+            `"rnn"` (Elman, tanh), `"lstm"` or `"gru"`, for both the encoder and the decoder.
+        encoder_layers (`int`, *optional*, defaults to 1):
+            Number of stacked encoder layers.
+        decoder_layers (`int`, *optional*, defaults to 1):
+            Number of stacked decoder layers.
+        bidirectional_encoder (`bool`, *optional*, defaults to `True`):
+            Read the source in both directions; the encoder outputs then have size `2 * hidden_size`. The bridge,
+            `tanh(W [final states] + b)`, maps the top encoder layer's final states (both directions, and the LSTM
+            cell too) to the initial state of every decoder layer, whatever the sizes.
+        attention_type (`str`, *optional*, defaults to `"luong_general"`):
+            - `"bahdanau"` (Bahdanau et al., 2015): the additive score `v^T tanh(W_q s_{t-1} + W_k h_j)` with the
+              decoder's previous state `s_{t-1}` as the query; the context `c_t` is fed to the recurrent layer with
+              the embedding of `y_{t-1}`; the output layer reads `tanh(W_o [c_t; s_t; E y_{t-1}])` (eq. 4 of the
+              paper, with tanh in place of the maxout).
+            - `"luong_dot"`, `"luong_general"`, `"luong_concat"` (Luong et al., 2015): the recurrent layer runs
+              first, then its new state `h_t` attends with the score `h_t^T h_j`, `h_t^T W_a h_j` or
+              `v_a^T tanh(W_a [h_t; h_j])`; the output layer reads the attentional vector
+              `tanh(W_c [c_t; h_t])`. `"luong_dot"` needs encoder outputs of the decoder's size
+              (`bidirectional_encoder=False`).
+            - `"none"`: the plain encoder-decoder of Sutskever et al. (2014): the source reaches the decoder only
+              through its initial state (the context vector); no attention.
+        attention_size (`int`, *optional*):
+            Size of the hidden layer of the additive scores (`"bahdanau"`, `"luong_concat"`); defaults to
+            `hidden_size`.
+        input_feeding (`bool`, *optional*, defaults to `False`):
+            Luong's input feeding: the previous attentional vector is concatenated to the embedding at the
+            decoder's input, so the decoder knows its past alignment decisions. Speed trade-off: without it (and
+            without Bahdanau attention, whose context also feeds the recurrent layer), teacher forcing runs the
+            decoder over the whole target in one call of the fused recurrent kernel and attends for all positions
+            at once; with it, every target position needs its own step in a Python loop, several times slower to
+            train on CPU. Only for the Luong attention types.
+        dropout (`float`, *optional*, defaults to 0.1):
+            Dropout on the embeddings, between stacked recurrent layers and before the output layer.
+        tie_word_embeddings (`bool`, *optional*, defaults to `True`):
+            Share the decoder's input embedding matrix with the output layer (Press & Wolf, 2017). When the
+            decoder's output vectors (of size `hidden_size`) differ in size from the embeddings, a linear projection
+            maps them to `embedding_size` first.
+        initializer_range (`float`, *optional*, defaults to 0.02):
+            Standard deviation of the normal initialisation of embeddings and linear layers. Recurrent weights use
+            torch's default `U(-1/sqrt(hidden_size), 1/sqrt(hidden_size))`.
+        use_cache (`bool`, *optional*, defaults to `True`):
+            Return the decoder state (and input-feeding vector and projected attention keys) as `past_key_values`
+            outside training, so that generation feeds one new token per step.
+        pad_token_id, bos_token_id, eos_token_id (`int`, *optional*):
+            Ids of the special tokens, in the target vocabulary (the source tokenizer must use the same pad id).
+            `pad_token_id` is needed for training from `labels`.
+        decoder_start_token_id (`int`, *optional*):
+            The first decoder input; defaults to `bos_token_id`.
+
+    Example:
+
+    ```python
+    >>> from hf_seqmodels import AttentionSeq2SeqConfig, AttentionSeq2SeqForConditionalGeneration
+    >>> config = AttentionSeq2SeqConfig(vocab_size=8000, cell_type="lstm", attention_type="bahdanau",
+    ...                                 pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    >>> model = AttentionSeq2SeqForConditionalGeneration(config)
+    ```
+    """
+
+    model_type = "attention_seq2seq"
+    attribute_map = {"num_hidden_layers": "decoder_layers"}
+    keys_to_ignore_at_inference = ["past_key_values"]
+
+    def __init__(
+        self,
+        vocab_size: int = 8000,
+        source_vocab_size: int | None = None,
+        embedding_size: int = 256,
+        hidden_size: int = 256,
+        cell_type: str = "gru",
+        encoder_layers: int = 1,
+        decoder_layers: int = 1,
+        bidirectional_encoder: bool = True,
+        attention_type: str = "luong_general",
+        attention_size: int | None = None,
+        input_feeding: bool = False,
+        dropout: float = 0.1,
+        tie_word_embeddings: bool = True,
+        initializer_range: float = 0.02,
+        use_cache: bool = True,
+        pad_token_id: int | None = None,
+        bos_token_id: int | None = None,
+        eos_token_id: int | None = None,
+        decoder_start_token_id: int | None = None,
+        **kwargs,
+    ):
+        check_choice("cell_type", cell_type, CELL_TYPES)
+        check_choice("attention_type", attention_type, ATTENTION_TYPES)
+        for name, value in (("vocab_size", vocab_size), ("embedding_size", embedding_size),
+                            ("hidden_size", hidden_size), ("encoder_layers", encoder_layers),
+                            ("decoder_layers", decoder_layers)):
+            check_positive(name, value)
+        for name, value in (("source_vocab_size", source_vocab_size), ("attention_size", attention_size)):
+            if value is not None:
+                check_positive(name, value)
+        check_dropout("dropout", dropout)
+        if input_feeding and not attention_type.startswith("luong"):
+            raise ValueError(
+                f"`input_feeding`=True is Luong's technique and needs a Luong attention, but "
+                f"`attention_type`={attention_type!r}; choose 'luong_dot', 'luong_general' or 'luong_concat' "
+                f"(Bahdanau's decoder already feeds its context to the recurrent layer)."
+            )
+        if attention_type == "luong_dot" and bidirectional_encoder:
+            raise ValueError(
+                f"`attention_type`='luong_dot' compares decoder states (size hidden_size={hidden_size}) with encoder "
+                f"outputs directly, but `bidirectional_encoder`=True makes those of size {2 * hidden_size}; set "
+                f"`bidirectional_encoder=False` or use 'luong_general'."
+            )
+        if decoder_start_token_id is None:
+            decoder_start_token_id = bos_token_id
+        for name, value in (("pad_token_id", pad_token_id), ("bos_token_id", bos_token_id),
+                            ("eos_token_id", eos_token_id), ("decoder_start_token_id", decoder_start_token_id)):
+            if isinstance(value, int) and not 0 <= value < vocab_size:
+                raise ValueError(f"`{name}`={value} is outside the target vocabulary (0..{vocab_size - 1}).")
+        self.vocab_size = vocab_size
+        self.source_vocab_size = source_vocab_size
+        self.embedding_size = embedding_size
+        self.hidden_size = hidden_size
+        self.cell_type = cell_type
+        self.encoder_layers = encoder_layers
+        self.decoder_layers = decoder_layers
+        self.bidirectional_encoder = bidirectional_encoder
+        self.attention_type = attention_type
+        self.attention_size = attention_size
+        self.input_feeding = input_feeding
+        self.dropout = dropout
+        self.initializer_range = initializer_range
+        self.use_cache = use_cache
+        self.decoder_start_token_id = decoder_start_token_id
+        kwargs["is_encoder_decoder"] = True
+        super().__init__(
+            pad_token_id=pad_token_id,
+            bos_token_id=bos_token_id,
+            eos_token_id=eos_token_id,
+            tie_word_embeddings=tie_word_embeddings,
+            **kwargs,
+        )
+
+    @property
+    def encoder_vocab_size(self) -> int:
+        """Size of the source vocabulary."""
+        return self.source_vocab_size if self.source_vocab_size is not None else self.vocab_size
+
+    @property
+    def encoder_output_size(self) -> int:
+        """Size of the encoder outputs (both directions when bidirectional)."""
+        return self.hidden_size * (2 if self.bidirectional_encoder else 1)
+
+
+__all__ = ["AttentionSeq2SeqConfig"]

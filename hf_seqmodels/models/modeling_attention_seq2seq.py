@@ -1,0 +1,390 @@
+"""The attention encoder-decoder — Sutskever, Bahdanau and Luong style recurrent translation models — as
+transformers models: a base model and a conditional-generation head that `generate()` drives."""
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from transformers import GenerationMixin
+from transformers.cache_utils import Cache
+from transformers.loss.loss_utils import ForMaskedLMLoss
+from transformers.modeling_outputs import ModelOutput, Seq2SeqLMOutput, Seq2SeqModelOutput
+from transformers.models.bart.modeling_bart import shift_tokens_right
+
+from .attention import AdditiveAttention, LuongAttention
+from .cache import RecurrentCache
+from .configuration_attention_seq2seq import AttentionSeq2SeqConfig
+from .masks import check_input_ids, check_no_empty_rows, prepare_padding_mask
+from .modeling_recurrent import RecurrentModel, RecurrentPreTrainedModel
+from .recurrent_layers import RecurrentStack, State
+
+
+@dataclass
+class AttentionSeq2SeqEncoderOutput(ModelOutput):
+    """
+    Args:
+        last_hidden_state (`torch.FloatTensor` of shape `(batch, source_length, encoder_output_size)`):
+            Top encoder layer outputs at every source position (zeros at padded positions): the attention memory.
+        final_state (`torch.FloatTensor` of shape `(batch, 1 or 2, encoder_output_size)`):
+            The top layer's state after each source's last real token, both directions concatenated: `h` (and the
+            LSTM cell `c`). Batch first, so that generate() expands it for beams with the other tensors.
+        hidden_states (`tuple(torch.FloatTensor)`, *optional*):
+            The embeddings and each encoder layer's outputs, when `output_hidden_states=True`.
+    """
+
+    last_hidden_state: torch.FloatTensor | None = None
+    final_state: torch.FloatTensor | None = None
+    hidden_states: tuple[torch.FloatTensor, ...] | None = None
+
+
+class AttentionSeq2SeqPreTrainedModel(RecurrentPreTrainedModel):
+    config_class = AttentionSeq2SeqConfig
+
+
+class AttentionSeq2SeqEncoder(nn.Module):
+    """Source embeddings followed by `encoder_layers` stacked (usually bidirectional) recurrent layers."""
+
+    def __init__(self, config: AttentionSeq2SeqConfig):
+        super().__init__()
+        self.config = config
+        self.embed_tokens = nn.Embedding(config.encoder_vocab_size, config.embedding_size)
+        self.dropout = nn.Dropout(config.dropout)
+        self.rnn = RecurrentStack(
+            config.cell_type,
+            config.embedding_size,
+            config.hidden_size,
+            config.encoder_layers,
+            bidirectional=config.bidirectional_encoder,
+            dropout=config.dropout,
+        )
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor,
+        attention_mask: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+    ) -> AttentionSeq2SeqEncoderOutput | tuple:
+        """
+        Args:
+            input_ids: `(batch, source_length)` source token ids.
+            attention_mask: `(batch, source_length)`, 1 for tokens and 0 for padding (on either side).
+            output_attentions: accepted because generate() passes it; a recurrent encoder has no attention.
+        """
+        if input_ids is None or input_ids.dim() != 2:
+            shape = None if input_ids is None else tuple(input_ids.shape)
+            raise ValueError(f"`input_ids` (the source) must have shape (batch, source_length), got {shape}.")
+        check_input_ids(input_ids, self.config.encoder_vocab_size)
+        mask = prepare_padding_mask(attention_mask, *input_ids.shape)
+        if mask is not None:
+            check_no_empty_rows(mask)
+            if bool(mask.all()):
+                mask = None  # no padding: the fused kernel's fast path
+        outputs, states, hidden_states = self.rnn(
+            self.dropout(self.embed_tokens(input_ids)), mask, output_hidden_states=bool(output_hidden_states)
+        )
+        # (num_directions, batch, hidden) per part -> (batch, parts, num_directions * hidden)
+        final_state = torch.stack([part.transpose(0, 1).flatten(1) for part in states[-1]], dim=1)
+        result = AttentionSeq2SeqEncoderOutput(
+            last_hidden_state=outputs, final_state=final_state, hidden_states=hidden_states
+        )
+        return_dict = return_dict if return_dict is not None else self.config.return_dict
+        return result if return_dict else result.to_tuple()
+
+
+class AttentionSeq2SeqDecoder(nn.Module):
+    """Target embeddings, `decoder_layers` stacked recurrent layers started from the bridged encoder state, and
+    the attention of `config.attention_type` (see [`AttentionSeq2SeqConfig`] for the equations).
+
+    Teacher forcing runs the recurrent layers over the whole target at once when no attention result feeds back
+    into them (Luong without input feeding, or no attention); Bahdanau attention and input feeding need a loop over
+    the target positions.
+    """
+
+    def __init__(self, config: AttentionSeq2SeqConfig):
+        super().__init__()
+        self.attention_type = config.attention_type
+        self.input_feeding = config.input_feeding
+        self.layers = config.decoder_layers
+        self.hidden_size = config.hidden_size
+        memory_size = config.encoder_output_size
+        attention_size = config.attention_size or config.hidden_size
+        fed_size = {"bahdanau": memory_size}.get(config.attention_type, config.hidden_size if config.input_feeding else 0)
+
+        self.embed_tokens = nn.Embedding(config.vocab_size, config.embedding_size)
+        self.dropout = nn.Dropout(config.dropout)
+        self.rnn = RecurrentStack(
+            config.cell_type, config.embedding_size + fed_size, config.hidden_size, config.decoder_layers,
+            dropout=config.dropout,
+        )
+        state_parts = 2 if config.cell_type == "lstm" else 1
+        self.bridge = nn.Linear(state_parts * memory_size, state_parts * config.decoder_layers * config.hidden_size)
+        self.attention = None
+        if config.attention_type == "bahdanau":
+            self.attention = AdditiveAttention(config.hidden_size, memory_size, attention_size)
+            # Bahdanau's output layer also reads the previous target embedding.
+            self.combine = nn.Linear(memory_size + config.hidden_size + config.embedding_size, config.hidden_size)
+        elif config.attention_type != "none":
+            score = config.attention_type.removeprefix("luong_")
+            self.attention = LuongAttention(score, config.hidden_size, memory_size, attention_size)
+            self.combine = nn.Linear(memory_size + config.hidden_size, config.hidden_size, bias=False)  # W_c
+
+    def initial_state(self, final_state: torch.Tensor) -> list[State]:
+        """The bridge: encoder final state `(batch, parts, memory_size)` -> every decoder layer's initial state,
+        `(h,)` or `(h, c)` each of shape `(1, batch, hidden_size)`."""
+        batch, parts = final_state.shape[:2]
+        init = torch.tanh(self.bridge(final_state.flatten(1))).view(batch, parts, self.layers, self.hidden_size)
+        return [tuple(init[:, p, layer].unsqueeze(0).contiguous() for p in range(parts)) for layer in range(self.layers)]
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor,
+        memory: torch.Tensor,
+        memory_mask: torch.Tensor | None,
+        encoder_final_state: torch.Tensor,
+        cache: RecurrentCache,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Decode a chunk of target positions, continuing from `cache` (empty at the start) and updating it.
+
+        Args:
+            input_ids: `(batch, length)` decoder input ids.
+            memory: `(batch, source_length, memory_size)` encoder outputs.
+            memory_mask: bool `(batch, source_length)`, True for real source tokens; `None` when there is no padding.
+            encoder_final_state: `(batch, parts, memory_size)`, used to start when `cache` is empty.
+
+        Returns:
+            The output vectors `(batch, length, hidden_size)` for the output layer, and the attention weights
+            `(batch, length, source_length)` (`None` without attention).
+        """
+        embeds = self.dropout(self.embed_tokens(input_ids))
+        states = cache.states or self.initial_state(encoder_final_state)
+        keys = None
+        if self.attention is not None:
+            keys = cache.extras.get("projected_keys")
+            if keys is None:
+                keys = self.attention.project_keys(memory)  # once per source, reused at every step
+
+        if self.attention_type == "bahdanau" or self.input_feeding:
+            outputs, weights, states = self._step_by_step(embeds, memory, memory_mask, keys, states, cache)
+        else:
+            hidden, states, _ = self.rnn(embeds, None, states)
+            outputs, weights = hidden, None
+            if self.attention is not None:
+                context, weights = self.attention(hidden, memory, memory_mask, keys)
+                outputs = torch.tanh(self.combine(torch.cat([context, hidden], dim=-1)))
+
+        cache.states = states
+        if keys is not None:
+            cache.extras["projected_keys"] = keys
+        cache.seen_tokens += input_ids.shape[1]
+        return outputs, weights
+
+    def _step_by_step(self, embeds, memory, memory_mask, keys, states, cache):
+        """One target position at a time: Bahdanau (the context of the previous state feeds the recurrent layer)
+        or Luong with input feeding (the previous attentional vector does)."""
+        outputs, weights = [], []
+        if self.input_feeding:
+            input_feed = cache.extras.get("input_feed")
+            if input_feed is None:
+                input_feed = embeds.new_zeros(embeds.shape[0], 1, self.hidden_size)
+        for t in range(embeds.shape[1]):
+            embed = embeds[:, t : t + 1]
+            if self.attention_type == "bahdanau":
+                query = states[-1][0].transpose(0, 1)  # the top layer's previous h: (batch, 1, hidden)
+                context, weight = self.attention(query, memory, memory_mask, keys)
+                hidden, states, _ = self.rnn(torch.cat([embed, context], dim=-1), None, states)
+                outputs.append(torch.cat([context, hidden, embed], dim=-1))
+            else:
+                hidden, states, _ = self.rnn(torch.cat([embed, input_feed], dim=-1), None, states)
+                context, weight = self.attention(hidden, memory, memory_mask, keys)
+                input_feed = torch.tanh(self.combine(torch.cat([context, hidden], dim=-1)))
+                outputs.append(input_feed)
+            weights.append(weight)
+        outputs = torch.cat(outputs, dim=1)
+        if self.input_feeding:
+            cache.extras["input_feed"] = input_feed
+        else:
+            outputs = torch.tanh(self.combine(outputs))  # Bahdanau's output layer, for all positions at once
+        return outputs, torch.cat(weights, dim=1), states
+
+
+class AttentionSeq2SeqModel(AttentionSeq2SeqPreTrainedModel):
+    """The encoder and the attention decoder; returns the decoder's output vectors (before the output layer)."""
+
+    def __init__(self, config: AttentionSeq2SeqConfig):
+        super().__init__(config)
+        self.encoder = AttentionSeq2SeqEncoder(config)
+        self.decoder = AttentionSeq2SeqDecoder(config)
+        self.post_init()
+
+    def get_input_embeddings(self):
+        return self.encoder.embed_tokens
+
+    def set_input_embeddings(self, value):
+        self.encoder.embed_tokens = value
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        decoder_input_ids: torch.LongTensor | None = None,
+        encoder_outputs: AttentionSeq2SeqEncoderOutput | tuple | None = None,
+        past_key_values: Cache | None = None,
+        use_cache: bool | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> Seq2SeqModelOutput | tuple:
+        """
+        Args:
+            input_ids: `(batch, source_length)` source ids (or pass `encoder_outputs` from `get_encoder()`).
+            attention_mask: `(batch, source_length)` source mask, 1 for tokens and 0 for padding.
+            decoder_input_ids: `(batch, target_length)` decoder inputs: the decoder start token, then the target
+                shifted right. With a cache, only the new positions.
+            past_key_values: a `RecurrentCache` returned by the previous call, to continue decoding from.
+            use_cache: return the decoder state in a `RecurrentCache`.
+            output_attentions: return the cross-attention weights of every target position, as
+                `cross_attentions`: a one-element tuple (one attention layer) of shape
+                `(batch, 1, target_length, source_length)` (one head).
+        """
+        return_dict = return_dict if return_dict is not None else self.config.return_dict
+        if decoder_input_ids is None:
+            raise ValueError(
+                "Pass `decoder_input_ids` (the decoder start token followed by the target shifted right) or, to "
+                "AttentionSeq2SeqForConditionalGeneration, `labels` to build them from."
+            )
+        if decoder_input_ids.dim() != 2:
+            raise ValueError(
+                f"`decoder_input_ids` must have shape (batch, target_length), got {tuple(decoder_input_ids.shape)}."
+            )
+        check_input_ids(decoder_input_ids, self.config.vocab_size, "decoder_input_ids")
+        if encoder_outputs is None:
+            if input_ids is None:
+                raise ValueError("Pass the source as `input_ids` (or its encoding as `encoder_outputs`).")
+            encoder_outputs = self.encoder(
+                input_ids, attention_mask, output_hidden_states=output_hidden_states, return_dict=True
+            )
+        elif not isinstance(encoder_outputs, AttentionSeq2SeqEncoderOutput):
+            encoder_outputs = AttentionSeq2SeqEncoderOutput(*encoder_outputs)
+        memory = encoder_outputs.last_hidden_state
+        batch, source_length = memory.shape[:2]
+        if decoder_input_ids.shape[0] != batch:
+            raise ValueError(
+                f"`decoder_input_ids` has {decoder_input_ids.shape[0]} rows but the source has {batch}: pass one "
+                "target per source."
+            )
+        mask = prepare_padding_mask(attention_mask, batch, source_length)
+        if mask is not None and bool(mask.all()):
+            mask = None
+
+        cache = RecurrentModel._recurrent_cache(past_key_values) or RecurrentCache()
+        outputs, weights = self.decoder(decoder_input_ids, memory, mask, encoder_outputs.final_state, cache)
+        result = Seq2SeqModelOutput(
+            last_hidden_state=outputs,
+            past_key_values=cache if use_cache else None,
+            cross_attentions=(weights.unsqueeze(1),) if output_attentions and weights is not None else None,
+            encoder_last_hidden_state=memory,
+            encoder_hidden_states=encoder_outputs.hidden_states,
+        )
+        return result if return_dict else result.to_tuple()
+
+
+class AttentionSeq2SeqForConditionalGeneration(AttentionSeq2SeqPreTrainedModel, GenerationMixin):
+    """The attention encoder-decoder with its output layer: translation and other sequence-to-sequence tasks."""
+
+    _tied_weights_keys = {"lm_head.weight": "model.decoder.embed_tokens.weight"}
+
+    def __init__(self, config: AttentionSeq2SeqConfig):
+        super().__init__(config)
+        self.model = AttentionSeq2SeqModel(config)
+        self.dropout = nn.Dropout(config.dropout)
+        tie_with_projection = config.tie_word_embeddings and config.hidden_size != config.embedding_size
+        self.projection = (
+            nn.Linear(config.hidden_size, config.embedding_size, bias=False) if tie_with_projection else None
+        )
+        head_input = config.embedding_size if config.tie_word_embeddings else config.hidden_size
+        self.lm_head = nn.Linear(head_input, config.vocab_size)
+        self.post_init()
+
+    @classmethod
+    def _supports_default_dynamic_cache(cls) -> bool:
+        return False  # the decoder state lives in a RecurrentCache, created by forward
+
+    def get_output_embeddings(self):
+        return self.lm_head
+
+    def set_output_embeddings(self, new_embeddings):
+        self.lm_head = new_embeddings
+
+    def prepare_decoder_input_ids_from_labels(self, labels: torch.Tensor) -> torch.Tensor:
+        """Teacher forcing inputs: `decoder_start_token_id`, then `labels` shifted right (-100 becomes padding)."""
+        for name in ("pad_token_id", "decoder_start_token_id"):
+            if getattr(self.config, name) is None:
+                raise ValueError(f"Building `decoder_input_ids` from `labels` needs `config.{name}`; it is unset.")
+        return shift_tokens_right(labels, self.config.pad_token_id, self.config.decoder_start_token_id)
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        decoder_input_ids: torch.LongTensor | None = None,
+        encoder_outputs: AttentionSeq2SeqEncoderOutput | tuple | None = None,
+        past_key_values: Cache | None = None,
+        labels: torch.LongTensor | None = None,
+        use_cache: bool | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> Seq2SeqLMOutput | tuple:
+        """
+        labels: `(batch, target_length)` target ids, ending with the end-of-sequence token; -100 marks positions
+            that do not count (padding). Without `decoder_input_ids`, they are built from `labels` by shifting right.
+        The other arguments are those of [`AttentionSeq2SeqModel.forward`].
+        """
+        return_dict = return_dict if return_dict is not None else self.config.return_dict
+        use_cache = use_cache if use_cache is not None else (self.config.use_cache and not self.training)
+        if labels is not None and decoder_input_ids is None:
+            decoder_input_ids = self.prepare_decoder_input_ids_from_labels(labels)
+        outputs = self.model(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            decoder_input_ids=decoder_input_ids,
+            encoder_outputs=encoder_outputs,
+            past_key_values=past_key_values,
+            use_cache=use_cache,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
+            return_dict=True,
+        )
+        hidden = self.dropout(outputs.last_hidden_state)
+        if self.projection is not None:
+            hidden = self.projection(hidden)
+        logits = self.lm_head(hidden)
+
+        loss = None
+        if labels is not None:
+            if labels.shape != logits.shape[:2]:
+                raise ValueError(
+                    f"`labels` has shape {tuple(labels.shape)} but `decoder_input_ids` has shape "
+                    f"{tuple(logits.shape[:2])}: one label per decoder input."
+                )
+            loss = ForMaskedLMLoss(logits, labels, self.config.vocab_size, **kwargs)
+        result = Seq2SeqLMOutput(
+            loss=loss,
+            logits=logits,
+            past_key_values=outputs.past_key_values,
+            cross_attentions=outputs.cross_attentions,
+            encoder_last_hidden_state=outputs.encoder_last_hidden_state,
+            encoder_hidden_states=outputs.encoder_hidden_states,
+        )
+        return result if return_dict else result.to_tuple()
+
+
+__all__ = [
+    "AttentionSeq2SeqPreTrainedModel",
+    "AttentionSeq2SeqModel",
+    "AttentionSeq2SeqForConditionalGeneration",
+]
