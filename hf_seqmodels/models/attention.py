@@ -208,7 +208,7 @@ class MultiHeadAttention(nn.Module):
             hidden_states: ``(batch, length, d_model)``, the queries (and keys and values in self-attention).
             memory: ``(batch, memory_length, d_model)``, the keys and values of cross-attention.
             mask: bool, broadcastable to ``(batch, num_heads, length, key_length)``, True = may attend (see
-                ``masks.attention_mask``); None = attend everywhere (or causally, with ``is_causal``).
+                ``masks.build_attention_mask``); None = attend everywhere (or causally, with ``is_causal``).
             cache: self-attention: a ``Cache`` holding the earlier positions' keys and values (a ``DynamicCache``,
                 or the ``self_attention_cache`` of an ``EncoderDecoderCache``), extended with the new ones;
                 cross-attention: the ``EncoderDecoderCache``, whose ``cross_attention_cache`` keeps the memory's

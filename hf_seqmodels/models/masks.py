@@ -48,7 +48,7 @@ def check_no_empty_rows(mask: torch.Tensor, name: str = "attention_mask") -> Non
         )
 
 
-def attention_mask(
+def build_attention_mask(
     key_mask: torch.Tensor | None, query_length: int, key_length: int, causal: bool, device: torch.device
 ) -> tuple[torch.Tensor | None, bool]:
     """The mask for ``torch.nn.functional.scaled_dot_product_attention``, built once per forward for every layer.
