@@ -22,6 +22,14 @@ from .models.modeling_recurrent import (
     RecurrentForTokenClassification,
     RecurrentModel,
 )
+from .models.configuration_transformer import TransformerConfig
+from .models.modeling_transformer import (
+    TransformerForCausalLM,
+    TransformerForConditionalGeneration,
+    TransformerForSequenceClassification,
+    TransformerForTokenClassification,
+    TransformerModel,
+)
 
 _AUTO_CLASSES = {
     RecurrentConfig: {
@@ -33,6 +41,13 @@ _AUTO_CLASSES = {
     AttentionSeq2SeqConfig: {
         AutoModel: AttentionSeq2SeqModel,
         AutoModelForSeq2SeqLM: AttentionSeq2SeqForConditionalGeneration,
+    },
+    TransformerConfig: {
+        AutoModel: TransformerModel,
+        AutoModelForSeq2SeqLM: TransformerForConditionalGeneration,
+        AutoModelForCausalLM: TransformerForCausalLM,
+        AutoModelForSequenceClassification: TransformerForSequenceClassification,
+        AutoModelForTokenClassification: TransformerForTokenClassification,
     },
 }
 
@@ -52,4 +67,10 @@ __all__ = [
     "AttentionSeq2SeqConfig",
     "AttentionSeq2SeqModel",
     "AttentionSeq2SeqForConditionalGeneration",
+    "TransformerConfig",
+    "TransformerModel",
+    "TransformerForConditionalGeneration",
+    "TransformerForCausalLM",
+    "TransformerForSequenceClassification",
+    "TransformerForTokenClassification",
 ]

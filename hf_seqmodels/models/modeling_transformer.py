@@ -1,0 +1,704 @@
+"""The Transformer of Vaswani et al. (2017), "Attention Is All You Need", written out as transformers models.
+
+One layer class serves every stack: the encoder (self-attention), the decoder of an encoder-decoder (causal
+self-attention, then cross-attention to the encoder outputs) and a decoder-only language model (causal
+self-attention). The heads: `TransformerModel` (encoder-decoder), `TransformerForConditionalGeneration`,
+`TransformerForCausalLM`, `TransformerForSequenceClassification` and `TransformerForTokenClassification`.
+
+During generation the decoder keeps its keys and values in transformers' `DynamicCache` (wrapped in an
+`EncoderDecoderCache` whose cross-attention part holds the encoder outputs' keys and values, projected once).
+"""
+
+import copy
+
+import torch
+from torch import nn
+from transformers import GenerationMixin, PreTrainedModel
+from transformers import initialization as init
+from transformers.activations import ACT2FN
+from transformers.cache_utils import Cache, DynamicCache, EncoderDecoderCache
+from transformers.modeling_outputs import (
+    BaseModelOutputWithPastAndCrossAttentions,
+    CausalLMOutputWithPast,
+    ModelOutput,
+    Seq2SeqLMOutput,
+    Seq2SeqModelOutput,
+    SequenceClassifierOutput,
+    TokenClassifierOutput,
+)
+
+from .attention import MultiHeadAttention
+from .configuration_transformer import TransformerConfig
+from .embeddings import TransformerEmbeddings, sinusoidal_positions
+from .heads import SequencePooler, sequence_classification_loss, token_classification_loss
+from .masks import build_attention_mask, check_input_ids, check_no_empty_rows, prepare_padding_mask
+
+
+class FeedForward(nn.Module):
+    """The position-wise feed-forward network of section 3.3: ``fc2(dropout(activation(fc1(x))))``."""
+
+    def __init__(self, config: TransformerConfig):
+        super().__init__()
+        self.fc1 = nn.Linear(config.d_model, config.ffn_dim)
+        self.activation = ACT2FN[config.activation]
+        self.dropout = nn.Dropout(config.activation_dropout)
+        self.fc2 = nn.Linear(config.ffn_dim, config.d_model)
+
+    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        return self.fc2(self.dropout(self.activation(self.fc1(hidden_states))))
+
+
+class TransformerLayer(nn.Module):
+    """Self-attention, then cross-attention to a memory (decoder layers of an encoder-decoder only), then a
+    feed-forward network. Each sub-layer has a residual connection and a LayerNorm: after the sum with post-norm
+    (the paper's "Add & Norm", ``LayerNorm(x + Dropout(Sublayer(x)))``), before the sub-layer with pre-norm
+    (``x + Dropout(Sublayer(LayerNorm(x)))``).
+    """
+
+    def __init__(self, config: TransformerConfig, layer_idx: int, cross_attention: bool):
+        super().__init__()
+        self.pre_norm = config.norm_position == "pre"
+        d_model, eps = config.d_model, config.layer_norm_eps
+        self.self_attn = MultiHeadAttention(d_model, config.num_heads, config.attention_dropout, layer_idx=layer_idx)
+        self.self_attn_norm = nn.LayerNorm(d_model, eps=eps)
+        if cross_attention:
+            self.cross_attn = MultiHeadAttention(
+                d_model, config.num_heads, config.attention_dropout, cross_attention=True, layer_idx=layer_idx
+            )
+            self.cross_attn_norm = nn.LayerNorm(d_model, eps=eps)
+        else:
+            self.cross_attn = self.cross_attn_norm = None
+        self.ffn = FeedForward(config)
+        self.ffn_norm = nn.LayerNorm(d_model, eps=eps)
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(
+        self,
+        hidden_states: torch.Tensor,
+        mask: torch.Tensor | None,
+        is_causal: bool,
+        memory: torch.Tensor | None = None,
+        memory_mask: torch.Tensor | None = None,
+        self_cache: Cache | None = None,
+        cross_cache: EncoderDecoderCache | None = None,
+        output_attentions: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+        """
+        Args:
+            hidden_states: ``(batch, length, d_model)``.
+            mask, is_causal: the self-attention mask and flag from ``masks.build_attention_mask``.
+            memory: ``(batch, memory_length, d_model)`` encoder outputs, for cross-attention.
+            memory_mask: ``(batch, 1, 1, memory_length)`` bool, True = real source token, or None.
+            self_cache, cross_cache: see ``MultiHeadAttention``.
+
+        Returns the outputs ``(batch, length, d_model)`` and, with ``output_attentions``, the self- and
+        cross-attention weights ``(batch, num_heads, length, key_length)`` (else None).
+        """
+        attended, self_weights = self.self_attn(
+            self._norm_before(self.self_attn_norm, hidden_states),
+            mask=mask,
+            is_causal=is_causal,
+            cache=self_cache,
+            output_attentions=output_attentions,
+        )
+        hidden_states = self._add_and_norm(self.self_attn_norm, hidden_states, attended)
+        cross_weights = None
+        if self.cross_attn is not None:
+            attended, cross_weights = self.cross_attn(
+                self._norm_before(self.cross_attn_norm, hidden_states),
+                memory=memory,
+                mask=memory_mask,
+                cache=cross_cache,
+                output_attentions=output_attentions,
+            )
+            hidden_states = self._add_and_norm(self.cross_attn_norm, hidden_states, attended)
+        transformed = self.ffn(self._norm_before(self.ffn_norm, hidden_states))
+        return self._add_and_norm(self.ffn_norm, hidden_states, transformed), self_weights, cross_weights
+
+    def _norm_before(self, norm: nn.LayerNorm, hidden_states: torch.Tensor) -> torch.Tensor:
+        return norm(hidden_states) if self.pre_norm else hidden_states
+
+    def _add_and_norm(self, norm: nn.LayerNorm, residual: torch.Tensor, sublayer_output: torch.Tensor):
+        hidden_states = residual + self.dropout(sublayer_output)
+        return hidden_states if self.pre_norm else norm(hidden_states)
+
+
+class TransformerStack(nn.Module):
+    """Embeddings, ``num_layers`` layers and, with pre-norm, a final LayerNorm.
+
+    Args:
+        config: the model's config.
+        vocab_size: vocabulary of the tokens this stack reads.
+        num_layers: number of layers.
+        causal: each position attends only to itself and earlier positions (decoders).
+        cross_attention: layers also attend to ``encoder_hidden_states`` (the decoder of an encoder-decoder).
+    """
+
+    def __init__(
+        self, config: TransformerConfig, vocab_size: int, num_layers: int, causal: bool, cross_attention: bool
+    ):
+        super().__init__()
+        self.vocab_size = vocab_size
+        self.d_model = config.d_model
+        self.causal = causal
+        self.cross_attention = cross_attention
+        self.embeddings = TransformerEmbeddings(
+            vocab_size,
+            config.d_model,
+            config.max_position_embeddings,
+            config.position_embedding,
+            config.scale_embedding,
+            config.dropout,
+            padding_idx=config.pad_token_id,
+        )
+        self.layers = nn.ModuleList(TransformerLayer(config, i, cross_attention) for i in range(num_layers))
+        pre_norm = config.norm_position == "pre"
+        self.final_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if pre_norm else None
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        inputs_embeds: torch.FloatTensor | None = None,
+        encoder_hidden_states: torch.FloatTensor | None = None,
+        encoder_attention_mask: torch.Tensor | None = None,
+        past_key_values: Cache | None = None,
+        use_cache: bool = False,
+        output_attentions: bool = False,
+        output_hidden_states: bool = False,
+        return_dict: bool = True,
+    ) -> BaseModelOutputWithPastAndCrossAttentions | tuple:
+        """
+        Args:
+            input_ids: ``(batch, length)`` token ids; or ``inputs_embeds`` ``(batch, length, d_model)`` in place
+                of the token embedding lookup.
+            attention_mask: ``(batch, past_length + length)``, 1 for tokens and 0 for padding (either side); with a
+                cache it also covers the cached positions.
+            encoder_hidden_states: ``(batch, source_length, d_model)``, the memory of cross-attention.
+            encoder_attention_mask: ``(batch, source_length)``, 1 for source tokens and 0 for padding.
+            past_key_values: the cache of a decoder: a ``DynamicCache`` (decoder-only) or an
+                ``EncoderDecoderCache`` of two (with cross-attention). ``use_cache`` creates one when None.
+        """
+        embeds = self._check_inputs(input_ids, inputs_embeds)
+        batch_size, length = embeds.shape[:2]
+        self_cache, cross_cache = self._caches(past_key_values, use_cache)
+        past_length = self_cache.get_seq_length() if self_cache is not None else 0
+        key_mask = prepare_padding_mask(attention_mask, batch_size, past_length + length)
+        if key_mask is not None:
+            if past_length == 0:
+                check_no_empty_rows(key_mask)
+            if bool(key_mask.all()):
+                key_mask = None  # no padding: the kernels' fast paths
+        mask, is_causal = build_attention_mask(key_mask, length, past_length + length, self.causal, embeds.device)
+        memory_mask = self._memory_mask(encoder_hidden_states, encoder_attention_mask, batch_size)
+
+        hidden_states = self.embeddings(input_ids, inputs_embeds, past_length, key_mask)
+        all_hidden_states = () if output_hidden_states else None
+        self_attentions = () if output_attentions else None
+        cross_attentions = () if output_attentions and self.cross_attention else None
+        for layer in self.layers:
+            if output_hidden_states:
+                all_hidden_states += (hidden_states,)
+            hidden_states, self_weights, cross_weights = layer(
+                hidden_states,
+                mask,
+                is_causal,
+                memory=encoder_hidden_states,
+                memory_mask=memory_mask,
+                self_cache=self_cache,
+                cross_cache=cross_cache,
+                output_attentions=output_attentions,
+            )
+            if output_attentions:
+                self_attentions += (self_weights,)
+                if self.cross_attention:
+                    cross_attentions += (cross_weights,)
+        if self.final_norm is not None:
+            hidden_states = self.final_norm(hidden_states)
+        if output_hidden_states:
+            all_hidden_states += (hidden_states,)
+        result = BaseModelOutputWithPastAndCrossAttentions(
+            last_hidden_state=hidden_states,
+            past_key_values=cross_cache if cross_cache is not None else self_cache,
+            hidden_states=all_hidden_states,
+            attentions=self_attentions,
+            cross_attentions=cross_attentions,
+        )
+        return result if return_dict else result.to_tuple()
+
+    def _check_inputs(self, input_ids, inputs_embeds) -> torch.Tensor:
+        """Validate the inputs; returns the token ids or the embeddings, whichever was given."""
+        if (input_ids is None) == (inputs_embeds is None):
+            raise ValueError("Pass exactly one of `input_ids` and `inputs_embeds`.")
+        if input_ids is not None:
+            if input_ids.dim() != 2:
+                raise ValueError(f"`input_ids` must have shape (batch, length), got {tuple(input_ids.shape)}.")
+            check_input_ids(input_ids, self.vocab_size)
+            return input_ids
+        if inputs_embeds.dim() != 3 or inputs_embeds.shape[-1] != self.d_model:
+            raise ValueError(
+                f"`inputs_embeds` must have shape (batch, length, {self.d_model}), got {tuple(inputs_embeds.shape)}."
+            )
+        return inputs_embeds
+
+    def _caches(self, past_key_values, use_cache: bool) -> tuple[Cache | None, EncoderDecoderCache | None]:
+        """The self-attention cache and (with cross-attention) the encoder-decoder cache, created if asked for."""
+        if past_key_values is None:
+            if not (use_cache and self.causal):
+                return None, None
+            past_key_values = EncoderDecoderCache(DynamicCache(), DynamicCache()) if self.cross_attention else DynamicCache()
+        if not self.causal:
+            raise ValueError("An encoder reads the whole source at once: it takes no `past_key_values`.")
+        if self.cross_attention:
+            if not (
+                isinstance(past_key_values, EncoderDecoderCache)
+                and isinstance(past_key_values.self_attention_cache, DynamicCache)
+                and isinstance(past_key_values.cross_attention_cache, DynamicCache)
+            ):
+                raise ValueError(
+                    "The decoder of an encoder-decoder needs `past_key_values` to be an EncoderDecoderCache of two "
+                    f"DynamicCaches (what generate() creates), got {past_key_values!r}."
+                )
+            return past_key_values.self_attention_cache, past_key_values
+        if not isinstance(past_key_values, DynamicCache):
+            raise ValueError(
+                "A decoder-only Transformer needs `past_key_values` to be a DynamicCache (what generate() creates), "
+                f"got {type(past_key_values).__name__}."
+            )
+        return past_key_values, None
+
+    def _memory_mask(self, encoder_hidden_states, encoder_attention_mask, batch_size: int) -> torch.Tensor | None:
+        """The cross-attention mask ``(batch, 1, 1, source_length)``, or None when no source token is padding."""
+        if not self.cross_attention:
+            return None
+        if encoder_hidden_states is None:
+            raise ValueError("The decoder of an encoder-decoder needs `encoder_hidden_states` to attend to.")
+        if encoder_hidden_states.shape[0] != batch_size or encoder_hidden_states.shape[-1] != self.d_model:
+            raise ValueError(
+                f"`encoder_hidden_states` has shape {tuple(encoder_hidden_states.shape)}, expected "
+                f"({batch_size}, source_length, {self.d_model})."
+            )
+        source_mask = prepare_padding_mask(encoder_attention_mask, batch_size, encoder_hidden_states.shape[1])
+        if source_mask is None or bool(source_mask.all()):
+            return None
+        return source_mask[:, None, None, :]
+
+
+def _config_with(config: TransformerConfig, is_encoder_decoder: bool) -> TransformerConfig:
+    """The config itself, or a copy with ``is_encoder_decoder`` set for a decoder-only or encoder-only head."""
+    if config.is_encoder_decoder == is_encoder_decoder:
+        return config
+    config = copy.deepcopy(config)
+    config.is_encoder_decoder = is_encoder_decoder
+    return config
+
+
+def shift_tokens_right(labels: torch.Tensor, pad_token_id: int | None, decoder_start_token_id: int | None):
+    """Decoder inputs for teacher forcing: ``labels`` ``(batch, length)`` shifted one position to the right, the
+    start token first, and the -100 of ignored positions replaced by padding."""
+    if decoder_start_token_id is None or pad_token_id is None:
+        raise ValueError(
+            "Building `decoder_input_ids` from `labels` needs `decoder_start_token_id` (or `bos_token_id`) and "
+            "`pad_token_id` in the config; set them, or pass `decoder_input_ids` yourself."
+        )
+    shifted = labels.new_full(labels.shape, decoder_start_token_id)
+    shifted[:, 1:] = labels[:, :-1]
+    return shifted.masked_fill(shifted == -100, pad_token_id)
+
+
+class TransformerPreTrainedModel(PreTrainedModel):
+    config_class = TransformerConfig
+    base_model_prefix = "model"
+    main_input_name = "input_ids"
+    _no_split_modules = ["TransformerLayer"]
+
+    @torch.no_grad()
+    def _init_weights(self, module):
+        if isinstance(module, nn.Linear):
+            init.xavier_uniform_(module.weight)
+            if module.bias is not None:
+                init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            init.normal_(module.weight, mean=0.0, std=self.config.d_model**-0.5)
+            if module.padding_idx is not None and not getattr(module.weight, "_is_hf_initialized", False):
+                init.zeros_(module.weight[module.padding_idx])
+        elif isinstance(module, TransformerEmbeddings) and module.embed_positions is None:
+            init.copy_(module.position_table, sinusoidal_positions(*module.position_table.shape))
+        else:
+            super()._init_weights(module)
+
+    def _flag(self, value: bool | None, name: str) -> bool:
+        """A forward argument such as ``output_attentions``, or the config's value when it is None."""
+        return value if value is not None else getattr(self.config, name)
+
+    def get_expanded_tied_weights_keys(self, all_submodels: bool = False) -> dict:
+        # Each head sets `_tied_weights_keys` from its config (output tying and source/target sharing are separate
+        # options), so the base class's gate on `tie_word_embeddings` alone must not apply.
+        if all_submodels:
+            return super().get_expanded_tied_weights_keys(all_submodels=True)
+        return dict(self._tied_weights_keys or {})
+
+
+class TransformerModel(TransformerPreTrainedModel):
+    """The encoder-decoder: the encoder reads the source, the decoder reads the target so far and attends to the
+    encoder outputs. Returns the decoder's last hidden states."""
+
+    def __init__(self, config: TransformerConfig):
+        config = _config_with(config, is_encoder_decoder=True)
+        super().__init__(config)
+        self.encoder = TransformerStack(
+            config, config.encoder_vocab_size, config.encoder_layers, causal=False, cross_attention=False
+        )
+        self.decoder = TransformerStack(
+            config, config.vocab_size, config.decoder_layers, causal=True, cross_attention=True
+        )
+        if config.share_encoder_decoder_embeddings:
+            self._tied_weights_keys = {"encoder.embeddings.embed_tokens.weight": "decoder.embeddings.embed_tokens.weight"}
+        self.post_init()
+
+    def get_input_embeddings(self):
+        return self.encoder.embeddings.embed_tokens
+
+    def set_input_embeddings(self, value):
+        self.encoder.embeddings.embed_tokens = value
+        if self.config.share_encoder_decoder_embeddings:
+            self.decoder.embeddings.embed_tokens = value
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        decoder_input_ids: torch.LongTensor | None = None,
+        decoder_attention_mask: torch.Tensor | None = None,
+        encoder_outputs: ModelOutput | tuple | None = None,
+        past_key_values: Cache | None = None,
+        inputs_embeds: torch.FloatTensor | None = None,
+        decoder_inputs_embeds: torch.FloatTensor | None = None,
+        use_cache: bool | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> Seq2SeqModelOutput | tuple:
+        """
+        Args:
+            input_ids: ``(batch, source_length)`` source token ids (or ``inputs_embeds``), unless ``encoder_outputs``
+                are given.
+            attention_mask: ``(batch, source_length)``, 1 for source tokens and 0 for padding.
+            decoder_input_ids: ``(batch, target_length)`` target ids so far, starting with the decoder start token
+                (or ``decoder_inputs_embeds``). With a cache, only the new ones.
+            decoder_attention_mask: ``(batch, past_length + target_length)``, 1 for target tokens, 0 for padding;
+                usually None (the causal mask suffices for right-padded targets).
+            encoder_outputs: the encoder's output, to skip running it again (generate() does this).
+            past_key_values: an ``EncoderDecoderCache`` of two ``DynamicCache``s; ``use_cache`` creates one.
+        """
+        output_attentions = self._flag(output_attentions, "output_attentions")
+        output_hidden_states = self._flag(output_hidden_states, "output_hidden_states")
+        return_dict = self._flag(return_dict, "return_dict")
+        use_cache = use_cache if use_cache is not None else (self.config.use_cache and not self.training)
+        if encoder_outputs is None:
+            encoder_outputs = self.encoder(
+                input_ids=input_ids,
+                attention_mask=attention_mask,
+                inputs_embeds=inputs_embeds,
+                output_attentions=output_attentions,
+                output_hidden_states=output_hidden_states,
+            )
+        elif not isinstance(encoder_outputs, ModelOutput):
+            encoder_outputs = BaseModelOutputWithPastAndCrossAttentions(last_hidden_state=encoder_outputs[0])
+        if decoder_input_ids is None and decoder_inputs_embeds is None:
+            raise ValueError("Pass `decoder_input_ids` (or `labels` to the ForConditionalGeneration head).")
+        decoder_outputs = self.decoder(
+            input_ids=decoder_input_ids,
+            attention_mask=decoder_attention_mask,
+            inputs_embeds=decoder_inputs_embeds,
+            encoder_hidden_states=encoder_outputs.last_hidden_state,
+            encoder_attention_mask=attention_mask,
+            past_key_values=past_key_values,
+            use_cache=use_cache,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
+        )
+        result = Seq2SeqModelOutput(
+            last_hidden_state=decoder_outputs.last_hidden_state,
+            past_key_values=decoder_outputs.past_key_values,
+            decoder_hidden_states=decoder_outputs.hidden_states,
+            decoder_attentions=decoder_outputs.attentions,
+            cross_attentions=decoder_outputs.cross_attentions,
+            encoder_last_hidden_state=encoder_outputs.last_hidden_state,
+            encoder_hidden_states=encoder_outputs.hidden_states,
+            encoder_attentions=encoder_outputs.attentions,
+        )
+        return result if return_dict else result.to_tuple()
+
+
+class TransformerForConditionalGeneration(TransformerPreTrainedModel, GenerationMixin):
+    """The encoder-decoder with a language-model head over the target vocabulary, for translation."""
+
+    accepts_loss_kwargs = False  # the loss is a mean over the batch's tokens
+
+    def __init__(self, config: TransformerConfig):
+        config = _config_with(config, is_encoder_decoder=True)
+        super().__init__(config)
+        self.model = TransformerModel(config)
+        self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
+        if config.tie_word_embeddings:
+            self._tied_weights_keys = {"lm_head.weight": "model.decoder.embeddings.embed_tokens.weight"}
+        self.post_init()
+
+    def get_input_embeddings(self):
+        return self.model.get_input_embeddings()
+
+    def set_input_embeddings(self, value):
+        self.model.set_input_embeddings(value)
+
+    def get_output_embeddings(self):
+        return self.lm_head
+
+    def set_output_embeddings(self, new_embeddings):
+        self.lm_head = new_embeddings
+
+    def prepare_decoder_input_ids_from_labels(self, labels: torch.Tensor) -> torch.Tensor:
+        start = self.config.decoder_start_token_id
+        start = start if start is not None else self.config.bos_token_id
+        return shift_tokens_right(labels, self.config.pad_token_id, start)
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        decoder_input_ids: torch.LongTensor | None = None,
+        decoder_attention_mask: torch.Tensor | None = None,
+        encoder_outputs: ModelOutput | tuple | None = None,
+        past_key_values: Cache | None = None,
+        inputs_embeds: torch.FloatTensor | None = None,
+        decoder_inputs_embeds: torch.FloatTensor | None = None,
+        labels: torch.LongTensor | None = None,
+        use_cache: bool | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        logits_to_keep: int = 0,
+        **kwargs,
+    ) -> Seq2SeqLMOutput | tuple:
+        """
+        labels: ``(batch, target_length)`` target ids, -100 where the loss should not count (padding). When no
+            decoder inputs are given they are built from ``labels`` (shifted right after the start token).
+        logits_to_keep: compute logits for the last ``logits_to_keep`` positions only (0 = all), as generate() asks.
+
+        See ``TransformerModel.forward`` for the other arguments.
+        """
+        return_dict = self._flag(return_dict, "return_dict")
+        if labels is not None:
+            use_cache = False
+            if decoder_input_ids is None and decoder_inputs_embeds is None:
+                decoder_input_ids = self.prepare_decoder_input_ids_from_labels(labels)
+        outputs = self.model(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            decoder_input_ids=decoder_input_ids,
+            decoder_attention_mask=decoder_attention_mask,
+            encoder_outputs=encoder_outputs,
+            past_key_values=past_key_values,
+            inputs_embeds=inputs_embeds,
+            decoder_inputs_embeds=decoder_inputs_embeds,
+            use_cache=use_cache,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
+            return_dict=True,
+        )
+        hidden_states = outputs.last_hidden_state
+        logits = self.lm_head(hidden_states[:, -logits_to_keep:] if logits_to_keep else hidden_states)
+        # Targets are aligned with the decoder inputs already: the same per-token cross-entropy as a tagger's.
+        loss = token_classification_loss(logits, labels) if labels is not None else None
+        result = Seq2SeqLMOutput(
+            loss=loss,
+            logits=logits,
+            past_key_values=outputs.past_key_values,
+            decoder_hidden_states=outputs.decoder_hidden_states,
+            decoder_attentions=outputs.decoder_attentions,
+            cross_attentions=outputs.cross_attentions,
+            encoder_last_hidden_state=outputs.encoder_last_hidden_state,
+            encoder_hidden_states=outputs.encoder_hidden_states,
+            encoder_attentions=outputs.encoder_attentions,
+        )
+        return result if return_dict else result.to_tuple()
+
+
+class TransformerForCausalLM(TransformerPreTrainedModel, GenerationMixin):
+    """A decoder-only Transformer language model (``decoder_layers`` layers, no cross-attention)."""
+
+    def __init__(self, config: TransformerConfig):
+        config = _config_with(config, is_encoder_decoder=False)
+        super().__init__(config)
+        self.model = TransformerStack(config, config.vocab_size, config.decoder_layers, causal=True, cross_attention=False)
+        self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
+        if config.tie_word_embeddings:
+            self._tied_weights_keys = {"lm_head.weight": "model.embeddings.embed_tokens.weight"}
+        self.post_init()
+
+    def get_input_embeddings(self):
+        return self.model.embeddings.embed_tokens
+
+    def set_input_embeddings(self, value):
+        self.model.embeddings.embed_tokens = value
+
+    def get_output_embeddings(self):
+        return self.lm_head
+
+    def set_output_embeddings(self, new_embeddings):
+        self.lm_head = new_embeddings
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        inputs_embeds: torch.FloatTensor | None = None,
+        past_key_values: Cache | None = None,
+        labels: torch.LongTensor | None = None,
+        use_cache: bool | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        logits_to_keep: int = 0,
+        **kwargs,
+    ) -> CausalLMOutputWithPast | tuple:
+        """
+        Args:
+            input_ids: ``(batch, length)`` token ids (or ``inputs_embeds``); with a cache, only the new ones.
+            attention_mask: ``(batch, past_length + length)``, 1 for tokens and 0 for padding (left padding for
+                generation); positions count real tokens only.
+            past_key_values: a ``DynamicCache``; ``use_cache`` creates one.
+            labels: ``(batch, length)`` token ids, usually ``input_ids`` itself: the shift to next-token targets
+                happens here. -100 marks positions that do not count.
+            logits_to_keep: compute logits for the last ``logits_to_keep`` positions only (0 = all).
+        """
+        return_dict = self._flag(return_dict, "return_dict")
+        use_cache = use_cache if use_cache is not None else (self.config.use_cache and not self.training)
+        outputs = self.model(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            inputs_embeds=inputs_embeds,
+            past_key_values=past_key_values,
+            use_cache=use_cache,
+            output_attentions=self._flag(output_attentions, "output_attentions"),
+            output_hidden_states=self._flag(output_hidden_states, "output_hidden_states"),
+        )
+        hidden_states = outputs.last_hidden_state
+        logits = self.lm_head(hidden_states[:, -logits_to_keep:] if logits_to_keep else hidden_states)
+        loss = None
+        if labels is not None:
+            if labels.shape != logits.shape[:2]:
+                raise ValueError(
+                    f"`labels` has shape {tuple(labels.shape)}, expected {tuple(logits.shape[:2])}: one target id "
+                    "per input token (pass the input ids; the shift happens inside)."
+                )
+            loss = self.loss_function(logits, labels, vocab_size=self.config.vocab_size, **kwargs)
+        result = CausalLMOutputWithPast(
+            loss=loss,
+            logits=logits,
+            past_key_values=outputs.past_key_values,
+            hidden_states=outputs.hidden_states,
+            attentions=outputs.attentions,
+        )
+        return result if return_dict else result.to_tuple()
+
+
+class _TransformerEncoderClassifier(TransformerPreTrainedModel):
+    """An encoder-only Transformer (``encoder_layers`` layers over the source vocabulary) under a head."""
+
+    def __init__(self, config: TransformerConfig):
+        config = _config_with(config, is_encoder_decoder=False)
+        super().__init__(config)
+        self.num_labels = config.num_labels
+        self.model = TransformerStack(
+            config, config.encoder_vocab_size, config.encoder_layers, causal=False, cross_attention=False
+        )
+        self.dropout = nn.Dropout(config.classifier_dropout)
+        self.classifier = nn.Linear(config.d_model, config.num_labels)
+
+    def get_input_embeddings(self):
+        return self.model.embeddings.embed_tokens
+
+    def set_input_embeddings(self, value):
+        self.model.embeddings.embed_tokens = value
+
+    def _encode(self, input_ids, attention_mask, inputs_embeds, output_attentions, output_hidden_states):
+        return self.model(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            inputs_embeds=inputs_embeds,
+            output_attentions=self._flag(output_attentions, "output_attentions"),
+            output_hidden_states=self._flag(output_hidden_states, "output_hidden_states"),
+        )
+
+
+class TransformerForSequenceClassification(_TransformerEncoderClassifier):
+    """A Transformer encoder with a pooled classifier: single-label, multi-label or regression (``problem_type``)."""
+
+    def __init__(self, config: TransformerConfig):
+        super().__init__(config)
+        self.pooler = SequencePooler(config.classifier_pooling, config.d_model)
+        self.post_init()
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        inputs_embeds: torch.FloatTensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> SequenceClassifierOutput | tuple:
+        """labels: ``(batch,)`` class ids, ``(batch, num_labels)`` multi-hot floats, or ``(batch,)`` floats for
+        regression."""
+        return_dict = self._flag(return_dict, "return_dict")
+        outputs = self._encode(input_ids, attention_mask, inputs_embeds, output_attentions, output_hidden_states)
+        mask = None if attention_mask is None else attention_mask.bool()
+        logits = self.classifier(self.dropout(self.pooler(outputs.last_hidden_state, mask)))
+        loss = None if labels is None else sequence_classification_loss(logits, labels, self.config)
+        result = SequenceClassifierOutput(
+            loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
+        )
+        return result if return_dict else result.to_tuple()
+
+
+class TransformerForTokenClassification(_TransformerEncoderClassifier):
+    """A Transformer encoder with a per-token classifier, for tagging."""
+
+    def __init__(self, config: TransformerConfig):
+        super().__init__(config)
+        self.post_init()
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        inputs_embeds: torch.FloatTensor | None = None,
+        labels: torch.LongTensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> TokenClassifierOutput | tuple:
+        """labels: ``(batch, length)`` tag ids, -100 for positions that do not count (padding, later sub-words)."""
+        return_dict = self._flag(return_dict, "return_dict")
+        outputs = self._encode(input_ids, attention_mask, inputs_embeds, output_attentions, output_hidden_states)
+        logits = self.classifier(self.dropout(outputs.last_hidden_state))
+        loss = None if labels is None else token_classification_loss(logits, labels)
+        result = TokenClassifierOutput(
+            loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
+        )
+        return result if return_dict else result.to_tuple()
+
+
+__all__ = [
+    "TransformerPreTrainedModel",
+    "TransformerModel",
+    "TransformerForConditionalGeneration",
+    "TransformerForCausalLM",
+    "TransformerForSequenceClassification",
+    "TransformerForTokenClassification",
+]
