@@ -60,29 +60,41 @@ class AttentionSeq2SeqEncoder(nn.Module):
 
     def forward(
         self,
-        input_ids: torch.LongTensor,
+        input_ids: torch.LongTensor | None = None,
         attention_mask: torch.Tensor | None = None,
+        inputs_embeds: torch.FloatTensor | None = None,
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
     ) -> AttentionSeq2SeqEncoderOutput | tuple:
         """
         Args:
-            input_ids: `(batch, source_length)` source token ids.
+            input_ids: `(batch, source_length)` source token ids; or pass `inputs_embeds`
+                `(batch, source_length, embedding_size)`.
             attention_mask: `(batch, source_length)`, 1 for tokens and 0 for padding (on either side).
             output_attentions: accepted because generate() passes it; a recurrent encoder has no attention.
         """
-        if input_ids is None or input_ids.dim() != 2:
-            shape = None if input_ids is None else tuple(input_ids.shape)
-            raise ValueError(f"`input_ids` (the source) must have shape (batch, source_length), got {shape}.")
-        check_input_ids(input_ids, self.config.encoder_vocab_size)
-        mask = prepare_padding_mask(attention_mask, *input_ids.shape)
+        if (input_ids is None) == (inputs_embeds is None):
+            raise ValueError("Pass the source as exactly one of `input_ids` and `inputs_embeds`.")
+        if input_ids is not None:
+            if input_ids.dim() != 2:
+                raise ValueError(
+                    f"`input_ids` (the source) must have shape (batch, source_length), got {tuple(input_ids.shape)}."
+                )
+            check_input_ids(input_ids, self.config.encoder_vocab_size)
+            inputs_embeds = self.embed_tokens(input_ids)
+        elif inputs_embeds.dim() != 3 or inputs_embeds.shape[-1] != self.config.embedding_size or 0 in inputs_embeds.shape:
+            raise ValueError(
+                f"`inputs_embeds` must have shape (batch, source_length, {self.config.embedding_size}) with at least "
+                f"one position, got {tuple(inputs_embeds.shape)}."
+            )
+        mask = prepare_padding_mask(attention_mask, *inputs_embeds.shape[:2])
         if mask is not None:
             check_no_empty_rows(mask)
             if bool(mask.all()):
                 mask = None  # no padding: the fused kernel's fast path
         outputs, states, hidden_states = self.rnn(
-            self.dropout(self.embed_tokens(input_ids)), mask, output_hidden_states=bool(output_hidden_states)
+            self.dropout(inputs_embeds), mask, output_hidden_states=bool(output_hidden_states)
         )
         # (num_directions, batch, hidden) per part -> (batch, parts, num_directions * hidden)
         final_state = torch.stack([part.transpose(0, 1).flatten(1) for part in states[-1]], dim=1)
@@ -144,7 +156,8 @@ class AttentionSeq2SeqDecoder(nn.Module):
         memory_mask: torch.Tensor | None,
         encoder_final_state: torch.Tensor,
         cache: RecurrentCache,
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        output_hidden_states: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None, tuple[torch.Tensor, ...] | None]:
         """Decode a chunk of target positions, continuing from `cache` (empty at the start) and updating it.
 
         Args:
@@ -154,8 +167,9 @@ class AttentionSeq2SeqDecoder(nn.Module):
             encoder_final_state: `(batch, parts, memory_size)`, used to start when `cache` is empty.
 
         Returns:
-            The output vectors `(batch, length, hidden_size)` for the output layer, and the attention weights
-            `(batch, length, source_length)` (`None` without attention).
+            The output vectors `(batch, length, hidden_size)` for the output layer, the attention weights
+            `(batch, length, source_length)` (`None` without attention) and, if asked, the hidden states: the
+            embeddings, each recurrent layer's outputs and (with attention) the output vectors.
         """
         embeds = self.dropout(self.embed_tokens(input_ids))
         states = cache.states or self.initial_state(encoder_final_state)
@@ -166,9 +180,12 @@ class AttentionSeq2SeqDecoder(nn.Module):
                 keys = self.attention.project_keys(memory)  # once per source, reused at every step
 
         if self.attention_type == "bahdanau" or self.input_feeding:
-            outputs, weights, states = self._step_by_step(embeds, memory, memory_mask, keys, states, cache)
+            outputs, weights, states, layer_outputs = self._step_by_step(
+                embeds, memory, memory_mask, keys, states, cache
+            )
         else:
-            hidden, states, _ = self.rnn(embeds, None, states)
+            hidden, states, all_hidden = self.rnn(embeds, None, states, output_hidden_states)
+            layer_outputs = all_hidden[1:] if output_hidden_states else None
             outputs, weights = hidden, None
             if self.attention is not None:
                 context, weights = self.attention(hidden, memory, memory_mask, keys)
@@ -178,12 +195,15 @@ class AttentionSeq2SeqDecoder(nn.Module):
         if keys is not None:
             cache.extras["projected_keys"] = keys
         cache.seen_tokens += input_ids.shape[1]
-        return outputs, weights
+        hidden_states = None
+        if output_hidden_states:
+            hidden_states = (embeds, *layer_outputs) + ((outputs,) if self.attention is not None else ())
+        return outputs, weights, hidden_states
 
     def _step_by_step(self, embeds, memory, memory_mask, keys, states, cache):
         """One target position at a time: Bahdanau (the context of the previous state feeds the recurrent layer)
         or Luong with input feeding (the previous attentional vector does)."""
-        outputs, weights = [], []
+        outputs, weights, layer_outputs = [], [], []
         if self.input_feeding:
             input_feed = cache.extras.get("input_feed")
             if input_feed is None:
@@ -193,20 +213,22 @@ class AttentionSeq2SeqDecoder(nn.Module):
             if self.attention_type == "bahdanau":
                 query = states[-1][0].transpose(0, 1)  # the top layer's previous h: (batch, 1, hidden)
                 context, weight = self.attention(query, memory, memory_mask, keys)
-                hidden, states, _ = self.rnn(torch.cat([embed, context], dim=-1), None, states)
+                hidden, states, all_hidden = self.rnn(torch.cat([embed, context], dim=-1), None, states, True)
                 outputs.append(torch.cat([context, hidden, embed], dim=-1))
             else:
-                hidden, states, _ = self.rnn(torch.cat([embed, input_feed], dim=-1), None, states)
+                hidden, states, all_hidden = self.rnn(torch.cat([embed, input_feed], dim=-1), None, states, True)
                 context, weight = self.attention(hidden, memory, memory_mask, keys)
                 input_feed = torch.tanh(self.combine(torch.cat([context, hidden], dim=-1)))
                 outputs.append(input_feed)
             weights.append(weight)
+            layer_outputs.append(all_hidden[1:])
         outputs = torch.cat(outputs, dim=1)
+        layer_outputs = tuple(torch.cat(per_layer, dim=1) for per_layer in zip(*layer_outputs))
         if self.input_feeding:
             cache.extras["input_feed"] = input_feed
         else:
             outputs = torch.tanh(self.combine(outputs))  # Bahdanau's output layer, for all positions at once
-        return outputs, torch.cat(weights, dim=1), states
+        return outputs, torch.cat(weights, dim=1), states, layer_outputs
 
 
 class AttentionSeq2SeqModel(AttentionSeq2SeqPreTrainedModel):
@@ -229,8 +251,10 @@ class AttentionSeq2SeqModel(AttentionSeq2SeqPreTrainedModel):
         input_ids: torch.LongTensor | None = None,
         attention_mask: torch.Tensor | None = None,
         decoder_input_ids: torch.LongTensor | None = None,
+        decoder_attention_mask: torch.Tensor | None = None,
         encoder_outputs: AttentionSeq2SeqEncoderOutput | tuple | None = None,
         past_key_values: Cache | None = None,
+        inputs_embeds: torch.FloatTensor | None = None,
         use_cache: bool | None = None,
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
@@ -239,17 +263,26 @@ class AttentionSeq2SeqModel(AttentionSeq2SeqPreTrainedModel):
     ) -> Seq2SeqModelOutput | tuple:
         """
         Args:
-            input_ids: `(batch, source_length)` source ids (or pass `encoder_outputs` from `get_encoder()`).
-            attention_mask: `(batch, source_length)` source mask, 1 for tokens and 0 for padding.
+            input_ids: `(batch, source_length)` source ids; or `inputs_embeds`, or `encoder_outputs` from
+                `get_encoder()`.
+            attention_mask: `(batch, source_length)` source mask, 1 for tokens and 0 for padding (either side).
             decoder_input_ids: `(batch, target_length)` decoder inputs: the decoder start token, then the target
                 shifted right. With a cache, only the new positions.
+            decoder_attention_mask: `(batch, target_length)`, optional. The decoder reads left to right, so padding
+                after a target's end never changes its real positions; only right padding is accepted.
             past_key_values: a `RecurrentCache` returned by the previous call, to continue decoding from.
             use_cache: return the decoder state in a `RecurrentCache`.
             output_attentions: return the cross-attention weights of every target position, as
                 `cross_attentions`: a one-element tuple (one attention layer) of shape
                 `(batch, 1, target_length, source_length)` (one head).
+            output_hidden_states: return `encoder_hidden_states` (the embeddings and each encoder layer's outputs)
+                and `decoder_hidden_states` (the embeddings, each decoder layer's outputs and, with attention, the
+                attentional output vectors, which are `last_hidden_state`).
         """
         return_dict = return_dict if return_dict is not None else self.config.return_dict
+        output_hidden_states = (
+            output_hidden_states if output_hidden_states is not None else self.config.output_hidden_states
+        )
         if decoder_input_ids is None:
             raise ValueError(
                 "Pass `decoder_input_ids` (the decoder start token followed by the target shifted right) or, to "
@@ -260,11 +293,15 @@ class AttentionSeq2SeqModel(AttentionSeq2SeqPreTrainedModel):
                 f"`decoder_input_ids` must have shape (batch, target_length), got {tuple(decoder_input_ids.shape)}."
             )
         check_input_ids(decoder_input_ids, self.config.vocab_size, "decoder_input_ids")
+        if decoder_attention_mask is not None:
+            decoder_mask = prepare_padding_mask(decoder_attention_mask, *decoder_input_ids.shape)
+            if bool((decoder_mask[:, 1:] & ~decoder_mask[:, :-1]).any()):
+                raise ValueError(
+                    "`decoder_attention_mask` has padding before real tokens: pad the decoder inputs on the right."
+                )
         if encoder_outputs is None:
-            if input_ids is None:
-                raise ValueError("Pass the source as `input_ids` (or its encoding as `encoder_outputs`).")
             encoder_outputs = self.encoder(
-                input_ids, attention_mask, output_hidden_states=output_hidden_states, return_dict=True
+                input_ids, attention_mask, inputs_embeds, output_hidden_states=output_hidden_states, return_dict=True
             )
         elif not isinstance(encoder_outputs, AttentionSeq2SeqEncoderOutput):
             encoder_outputs = AttentionSeq2SeqEncoderOutput(*encoder_outputs)
@@ -280,10 +317,13 @@ class AttentionSeq2SeqModel(AttentionSeq2SeqPreTrainedModel):
             mask = None
 
         cache = RecurrentModel._recurrent_cache(past_key_values) or RecurrentCache()
-        outputs, weights = self.decoder(decoder_input_ids, memory, mask, encoder_outputs.final_state, cache)
+        outputs, weights, decoder_hidden_states = self.decoder(
+            decoder_input_ids, memory, mask, encoder_outputs.final_state, cache, output_hidden_states
+        )
         result = Seq2SeqModelOutput(
             last_hidden_state=outputs,
             past_key_values=cache if use_cache else None,
+            decoder_hidden_states=decoder_hidden_states,
             cross_attentions=(weights.unsqueeze(1),) if output_attentions and weights is not None else None,
             encoder_last_hidden_state=memory,
             encoder_hidden_states=encoder_outputs.hidden_states,
@@ -330,8 +370,10 @@ class AttentionSeq2SeqForConditionalGeneration(AttentionSeq2SeqPreTrainedModel, 
         input_ids: torch.LongTensor | None = None,
         attention_mask: torch.Tensor | None = None,
         decoder_input_ids: torch.LongTensor | None = None,
+        decoder_attention_mask: torch.Tensor | None = None,
         encoder_outputs: AttentionSeq2SeqEncoderOutput | tuple | None = None,
         past_key_values: Cache | None = None,
+        inputs_embeds: torch.FloatTensor | None = None,
         labels: torch.LongTensor | None = None,
         use_cache: bool | None = None,
         output_attentions: bool | None = None,
@@ -352,8 +394,10 @@ class AttentionSeq2SeqForConditionalGeneration(AttentionSeq2SeqPreTrainedModel, 
             input_ids=input_ids,
             attention_mask=attention_mask,
             decoder_input_ids=decoder_input_ids,
+            decoder_attention_mask=decoder_attention_mask,
             encoder_outputs=encoder_outputs,
             past_key_values=past_key_values,
+            inputs_embeds=inputs_embeds,
             use_cache=use_cache,
             output_attentions=output_attentions,
             output_hidden_states=output_hidden_states,
@@ -371,11 +415,15 @@ class AttentionSeq2SeqForConditionalGeneration(AttentionSeq2SeqPreTrainedModel, 
                     f"`labels` has shape {tuple(labels.shape)} but `decoder_input_ids` has shape "
                     f"{tuple(logits.shape[:2])}: one label per decoder input."
                 )
+            targets = labels[labels != -100]
+            if targets.numel():
+                check_input_ids(targets, self.config.vocab_size, "labels")
             loss = ForMaskedLMLoss(logits, labels, self.config.vocab_size, **kwargs)
         result = Seq2SeqLMOutput(
             loss=loss,
             logits=logits,
             past_key_values=outputs.past_key_values,
+            decoder_hidden_states=outputs.decoder_hidden_states,
             cross_attentions=outputs.cross_attentions,
             encoder_last_hidden_state=outputs.encoder_last_hidden_state,
             encoder_hidden_states=outputs.encoder_hidden_states,
