@@ -1,0 +1,444 @@
+"""ModelTesterMixin: the checks every model family passes, for every head class (STYLE.md P7, P8).
+
+Shaped like transformers' ``tests/test_modeling_common.py``: a family's test class mixes it in and supplies a tiny
+``tester`` object; every check runs over every class in ``tester.all_model_classes`` and compares against an
+independent reference (the same sequence alone, a loss recomputed here, the model reloaded), never against stored
+outputs. The helpers below (``collate``, ``make_model``, ``make_tokenizer``, ...) are shared with
+``test_generation_common.py`` and the family tests.
+"""
+
+import inspect
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass
+
+import torch
+from tokenizers import Tokenizer, models, pre_tokenizers
+from torch.nn import functional as F
+from transformers import (
+    AutoConfig,
+    AutoModel,
+    AutoModelForCausalLM,
+    AutoModelForSeq2SeqLM,
+    AutoModelForSequenceClassification,
+    AutoModelForTokenClassification,
+    PreTrainedTokenizerFast,
+    Trainer,
+    TrainingArguments,
+)
+from transformers.modeling_outputs import (
+    CausalLMOutputWithPast,
+    ModelOutput,
+    Seq2SeqLMOutput,
+    SequenceClassifierOutput,
+    TokenClassifierOutput,
+)
+
+import hf_seqmodels  # noqa: F401  (registers the Auto classes)
+
+PAD, BOS, EOS, UNK = 0, 1, 2, 3
+SPECIAL_TOKENS = ("[PAD]", "[BOS]", "[EOS]", "[UNK]")
+WORDS = ("the", "cat", "dog", "sat", "ran", "on", "a", "mat", "log", "far", "big", "red")
+ATOL = 1e-5
+
+
+@dataclass(frozen=True)
+class Head:
+    """What transformers expects of a head class, recognised by its standard name suffix (STYLE.md P7)."""
+
+    auto_class: type
+    output_class: type
+    logits_size: str | None  # config field giving the size of the last logits dimension (None: a base model)
+    per_token: bool = True  # one prediction per (decoder) token, else one per sequence
+    shifts_labels: bool = False  # causal LMs shift labels inside: position t is scored against token t+1
+
+
+HEADS = {
+    "ForCausalLM": Head(AutoModelForCausalLM, CausalLMOutputWithPast, "vocab_size", shifts_labels=True),
+    "ForConditionalGeneration": Head(AutoModelForSeq2SeqLM, Seq2SeqLMOutput, "vocab_size"),
+    "ForSequenceClassification": Head(
+        AutoModelForSequenceClassification, SequenceClassifierOutput, "num_labels", per_token=False
+    ),
+    "ForTokenClassification": Head(AutoModelForTokenClassification, TokenClassifierOutput, "num_labels"),
+    "Model": Head(AutoModel, ModelOutput, None),
+}
+
+
+def head_of(model_class: type) -> Head:
+    for suffix, head in HEADS.items():
+        if model_class.__name__.endswith(suffix):
+            return head
+    raise ValueError(f"{model_class.__name__} does not end with a standard head name: {', '.join(HEADS)}.")
+
+
+def takes_labels(model_class: type) -> bool:
+    return "labels" in inspect.signature(model_class.forward).parameters
+
+
+def make_model(model_class: type, config, seed: int = 0, std: float = 0.5):
+    """``model_class(config)`` in eval mode with every weight redrawn from N(0, std²).
+
+    Default initialisations of tiny models give near-uniform logits; wider weights separate them, so that token
+    comparisons are not decided by float noise and tolerances are small relative to the outputs.
+    """
+    torch.manual_seed(seed)
+    model = model_class(config)
+    with torch.no_grad():
+        for param in model.parameters():
+            param.normal_(0.0, std)
+    return model.eval()
+
+
+def make_tokenizer(vocab_size: int) -> PreTrainedTokenizerFast:
+    """A word-level tokenizer: ids 0-3 are [PAD] [BOS] [EOS] [UNK] (PAD, BOS, EOS, UNK), then ``WORDS``."""
+    vocab = {token: i for i, token in enumerate(SPECIAL_TOKENS + WORDS[: vocab_size - len(SPECIAL_TOKENS)])}
+    tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer, pad_token="[PAD]", bos_token="[BOS]", eos_token="[EOS]", unk_token="[UNK]"
+    )
+
+
+def _pad(rows: list[torch.Tensor], value: int, side: str) -> torch.Tensor:
+    length = max(len(row) for row in rows)
+    return torch.stack(
+        [F.pad(row, (length - len(row), 0) if side == "left" else (0, length - len(row)), value=value) for row in rows]
+    )
+
+
+def collate(examples: list[dict], pad_token_id: int, padding_side: str = "right") -> dict[str, torch.Tensor]:
+    """Pad examples (dicts of 1-D LongTensors; a 0-D ``labels`` for sequence labels) into one batch.
+
+    ``input_ids`` is padded on ``padding_side`` and gets an ``attention_mask``; ``decoder_input_ids`` is padded on
+    the right and gets a ``decoder_attention_mask``; per-token ``labels`` are padded with -100 like the ids they
+    label (the decoder's when there is one).
+    """
+    ids = [example["input_ids"] for example in examples]
+    batch = {"input_ids": _pad(ids, pad_token_id, padding_side),
+             "attention_mask": _pad([torch.ones_like(row) for row in ids], 0, padding_side)}
+    label_side = padding_side
+    if "decoder_input_ids" in examples[0]:
+        decoder_ids = [example["decoder_input_ids"] for example in examples]
+        batch["decoder_input_ids"] = _pad(decoder_ids, pad_token_id, "right")
+        batch["decoder_attention_mask"] = _pad([torch.ones_like(row) for row in decoder_ids], 0, "right")
+        label_side = "right"
+    if "labels" in examples[0]:
+        labels = [example["labels"] for example in examples]
+        batch["labels"] = torch.stack(labels) if labels[0].dim() == 0 else _pad(labels, -100, label_side)
+    return batch
+
+
+def without_labels(batch: dict) -> dict:
+    return {name: value for name, value in batch.items() if name != "labels"}
+
+
+def main_output(outputs) -> torch.Tensor:
+    """The head's prediction: ``logits``, or ``last_hidden_state`` for a base model."""
+    logits = getattr(outputs, "logits", None)
+    return logits if logits is not None else outputs.last_hidden_state
+
+
+def token_mask(batch: dict) -> torch.Tensor:
+    """Real positions of per-token outputs: the decoder's for encoder-decoders, else the inputs'."""
+    return batch.get("decoder_attention_mask", batch["attention_mask"]).bool()
+
+
+def per_example(output: torch.Tensor, batch: dict) -> list[torch.Tensor]:
+    """Split a batched prediction into one tensor per example, padded positions dropped."""
+    if output.dim() == 2:  # one prediction per sequence
+        return list(output)
+    return [row[keep] for row, keep in zip(output, token_mask(batch))]
+
+
+def random_labels(model, batch: dict, seed: int = 0) -> torch.Tensor:
+    """Random labels in the head's output space: one per real token (-100 at padding) or one per sequence."""
+    with torch.no_grad():
+        logits = model(**without_labels(batch)).logits
+    generator = torch.Generator().manual_seed(seed)
+    labels = torch.randint(0, logits.shape[-1], logits.shape[:-1], generator=generator)
+    return labels.masked_fill(~token_mask(batch), -100) if labels.dim() == 2 else labels
+
+
+def assert_same_model(loaded, model, batch: dict) -> None:
+    """The same weights bit for bit, and the same outputs.
+
+    Outputs are compared with a tolerance: tensors loaded from safetensors are memory-mapped at offsets that are
+    not 64-byte aligned, which sends torch's CPU kernels down other SIMD paths (other summation orders, ~1e-7).
+    """
+    expected, got = model.state_dict(), loaded.state_dict()
+    assert got.keys() == expected.keys(), set(got) ^ set(expected)
+    for name, tensor in expected.items():
+        assert torch.equal(got[name], tensor), name
+    with torch.no_grad():
+        torch.testing.assert_close(main_output(loaded(**batch)), main_output(model(**batch)), rtol=0, atol=ATOL)
+
+
+REMOTE_CODE_SCRIPT = textwrap.dedent(
+    """
+    import importlib.abc
+    import sys
+
+    class BlockPackage(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] == "hf_seqmodels":
+                raise ImportError(f"{name} is blocked: this process must load the model from its saved code only")
+
+    sys.meta_path.insert(0, BlockPackage())
+    try:
+        import hf_seqmodels
+        sys.exit("hf_seqmodels could be imported; the test would prove nothing")
+    except ImportError:
+        pass
+
+    import torch
+    import transformers
+
+    for case in torch.load(sys.argv[1]):
+        auto_class = getattr(transformers, case["auto_class"])
+        model = auto_class.from_pretrained(case["folder"], trust_remote_code=True).eval()
+        module = type(model).__module__
+        assert module.startswith("transformers_modules."), f"{case['folder']} loaded from {module}"
+        state = model.state_dict()
+        assert state.keys() == case["state_dict"].keys()
+        for name, tensor in case["state_dict"].items():
+            assert torch.equal(state[name], tensor), name
+        with torch.no_grad():
+            outputs = model(**case["inputs"])
+        got = outputs.logits if getattr(outputs, "logits", None) is not None else outputs.last_hidden_state
+        torch.testing.assert_close(got, case["expected"], rtol=0, atol=1e-5)  # see assert_same_model
+        print("loaded", type(model).__name__, "from", module)
+    """
+)
+
+
+class ModelTesterMixin:
+    """Checks that every head class of a family behaves as a transformers model and stays exact under padding.
+
+    The test class provides a pytest fixture ``tester`` (parametrize it to cover variants, e.g. cell types)
+    returning an object with:
+
+    - ``all_model_classes``: the base model and every head. Kinds are recognised by the standard names of
+      STYLE.md P7 (``*Model``, ``*ForCausalLM``, ``*ForSequenceClassification``, ``*ForTokenClassification``,
+      ``*ForConditionalGeneration``); see ``HEADS`` for the Auto class and output type each must have.
+    - ``get_config(model_class)``: a tiny config for that class: no dropout, ``pad_token_id=PAD``,
+      ``bos_token_id=BOS``, ``eos_token_id=EOS``, ``vocab_size`` at most 16 (the tokenizer and the exhaustive beam
+      test rely on it), ``num_labels`` set for classifiers, and ``tie_word_embeddings`` settable (the save/load
+      test sets it to True and to False).
+    - ``get_examples(config)``: at least 4 examples of different lengths (at least 2 tokens each), each a dict of
+      1-D LongTensors without padding: ``input_ids``; for encoder-decoders also ``decoder_input_ids`` (starting
+      with the decoder start token). Batches are built with ``collate``: the source is padded on either side,
+      the decoder inputs always on the right (``decoder_attention_mask``). Labels are drawn at random in the head's
+      output space (``random_labels``): per decoder token for encoder-decoders (scored as given, not shifted),
+      per token for causal LMs (shifted inside the model) and taggers, per sequence for classifiers.
+    - ``expected_num_hidden_states(config)``: a dict from output field to the number of hidden states returned
+      with ``output_hidden_states=True``, e.g. ``{"hidden_states": num_layers + 1}``, or for an encoder-decoder
+      ``{"encoder_hidden_states": ..., "decoder_hidden_states": ...}``; each entry has the batch size and the
+      length of its side's inputs, and the last one of ``hidden_states``/``decoder_hidden_states`` is the base
+      model's ``last_hidden_state``.
+    - ``padding_sides``: the sides on which padding must not change a result, normally ``("right", "left")``.
+    """
+
+    def build(self, tester, model_class, **config_changes):
+        config = tester.get_config(model_class)
+        for name, value in config_changes.items():
+            setattr(config, name, value)
+        return config, make_model(model_class, config)
+
+    def test_outputs(self, tester):
+        for model_class in tester.all_model_classes:
+            config, model = self.build(tester, model_class)
+            head = head_of(model_class)
+            batch = collate(tester.get_examples(config), config.pad_token_id)
+            with torch.no_grad():
+                outputs = model(**batch)
+                as_tuple = model(**batch, return_dict=False)
+            name = model_class.__name__
+            assert isinstance(outputs, head.output_class), f"{name} returned {type(outputs).__name__}"
+            prediction = main_output(outputs)
+            mask = token_mask(batch)
+            expected_leading = tuple(mask.shape) if head.per_token else (mask.shape[0],)
+            assert tuple(prediction.shape[:-1]) == expected_leading, f"{name}: {tuple(prediction.shape)}"
+            if head.logits_size:
+                assert prediction.shape[-1] == getattr(config, head.logits_size), name
+            assert isinstance(as_tuple, tuple), f"{name}(return_dict=False) returned {type(as_tuple).__name__}"
+            assert len(as_tuple) == len(outputs.to_tuple()), name
+            for got, expected in zip(as_tuple, outputs.to_tuple()):
+                if isinstance(expected, torch.Tensor):
+                    torch.testing.assert_close(got, expected, rtol=0, atol=0)
+                else:
+                    assert type(got) is type(expected), name
+
+    def test_hidden_states(self, tester):
+        for model_class in tester.all_model_classes:
+            config, model = self.build(tester, model_class)
+            batch = collate(tester.get_examples(config), config.pad_token_id)
+            with torch.no_grad():
+                outputs = model(**batch, output_hidden_states=True)
+                plain = model(**batch)
+            for field, count in tester.expected_num_hidden_states(config).items():
+                states = getattr(outputs, field)
+                assert isinstance(states, tuple) and len(states) == count, f"{model_class.__name__}.{field}"
+                side = "decoder_input_ids" if field.startswith("decoder") else "input_ids"
+                for state in states:
+                    assert state.shape[:2] == batch[side].shape, f"{model_class.__name__}.{field}"
+                assert getattr(plain, field, None) is None, f"{model_class.__name__}.{field} without asking"
+                if field in ("hidden_states", "decoder_hidden_states") and head_of(model_class).logits_size is None:
+                    torch.testing.assert_close(states[-1], outputs.last_hidden_state, rtol=0, atol=0)
+
+    def test_inputs_embeds(self, tester):
+        for model_class in tester.all_model_classes:
+            config, model = self.build(tester, model_class)
+            batch = collate(tester.get_examples(config), config.pad_token_id)
+            with torch.no_grad():
+                expected = main_output(model(**batch))
+                embeds = model.get_input_embeddings()(batch["input_ids"])
+                got = main_output(model(**{**without_labels(batch), "input_ids": None, "inputs_embeds": embeds}))
+            torch.testing.assert_close(got, expected, rtol=0, atol=ATOL)
+
+    def test_save_load(self, tester, tmp_path):
+        """save_pretrained -> from_pretrained gives identical outputs from safetensors; ties survive, untied stay so."""
+        for model_class in tester.all_model_classes:
+            for tie in (True, False):
+                config, model = self.build(tester, model_class, tie_word_embeddings=tie)
+                if not tie and model.get_output_embeddings() is None:
+                    continue  # nothing to tie
+                batch = collate(tester.get_examples(config), config.pad_token_id)
+                folder = tmp_path / f"{model_class.__name__}-tie{tie}"
+                model.save_pretrained(folder)
+                assert (folder / "model.safetensors").is_file() and not list(folder.glob("*.bin"))
+                loaded = model_class.from_pretrained(folder).eval()
+                assert_same_model(loaded, model, batch)
+                if loaded.get_output_embeddings() is None:
+                    continue
+                output_weight = loaded.get_output_embeddings().weight
+                input_weight = loaded.get_input_embeddings().weight
+                assert (output_weight.data_ptr() == input_weight.data_ptr()) == tie, f"{model_class.__name__} tie={tie}"
+                if not tie:
+                    assert not torch.equal(output_weight, input_weight)
+
+    def test_auto_classes(self, tester, tmp_path):
+        for model_class in tester.all_model_classes:
+            config, model = self.build(tester, model_class)
+            head = head_of(model_class)
+            assert type(head.auto_class.from_config(config)) is model_class
+            folder = tmp_path / model_class.__name__
+            model.save_pretrained(folder)
+            assert type(AutoConfig.from_pretrained(folder)) is type(config)
+            loaded = head.auto_class.from_pretrained(folder).eval()
+            assert type(loaded) is model_class, f"{head.auto_class.__name__} loaded {type(loaded).__name__}"
+            assert_same_model(loaded, model, collate(tester.get_examples(config), config.pad_token_id))
+
+    def test_trust_remote_code(self, tester, tmp_path):
+        """Every head loads from its saved folder alone, in a process where ``import hf_seqmodels`` fails."""
+        cases = []
+        for model_class in tester.all_model_classes:
+            config, model = self.build(tester, model_class)
+            folder = tmp_path / model_class.__name__
+            model.save_pretrained(folder)
+            batch = collate(tester.get_examples(config), config.pad_token_id)
+            with torch.no_grad():
+                expected = main_output(model(**batch))
+            auto_class = head_of(model_class).auto_class.__name__
+            cases.append({"auto_class": auto_class, "folder": str(folder), "inputs": batch, "expected": expected,
+                          "state_dict": model.state_dict()})
+        torch.save(cases, tmp_path / "cases.pt")
+        env = {"PATH": "/usr/bin:/bin", "HF_HOME": str(tmp_path / "hf_home"), "HF_HUB_OFFLINE": "1",
+               "OMP_NUM_THREADS": "1", "PYTHONNOUSERSITE": "1"}
+        result = subprocess.run(
+            [sys.executable, "-c", REMOTE_CODE_SCRIPT, str(tmp_path / "cases.pt")],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert result.stdout.count("loaded ") == len(cases), result.stdout
+
+    def test_padding_invariance(self, tester):
+        """A padded batch gives, at the real tokens, what each sequence gives alone (STYLE.md section 3)."""
+        for model_class in tester.all_model_classes:
+            config, model = self.build(tester, model_class)
+            examples = tester.get_examples(config)
+            with torch.no_grad():
+                alone = [main_output(model(**collate([example], config.pad_token_id)))[0] for example in examples]
+                for side in tester.padding_sides:
+                    batch = collate(examples, config.pad_token_id, side)
+                    for i, got in enumerate(per_example(main_output(model(**batch)), batch)):
+                        torch.testing.assert_close(
+                            got, alone[i], rtol=0, atol=ATOL, msg=f"{model_class.__name__}, {side} padding, row {i}"
+                        )
+
+    def test_batch_composition(self, tester):
+        """A sequence's result does not depend on its neighbours, its row or the batch's padded length."""
+        for model_class in tester.all_model_classes:
+            config, model = self.build(tester, model_class)
+            examples = tester.get_examples(config)
+            order = list(range(len(examples)))[::-2]  # every other example, reversed
+            full = collate(examples, config.pad_token_id)
+            part = collate([examples[i] for i in order], config.pad_token_id)
+            with torch.no_grad():
+                full_out = per_example(main_output(model(**full)), full)
+                part_out = per_example(main_output(model(**part)), part)
+            for row, i in enumerate(order):
+                torch.testing.assert_close(part_out[row], full_out[i], rtol=0, atol=ATOL, msg=model_class.__name__)
+
+    def test_ignored_labels(self, tester):
+        """Positions labelled -100 do not count: the loss is the cross-entropy over the other positions."""
+        for model_class in filter(takes_labels, tester.all_model_classes):
+            head = head_of(model_class)
+            if not head.per_token:
+                continue
+            config, model = self.build(tester, model_class)
+            batch = collate(tester.get_examples(config), config.pad_token_id)
+            labels = random_labels(model, batch)
+            labels[:, 2] = -100  # also ignore one real position per row
+            with torch.no_grad():
+                outputs = model(**batch, labels=labels)
+            logits = outputs.logits
+            if head.shifts_labels:
+                logits, labels = logits[:, :-1], labels[:, 1:]
+            keep = labels != -100
+            torch.testing.assert_close(outputs.loss, F.cross_entropy(logits[keep], labels[keep]), rtol=1e-6, atol=ATOL)
+
+    def test_loss_decreases(self, tester):
+        for model_class in filter(takes_labels, tester.all_model_classes):
+            config, model = self.build(tester, model_class)
+            batch = collate(tester.get_examples(config), config.pad_token_id)
+            batch["labels"] = random_labels(model, batch)
+            model.train()
+            optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+            losses = []
+            for _ in range(3):
+                loss = model(**batch).loss
+                losses.append(loss.item())
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+            assert losses[-1] < losses[0], f"{model_class.__name__}: {losses}"
+
+    def test_trainer(self, tester, tmp_path):
+        """transformers.Trainer trains a few steps, evaluates and predicts on a tiny in-memory data set."""
+        for model_class in filter(takes_labels, tester.all_model_classes):
+            config, model = self.build(tester, model_class)
+            examples = tester.get_examples(config)
+            batch = collate(examples, config.pad_token_id)
+            labels = random_labels(model, batch)
+            dataset = [
+                {**example, "labels": row[row != -100] if row.dim() else row}
+                for example, row in zip(examples, labels)
+            ]
+            args = TrainingArguments(
+                output_dir=str(tmp_path / model_class.__name__), max_steps=3, per_device_train_batch_size=2,
+                per_device_eval_batch_size=2, learning_rate=1e-2, report_to=[], use_cpu=True, save_strategy="no",
+                logging_steps=1, disable_tqdm=True, dataloader_pin_memory=False,
+            )
+            trainer = Trainer(
+                model=model, args=args, train_dataset=dataset, eval_dataset=dataset,
+                data_collator=lambda features: collate(features, config.pad_token_id),
+            )
+            trainer.train()
+            assert trainer.state.global_step == 3
+            metrics = trainer.evaluate()
+            assert torch.isfinite(torch.tensor(metrics["eval_loss"])), metrics
+            predictions = trainer.predict(dataset)
+            logits = predictions.predictions
+            assert logits.shape[0] == len(dataset), model_class.__name__
+            assert logits.shape[-1] == getattr(config, head_of(model_class).logits_size)
