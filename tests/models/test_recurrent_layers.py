@@ -1,0 +1,138 @@
+"""RecurrentLayer / RecurrentStack against the textbook equations, run step by step in float64 on each sequence's
+real tokens alone, for every cell type, one and two directions, and every kind of padding."""
+
+import pytest
+import torch
+
+from hf_seqmodels.models.recurrent_layers import RecurrentLayer, RecurrentStack
+
+CELLS = [("rnn", "tanh"), ("rnn", "relu"), ("lstm", "tanh"), ("gru", "tanh")]
+INPUT_SIZE, HIDDEN_SIZE, LENGTH = 5, 4, 6
+MASKS = {
+    "none": None,
+    "right": [[1, 1, 1, 1, 1, 1], [1, 1, 1, 0, 0, 0], [1, 0, 0, 0, 0, 0]],
+    "left": [[1, 1, 1, 1, 1, 1], [0, 0, 0, 1, 1, 1], [0, 0, 0, 0, 0, 1]],
+    "holes": [[1, 0, 1, 1, 0, 1], [0, 1, 1, 0, 0, 1], [1, 1, 0, 1, 1, 0]],
+}
+BATCH = 3
+
+
+def elman_step(x, state, w_ih, w_hh, b_ih, b_hh, nonlinearity):
+    (h,) = state
+    pre = w_ih @ x + b_ih + w_hh @ h + b_hh
+    return (torch.tanh(pre) if nonlinearity == "tanh" else torch.relu(pre),)
+
+
+def lstm_step(x, state, w_ih, w_hh, b_ih, b_hh, nonlinearity):
+    """PyTorch's layout: the rows of w_ih are W_ii | W_if | W_ig | W_io (input, forget, cell, output gates)."""
+    h, c = state
+    w_ii, w_if, w_ig, w_io = w_ih.chunk(4)
+    w_hi, w_hf, w_hg, w_ho = w_hh.chunk(4)
+    b_ii, b_if, b_ig, b_io = b_ih.chunk(4)
+    b_hi, b_hf, b_hg, b_ho = b_hh.chunk(4)
+    i = torch.sigmoid(w_ii @ x + b_ii + w_hi @ h + b_hi)
+    f = torch.sigmoid(w_if @ x + b_if + w_hf @ h + b_hf)
+    g = torch.tanh(w_ig @ x + b_ig + w_hg @ h + b_hg)
+    o = torch.sigmoid(w_io @ x + b_io + w_ho @ h + b_ho)
+    c = f * c + i * g
+    return o * torch.tanh(c), c
+
+
+def gru_step(x, state, w_ih, w_hh, b_ih, b_hh, nonlinearity):
+    """PyTorch's layout: W_ir | W_iz | W_in (reset, update, new)."""
+    (h,) = state
+    w_ir, w_iz, w_in = w_ih.chunk(3)
+    w_hr, w_hz, w_hn = w_hh.chunk(3)
+    b_ir, b_iz, b_in = b_ih.chunk(3)
+    b_hr, b_hz, b_hn = b_hh.chunk(3)
+    r = torch.sigmoid(w_ir @ x + b_ir + w_hr @ h + b_hr)
+    z = torch.sigmoid(w_iz @ x + b_iz + w_hz @ h + b_hz)
+    n = torch.tanh(w_in @ x + b_in + r * (w_hn @ h + b_hn))
+    return ((1 - z) * n + z * h,)
+
+
+STEPS = {"rnn": elman_step, "lstm": lstm_step, "gru": gru_step}
+
+
+def reference_layer(layer: RecurrentLayer, cell_type, nonlinearity, inputs, state):
+    """One layer over one sequence ``(T, input_size)`` of real tokens; ``state``: tuple of ``(D, H)``.
+
+    The backward direction runs the same equations over the reversed tokens. Returns outputs ``(T, D*H)`` and the
+    final state (tuple of ``(D, H)``).
+    """
+    directions = 2 if layer.rnn.bidirectional else 1
+    outputs, finals = [], []
+    for d in range(directions):
+        suffix = "_reverse" if d else ""
+        weights = [getattr(layer.rnn, f"{name}_l0{suffix}").double()
+                   for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
+        current = tuple(s[d] for s in state)
+        steps = []
+        for x in (inputs.flip(0) if d else inputs):
+            current = STEPS[cell_type](x, current, *weights, nonlinearity)
+            steps.append(current[0])
+        outputs.append(torch.stack(steps).flip(0) if d else torch.stack(steps))
+        finals.append(current)
+    return torch.cat(outputs, dim=-1), tuple(torch.stack(parts) for parts in zip(*finals))
+
+
+def state_parts(cell_type: str) -> int:
+    return 2 if cell_type == "lstm" else 1  # (h, c) or (h,)
+
+
+def zero_state(cell_type, directions):
+    return tuple(torch.zeros(directions, HIDDEN_SIZE, dtype=torch.float64) for _ in range(state_parts(cell_type)))
+
+
+@pytest.mark.parametrize("with_state", [False, True], ids=["zero-state", "given-state"])
+@pytest.mark.parametrize("padding", list(MASKS))
+@pytest.mark.parametrize("bidirectional", [False, True], ids=["uni", "bi"])
+@pytest.mark.parametrize("cell_type,nonlinearity", CELLS, ids=["rnn-tanh", "rnn-relu", "lstm", "gru"])
+def test_stack_equals_equations(cell_type, nonlinearity, bidirectional, padding, with_state):
+    torch.manual_seed(0)
+    directions = 2 if bidirectional else 1
+    stack = RecurrentStack(cell_type, INPUT_SIZE, HIDDEN_SIZE, num_layers=2, bidirectional=bidirectional,
+                           nonlinearity=nonlinearity)
+    inputs = torch.randn(BATCH, LENGTH, INPUT_SIZE)
+    mask = None if MASKS[padding] is None else torch.tensor(MASKS[padding], dtype=torch.bool)
+    states = None
+    if with_state:
+        states = [tuple(torch.randn(directions, BATCH, HIDDEN_SIZE) for _ in range(state_parts(cell_type)))
+                  for _ in stack.layers]
+    with torch.no_grad():
+        outputs, final_states, all_hidden = stack(inputs, mask, states, output_hidden_states=True)
+
+    assert len(all_hidden) == 3 and torch.equal(all_hidden[0], inputs) and torch.equal(all_hidden[-1], outputs)
+    for b in range(BATCH):
+        keep = torch.ones(LENGTH, dtype=torch.bool) if mask is None else mask[b]
+        hidden = inputs[b][keep].double()
+        for i, layer in enumerate(stack.layers):
+            start = zero_state(cell_type, directions) if states is None else tuple(s[:, b].double() for s in states[i])
+            hidden, final = reference_layer(layer, cell_type, nonlinearity, hidden, start)
+            torch.testing.assert_close(all_hidden[i + 1][b][keep], hidden.float(), rtol=0, atol=1e-5)
+            assert not all_hidden[i + 1][b][~keep].any(), "padded positions must be zeros"
+            for got, expected in zip(final_states[i], final):
+                torch.testing.assert_close(got[:, b], expected.float(), rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("bidirectional", [False, True], ids=["uni", "bi"])
+@pytest.mark.parametrize("cell_type,nonlinearity", CELLS, ids=["rnn-tanh", "rnn-relu", "lstm", "gru"])
+def test_row_without_tokens_keeps_its_state(cell_type, nonlinearity, bidirectional):
+    """A decoding step where a row is padding (e.g. its prompt is shorter) leaves that row's state untouched."""
+    torch.manual_seed(0)
+    directions = 2 if bidirectional else 1
+    layer = RecurrentLayer(cell_type, INPUT_SIZE, HIDDEN_SIZE, bidirectional, nonlinearity)
+    inputs = torch.randn(2, 3, INPUT_SIZE)
+    mask = torch.tensor([[0, 0, 0], [1, 1, 0]], dtype=torch.bool)
+    state = tuple(torch.randn(directions, 2, HIDDEN_SIZE) for _ in range(state_parts(cell_type)))
+    with torch.no_grad():
+        outputs, new_state = layer(inputs, mask, state)
+    assert not outputs[0].any()
+    for old, new in zip(state, new_state):
+        assert torch.equal(new[:, 0], old[:, 0])
+    expected_outputs, expected_state = reference_layer(
+        layer, cell_type, nonlinearity, inputs[1, :2].double(), tuple(s[:, 1].double() for s in state)
+    )
+    torch.testing.assert_close(outputs[1, :2], expected_outputs.float(), rtol=0, atol=1e-5)
+    for new, expected in zip(new_state, expected_state):
+        torch.testing.assert_close(new[:, 1], expected.float(), rtol=0, atol=1e-5)
