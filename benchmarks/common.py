@@ -1,0 +1,134 @@
+"""What every benchmark entry shares: sizes, timing, peak memory, data and the result record."""
+
+import dataclasses
+import gzip
+import json
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+DATA_DIR = Path("/work/shared/data")
+
+
+@dataclasses.dataclass
+class Settings:
+    """How the runner was asked to run: device, tiny smoke sizes or the defaults, and size overrides."""
+
+    device: str = "cpu"
+    smoke: bool = False
+    out_dir: Path = Path("results")
+    overrides: dict[str, str] = dataclasses.field(default_factory=dict)
+    seed: int = 0
+
+
+def resolve_sizes(default, smoke, settings: Settings):
+    """The sizes dataclass for a run: ``smoke`` or ``default``, then ``--set name=value`` overrides.
+
+    An override applies to every entry whose sizes have a field of that name; values are converted to the
+    field's type (tuples of ints are written ``16,64,256``).
+    """
+    sizes = smoke if settings.smoke else default
+    changes = {}
+    for field in dataclasses.fields(sizes):
+        if field.name in settings.overrides:
+            changes[field.name] = _convert(settings.overrides[field.name], getattr(sizes, field.name))
+    return dataclasses.replace(sizes, **changes)
+
+
+def _convert(text: str, like):
+    if isinstance(like, bool):
+        return text.lower() in ("1", "true", "yes")
+    if isinstance(like, tuple):
+        return tuple(type(like[0])(part) for part in text.split(",") if part)
+    return type(like)(text)
+
+
+def synchronize(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def time_call(fn: Callable[[], object], device: str, repeats: int, warmup: int = 1) -> float:
+    """Median wall-clock seconds of ``fn()`` over ``repeats`` runs, after ``warmup`` untimed runs."""
+    for _ in range(warmup):
+        fn()
+    synchronize(device)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        synchronize(device)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def peak_memory_bytes(fn: Callable[[], object], device: str) -> int:
+    """Peak bytes of live tensors allocated while ``fn()`` runs, above what was live before it.
+
+    On CUDA this is ``torch.cuda.max_memory_allocated``. On CPU torch's allocator keeps no such counter
+    (tracemalloc does not see it, and the process RSS depends on what malloc kept from earlier runs), so the
+    profiler's memory events are replayed in order: every allocation and free, attributed to the op that made
+    it. Temporaries freed inside one op are netted within that op, which hides only intra-kernel workspace.
+    """
+    if device.startswith("cuda"):
+        synchronize(device)
+        before = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        fn()
+        synchronize(device)
+        return torch.cuda.max_memory_allocated() - before
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        fn()
+    events = sorted(prof.events(), key=lambda event: event.time_range.start)
+    live = peak = 0
+    for event in events:
+        live += event.self_cpu_memory_usage
+        peak = max(peak, live)
+    return peak
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle]
+
+
+def word_vocab(sentences: list[str], size: int) -> dict[str, int]:
+    """The ``size - 2`` most frequent words plus pad (0) and unk (1): enough to give real token ids."""
+    counts: dict[str, int] = {}
+    for sentence in sentences:
+        for word in sentence.split():
+            counts[word] = counts.get(word, 0) + 1
+    words = sorted(counts, key=lambda word: (-counts[word], word))[: size - 2]
+    return {word: index for index, word in enumerate(["<pad>", "<unk>", *words])}
+
+
+def mb(num_bytes: float) -> float:
+    return round(num_bytes / 2**20, 2)
+
+
+def entry_result(title: str, sizes, rows: list[dict], summary: dict, targets: list[dict], notes: str = "") -> dict:
+    """The record an entry returns: its sizes, a table (list of rows), the ratios that matter and its targets.
+
+    A target is ``{"name", "value", "target", "met"}``; ``met`` is None when the value could not be measured.
+    """
+    return {
+        "title": title,
+        "sizes": dataclasses.asdict(sizes),
+        "rows": rows,
+        "summary": summary,
+        "targets": targets,
+        "notes": notes,
+    }
+
+
+def target(name: str, value: float | None, minimum: float | None = None, maximum: float | None = None) -> dict:
+    """A target held to ``value >= minimum`` or ``value <= maximum``."""
+    bound = f">= {minimum}" if minimum is not None else f"<= {maximum}"
+    met = None
+    if value is not None:
+        met = value >= minimum if minimum is not None else value <= maximum
+    return {"name": name, "value": None if value is None else round(value, 3), "target": bound, "met": met}

@@ -1,0 +1,156 @@
+"""Entry 2, incremental decoding: time per new token after a prefix, with the cache vs recomputing the prefix.
+
+For each prefix length the model first reads a random prefix, then greedily adds tokens three ways:
+- ``cached``: a hand loop feeding only the newest token with the returned ``past_key_values``;
+- ``generate``: ``model.generate()`` (which also uses the cache), per token = the time of ``n + 1`` new tokens
+  minus the time of one, divided by ``n``, so that the prefill is not counted;
+- ``recompute``: a hand loop re-running the whole sequence for every token (only the last position's logits
+  are computed, the cheapest way to do without a cache).
+The three must produce the same tokens; with the cache the time per token should not grow with the prefix.
+"""
+
+import dataclasses
+import time
+
+import torch
+
+from hf_seqmodels import RecurrentConfig, RecurrentForCausalLM
+
+from .common import Settings, entry_result, resolve_sizes, synchronize, target
+
+
+@dataclasses.dataclass(frozen=True)
+class Sizes:
+    cell_type: str = "lstm"
+    vocab_size: int = 10000
+    hidden_size: int = 512
+    num_layers: int = 2
+    batch_size: int = 8
+    prefix_lengths: tuple[int, ...] = (16, 64, 256, 1024)
+    new_tokens: int = 32
+    recompute_tokens: int = 3
+    repeats: int = 3
+
+
+SMOKE = Sizes(vocab_size=50, hidden_size=16, num_layers=1, batch_size=2, prefix_lengths=(4, 16), new_tokens=3,
+              recompute_tokens=2, repeats=1)
+
+
+def build_models(sizes: Sizes) -> dict[str, torch.nn.Module]:
+    """The language models to measure, by name; each supports ``past_key_values`` and ``logits_to_keep``."""
+    config = RecurrentConfig(
+        vocab_size=sizes.vocab_size,
+        embedding_size=sizes.hidden_size,
+        hidden_size=sizes.hidden_size,
+        num_layers=sizes.num_layers,
+        cell_type=sizes.cell_type,
+        pad_token_id=0,
+    )
+    return {f"recurrent LM ({sizes.cell_type})": RecurrentForCausalLM(config)}
+
+
+@torch.no_grad()
+def cached_loop(model, prefix: torch.Tensor, steps: int) -> tuple[torch.Tensor, float]:
+    """Greedy tokens after ``prefix`` feeding one token per step with the cache; returns them and s/token."""
+    out = model(input_ids=prefix, use_cache=True, logits_to_keep=1)
+    synchronize(prefix.device.type)
+    start = time.perf_counter()
+    tokens = []
+    for _ in range(steps):
+        token = out.logits[:, -1].argmax(-1, keepdim=True)
+        tokens.append(token)
+        out = model(input_ids=token, past_key_values=out.past_key_values, use_cache=True)
+    synchronize(prefix.device.type)
+    return torch.cat(tokens, dim=1), (time.perf_counter() - start) / steps
+
+
+@torch.no_grad()
+def recompute_loop(model, prefix: torch.Tensor, steps: int) -> tuple[torch.Tensor, float]:
+    """Greedy tokens after ``prefix`` re-reading the whole sequence every step; returns them and s/token."""
+    ids = prefix
+    synchronize(prefix.device.type)
+    start = time.perf_counter()
+    for _ in range(steps):
+        logits = model(input_ids=ids, use_cache=False, logits_to_keep=1).logits
+        ids = torch.cat([ids, logits[:, -1].argmax(-1, keepdim=True)], dim=1)
+    synchronize(prefix.device.type)
+    return ids[:, prefix.shape[1]:], (time.perf_counter() - start) / steps
+
+
+@torch.no_grad()
+def generate_time(model, prefix: torch.Tensor, new_tokens: int) -> tuple[torch.Tensor, float]:
+    """Seconds of one ``generate()`` call making exactly ``new_tokens`` greedy tokens, and those tokens."""
+    mask = torch.ones_like(prefix)
+    synchronize(prefix.device.type)
+    start = time.perf_counter()
+    out = model.generate(
+        prefix, attention_mask=mask, do_sample=False, num_beams=1, max_new_tokens=new_tokens,
+        min_new_tokens=new_tokens, pad_token_id=0,
+    )
+    synchronize(prefix.device.type)
+    return out[:, prefix.shape[1]:], time.perf_counter() - start
+
+
+def median_of(repeats: int, fn):
+    """Run ``fn`` once to warm up, then ``repeats`` times; return the last tokens and the median time."""
+    fn()
+    runs = [fn() for _ in range(repeats)]
+    times = sorted(seconds for _, seconds in runs)
+    return runs[-1][0], times[len(times) // 2]
+
+
+def measure(model, sizes: Sizes, device: str) -> list[dict]:
+    generator = torch.Generator().manual_seed(0)
+    rows = []
+    for length in sizes.prefix_lengths:
+        prefix = torch.randint(1, sizes.vocab_size, (sizes.batch_size, length), generator=generator).to(device)
+        cached_tokens, cached = median_of(sizes.repeats, lambda: cached_loop(model, prefix, sizes.new_tokens))
+        recompute_tokens, recompute = median_of(
+            sizes.repeats, lambda: recompute_loop(model, prefix, sizes.recompute_tokens)
+        )
+        generated, long_call = median_of(sizes.repeats, lambda: generate_time(model, prefix, sizes.new_tokens + 1))
+        _, short_call = median_of(sizes.repeats, lambda: generate_time(model, prefix, 1))
+        generate = max(long_call - short_call, 0.0) / sizes.new_tokens
+        agree = bool(
+            torch.equal(cached_tokens[:, : sizes.recompute_tokens], recompute_tokens)
+            and torch.equal(cached_tokens, generated[:, : sizes.new_tokens])
+        )
+        rows.append({
+            "prefix_length": length,
+            "cached_ms_per_token": round(cached * 1e3, 3),
+            "generate_ms_per_token": round(generate * 1e3, 3),
+            "recompute_ms_per_token": round(recompute * 1e3, 3),
+            "cache_speedup": round(recompute / cached, 2),
+            "tokens_agree": agree,
+        })
+    return rows
+
+
+def run(settings: Settings) -> dict:
+    sizes = resolve_sizes(Sizes(), SMOKE, settings)
+    torch.manual_seed(settings.seed)
+    rows, summary, targets = [], {}, []
+    for name, model in build_models(sizes).items():
+        model.to(settings.device).eval()
+        model_rows = measure(model, sizes, settings.device)
+        first, last = model_rows[0], model_rows[-1]
+        growth = {
+            column: round(last[f"{column}_ms_per_token"] / first[f"{column}_ms_per_token"], 3)
+            for column in ("cached", "generate", "recompute")
+        }
+        summary[name] = {
+            f"per_token_growth_{last['prefix_length']}_vs_{first['prefix_length']}": growth,
+            f"cache_speedup_at_{last['prefix_length']}": last["cache_speedup"],
+            "tokens_agree": all(row["tokens_agree"] for row in model_rows),
+        }
+        if name.startswith("recurrent"):
+            targets.append(target(
+                f"{name}: cached per-token time at prefix {last['prefix_length']} / at {first['prefix_length']}",
+                growth["cached"], maximum=1.5,
+            ))
+        rows += [{"model": name, **row} for row in model_rows]
+    return entry_result(
+        "Incremental decoding: time per new token after a prefix",
+        sizes, rows, summary, targets,
+        notes=f"batch {sizes.batch_size}, greedy; 'generate' is model.generate() per token without the prefill.",
+    )

@@ -1,0 +1,62 @@
+"""Baselines written the way the classic tutorials write them, loaded with our models' weights."""
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+_CELLS = {"rnn": nn.RNNCell, "lstm": nn.LSTMCell, "gru": nn.GRUCell}
+
+
+class TutorialCellLM(nn.Module):
+    """A language model as in PyTorch's word_language_model tutorial, but stepping an ``nn.*Cell`` per time step
+    in Python (the "char-rnn" way): embedding, stacked cells, tied output layer.
+
+    ``from_recurrent_lm`` copies the weights of a ``RecurrentForCausalLM`` (tied, ``embedding_size ==
+    hidden_size``), so that both compute the same function.
+    """
+
+    def __init__(self, cell_type: str, vocab_size: int, hidden_size: int, num_layers: int):
+        super().__init__()
+        self.cell_type = cell_type
+        self.embed = nn.Embedding(vocab_size, hidden_size)
+        self.cells = nn.ModuleList(_CELLS[cell_type](hidden_size, hidden_size) for _ in range(num_layers))
+        self.out = nn.Linear(hidden_size, vocab_size)
+        self.out.weight = self.embed.weight
+
+    @classmethod
+    def from_recurrent_lm(cls, model) -> "TutorialCellLM":
+        config = model.config
+        if config.hidden_size != config.embedding_size or not config.tie_word_embeddings or config.bidirectional:
+            raise ValueError("The tutorial baseline copies a tied, unidirectional LM with embedding_size == hidden_size.")
+        tutorial = cls(config.cell_type, config.vocab_size, config.hidden_size, config.num_layers)
+        with torch.no_grad():
+            tutorial.embed.weight.copy_(model.model.embed_tokens.weight)
+            tutorial.out.bias.copy_(model.lm_head.bias)
+            for cell, layer in zip(tutorial.cells, model.model.rnn.layers):
+                for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
+                    getattr(cell, name).copy_(getattr(layer.rnn, f"{name}_l0"))
+        return tutorial.to(model.device)
+
+    def forward(self, input_ids: torch.Tensor, labels: torch.Tensor | None = None):
+        """``input_ids`` ``(batch, length)``; returns logits ``(batch, length, vocab)`` and, with ``labels``
+        (-100 = ignore), the next-token cross-entropy."""
+        batch, length = input_ids.shape
+        states = [None] * len(self.cells)
+        outputs = []
+        embedded = self.embed(input_ids)
+        for t in range(length):
+            x = embedded[:, t]
+            for i, cell in enumerate(self.cells):
+                if self.cell_type == "lstm":
+                    states[i] = cell(x, states[i])
+                    x = states[i][0]
+                else:
+                    states[i] = x = cell(x, states[i])
+            outputs.append(x)
+        logits = self.out(torch.stack(outputs, dim=1))
+        loss = None
+        if labels is not None:
+            loss = F.cross_entropy(
+                logits[:, :-1].reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1), ignore_index=-100
+            )
+        return logits, loss

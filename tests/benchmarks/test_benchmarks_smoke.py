@@ -1,0 +1,75 @@
+"""The benchmark runner end to end on tiny sizes, so that it cannot rot. Times are never asserted: only that
+every entry runs, writes the documented structure, and that the compared implementations agree."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_benchmarks(out: Path, *args: str) -> dict:
+    done = subprocess.run([sys.executable, "-m", "benchmarks.run", "--smoke", "--out", str(out), *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads((out / "benchmarks.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    out = tmp_path_factory.mktemp("benchmarks")
+    return out, run_benchmarks(out)
+
+
+def test_machine_and_entry_structure(results):
+    out, data = results
+    assert {"cpu", "cpu_count", "torch_threads", "gpu", "torch", "transformers"} <= set(data["machine"])
+    sys.path.insert(0, str(ROOT))
+    try:
+        from benchmarks.run import ENTRIES
+    finally:
+        sys.path.remove(str(ROOT))
+    assert set(data["entries"]) == set(ENTRIES)
+    for name, entry in data["entries"].items():
+        assert {"title", "sizes", "rows", "summary", "targets", "notes", "seconds", "device", "smoke"} <= set(entry)
+        assert entry["smoke"] is True and entry["device"] == "cpu"
+        assert entry["rows"], name
+        for item in entry["targets"]:
+            assert {"name", "value", "target", "met"} <= set(item)
+    markdown = (out / "benchmarks.md").read_text()
+    for entry in data["entries"].values():
+        assert entry["title"] in markdown
+
+
+def test_incremental_decoding_agrees(results):
+    entry = results[1]["entries"]["incremental"]
+    assert all(row["tokens_agree"] for row in entry["rows"])
+    prefixes = {row["prefix_length"] for row in entry["rows"]}
+    assert prefixes == set(entry["sizes"]["prefix_lengths"])
+    assert entry["targets"] and entry["targets"][0]["value"] > 0
+
+
+def test_training_variants_agree(results):
+    entry = results[1]["entries"]["training"]
+    assert len(entry["rows"]) == 3
+    assert entry["summary"]["losses_agree"] is True
+    assert all(row["tokens_per_s"] > 0 and row["peak_memory_mb"] > 0 for row in entry["rows"])
+
+
+def test_scaling_plot_written(results):
+    out, data = results
+    entry = data["entries"]["scaling"]
+    assert (out / entry["figures"][0]).stat().st_size > 0
+    varied = {(row["model"], row["varied"]) for row in entry["rows"]}
+    assert len(varied) == 2 * len({row["model"] for row in entry["rows"]})
+
+
+def test_only_keeps_other_entries(results, tmp_path):
+    out, data = results
+    (tmp_path / "benchmarks.json").write_text(json.dumps(data))
+    again = run_benchmarks(tmp_path, "--only", "incremental")
+    assert set(again["entries"]) == set(data["entries"])
+    assert again["entries"]["incremental"]["ran_at"] >= data["entries"]["incremental"]["ran_at"]
