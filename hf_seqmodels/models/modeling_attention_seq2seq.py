@@ -316,7 +316,9 @@ class AttentionSeq2SeqModel(AttentionSeq2SeqPreTrainedModel):
         if mask is not None and bool(mask.all()):
             mask = None
 
-        cache = RecurrentModel._recurrent_cache(past_key_values) or RecurrentCache()
+        cache = RecurrentModel._recurrent_cache(past_key_values)
+        if cache is None:
+            cache = RecurrentCache()
         outputs, weights, decoder_hidden_states = self.decoder(
             decoder_input_ids, memory, mask, encoder_outputs.final_state, cache, output_hidden_states
         )
@@ -388,8 +390,12 @@ class AttentionSeq2SeqForConditionalGeneration(AttentionSeq2SeqPreTrainedModel, 
         """
         return_dict = return_dict if return_dict is not None else self.config.return_dict
         use_cache = use_cache if use_cache is not None else (self.config.use_cache and not self.training)
-        if labels is not None and decoder_input_ids is None:
-            decoder_input_ids = self.prepare_decoder_input_ids_from_labels(labels)
+        if labels is not None:
+            targets = labels[labels != -100]
+            if targets.numel():
+                check_input_ids(targets, self.config.vocab_size, "labels")
+            if decoder_input_ids is None:
+                decoder_input_ids = self.prepare_decoder_input_ids_from_labels(labels)
         outputs = self.model(
             input_ids=input_ids,
             attention_mask=attention_mask,
@@ -415,9 +421,6 @@ class AttentionSeq2SeqForConditionalGeneration(AttentionSeq2SeqPreTrainedModel, 
                     f"`labels` has shape {tuple(labels.shape)} but `decoder_input_ids` has shape "
                     f"{tuple(logits.shape[:2])}: one label per decoder input."
                 )
-            targets = labels[labels != -100]
-            if targets.numel():
-                check_input_ids(targets, self.config.vocab_size, "labels")
             loss = ForMaskedLMLoss(logits, labels, self.config.vocab_size, **kwargs)
         result = Seq2SeqLMOutput(
             loss=loss,

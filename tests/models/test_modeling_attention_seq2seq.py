@@ -1,0 +1,299 @@
+"""The attention encoder-decoder: its decoder against the papers' equations written out here with torch cells,
+the shared model and generation checks for every attention type, and what is specific to this family
+(cross-attention outputs, the encoder run once, clear errors, Seq2SeqTrainer)."""
+
+import pytest
+import torch
+from torch import nn
+from transformers import DataCollatorForSeq2Seq, Seq2SeqTrainer, Seq2SeqTrainingArguments
+
+from hf_seqmodels import AttentionSeq2SeqConfig, AttentionSeq2SeqForConditionalGeneration, AttentionSeq2SeqModel
+
+PAD, BOS, EOS = 0, 1, 2
+
+# (cell_type, attention_type, input_feeding, bidirectional_encoder): every attention type, every cell, both
+# decoder paths (the whole target in one call; one position at a time).
+VARIANTS = [
+    ("gru", "luong_general", False, True),
+    ("lstm", "bahdanau", False, True),
+    ("lstm", "luong_concat", True, True),
+    ("rnn", "luong_dot", True, False),
+    ("gru", "none", False, True),
+]
+VARIANT_IDS = [f"{cell}-{attention}{'-feed' if feed else ''}" for cell, attention, feed, _ in VARIANTS]
+
+
+def tiny_config(cell_type="gru", attention_type="luong_general", input_feeding=False, bidirectional_encoder=True,
+                **changes) -> AttentionSeq2SeqConfig:
+    options = dict(
+        vocab_size=12, source_vocab_size=14, embedding_size=6, hidden_size=8, attention_size=7,
+        encoder_layers=2, decoder_layers=2, cell_type=cell_type, attention_type=attention_type,
+        input_feeding=input_feeding, bidirectional_encoder=bidirectional_encoder, dropout=0.0,
+        tie_word_embeddings=False, pad_token_id=PAD, bos_token_id=BOS, eos_token_id=EOS,
+    )
+    return AttentionSeq2SeqConfig(**{**options, **changes})
+
+
+def spread(model, std=0.5, seed=0):
+    """Wider random weights than the default init, so outputs differ clearly between positions and tokens."""
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        for param in model.parameters():
+            param.normal_(0.0, std)
+    return model.eval()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The decoder against the equations of Bahdanau et al. (2015), Luong et al. (2015) and Sutskever et al. (2014).
+
+
+def cells_of(stack) -> list[nn.Module]:
+    """torch's single-step cells with the weights of each layer of a RecurrentStack: an independent recurrence."""
+    cells = []
+    for layer in stack.layers:
+        rnn = layer.rnn
+        cell_class = {nn.GRU: nn.GRUCell, nn.LSTM: nn.LSTMCell, nn.RNN: nn.RNNCell}[type(rnn)]
+        cell = cell_class(rnn.input_size, rnn.hidden_size).double()
+        for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
+            getattr(cell, name).data.copy_(getattr(rnn, f"{name}_l0"))
+        cells.append(cell)
+    return cells
+
+
+def reference_logits(model, source: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Logits for one sentence pair (no padding), decoding one position at a time as the papers write it.
+
+    The encoder outputs and final state come from the model's encoder (the recurrent layers are tested against
+    their own equations in test_recurrent_layers.py); everything after them is recomputed here.
+    """
+    config = model.config
+    decoder = model.model.decoder
+    with torch.no_grad():
+        encoded = model.get_encoder()(source[None])
+    h = encoded.last_hidden_state[0]  # (S, memory): the annotations h_j
+    final = encoded.final_state[0].flatten()  # [h_fwd; h_bwd] (then [c_fwd; c_bwd] for the LSTM)
+    lstm = config.cell_type == "lstm"
+    layers, size = config.decoder_layers, config.hidden_size
+    init = torch.tanh(decoder.bridge.weight @ final + decoder.bridge.bias).view(2 if lstm else 1, layers, size)
+    state = [(init[0, l], init[1, l]) if lstm else init[0, l] for l in range(layers)]
+    cells = cells_of(decoder.rnn)
+    top = (lambda s: s[0]) if lstm else (lambda s: s)
+
+    def softmax_context(energies):
+        a = torch.softmax(energies, dim=0)
+        return a @ h
+
+    kind = config.attention_type
+    attention = decoder.attention
+    feed = torch.zeros(size, dtype=torch.float64)
+    outputs = []
+    for y in targets:
+        e = decoder.embed_tokens.weight[y]
+        if kind == "bahdanau":  # e_j = v^T tanh(W s_{t-1} + U h_j), x = [E y_{t-1}; c_t]
+            s_prev = top(state[-1])
+            W, U, v = attention.query_layer.weight, attention.key_layer.weight, attention.energy_layer.weight[0]
+            c = softmax_context(torch.stack([v @ torch.tanh(W @ s_prev + U @ hj) for hj in h]))
+            x = torch.cat([e, c])
+        else:
+            x = torch.cat([e, feed]) if config.input_feeding else e
+        for l, cell in enumerate(cells):
+            state[l] = cell(x[None], tuple(part[None] for part in state[l]) if lstm else state[l][None])
+            state[l] = tuple(part[0] for part in state[l]) if lstm else state[l][0]
+            x = top(state[l])
+        s = x
+        if kind == "bahdanau":  # the output layer reads c_t, s_t and E y_{t-1} (eq. 4)
+            out = torch.tanh(decoder.combine.weight @ torch.cat([c, s, e]) + decoder.combine.bias)
+        elif kind == "none":
+            out = s
+        else:
+            if kind == "luong_dot":
+                energies = h @ s
+            elif kind == "luong_general":
+                energies = torch.stack([s @ attention.key_layer.weight @ hj for hj in h])
+            else:  # luong_concat
+                W_a, v_a = attention.concat_layer.weight, attention.energy_layer.weight[0]
+                energies = torch.stack([v_a @ torch.tanh(W_a @ torch.cat([s, hj])) for hj in h])
+            c = softmax_context(energies)
+            out = torch.tanh(decoder.combine.weight @ torch.cat([c, s]))  # h~_t = tanh(W_c [c_t; h_t])
+            feed = out
+        outputs.append(model.lm_head.weight @ out + model.lm_head.bias)
+    return torch.stack(outputs)
+
+
+@pytest.mark.parametrize("cell_type,attention_type,input_feeding,bidirectional", VARIANTS, ids=VARIANT_IDS)
+def test_decoder_matches_the_equations(cell_type, attention_type, input_feeding, bidirectional):
+    config = tiny_config(cell_type, attention_type, input_feeding, bidirectional)
+    model = spread(AttentionSeq2SeqForConditionalGeneration(config).double())
+    source = torch.tensor([5, 3, 9, 11, 4])
+    targets = torch.tensor([BOS, 4, 7, 3, 10, 6])
+    with torch.no_grad():
+        logits = model(input_ids=source[None], decoder_input_ids=targets[None]).logits[0]
+        expected = reference_logits(model, source, targets)
+    torch.testing.assert_close(logits, expected)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Cross-attention outputs, the encoder run once, teacher forcing == incremental decoding.
+
+
+def padded_batch():
+    source = torch.tensor([[5, 3, 9, 11, 4], [7, 8, 3, PAD, PAD], [PAD, PAD, 12, 6, 13]])
+    mask = (source != PAD).long()
+    targets = torch.tensor([[BOS, 4, 7, 3], [BOS, 9, 9, 5], [BOS, 3, 11, 8]])
+    return source, mask, targets
+
+
+@pytest.mark.parametrize("cell_type,attention_type,input_feeding,bidirectional", VARIANTS, ids=VARIANT_IDS)
+def test_cross_attentions(cell_type, attention_type, input_feeding, bidirectional):
+    model = spread(AttentionSeq2SeqForConditionalGeneration(tiny_config(cell_type, attention_type, input_feeding,
+                                                                        bidirectional)))
+    source, mask, targets = padded_batch()
+    with torch.no_grad():
+        outputs = model(input_ids=source, attention_mask=mask, decoder_input_ids=targets, output_attentions=True)
+    if attention_type == "none":
+        assert outputs.cross_attentions is None
+        return
+    (weights,) = outputs.cross_attentions
+    assert weights.shape == (3, 1, 4, 5)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(3, 1, 4))
+    assert bool((weights.masked_select(~mask.bool()[:, None, None, :].expand_as(weights)) == 0).all())
+
+
+@pytest.mark.parametrize("cell_type,attention_type,input_feeding,bidirectional", VARIANTS, ids=VARIANT_IDS)
+def test_teacher_forcing_matches_incremental_decoding(cell_type, attention_type, input_feeding, bidirectional):
+    """The whole target in one call == one position per call with the cache (what generate() does)."""
+    model = spread(AttentionSeq2SeqForConditionalGeneration(tiny_config(cell_type, attention_type, input_feeding,
+                                                                        bidirectional)))
+    source, mask, targets = padded_batch()
+    with torch.no_grad():
+        full = model(input_ids=source, attention_mask=mask, decoder_input_ids=targets, output_attentions=True)
+        encoder_outputs = model.get_encoder()(source, mask)
+        cache, steps, weights = None, [], []
+        for t in range(targets.shape[1]):
+            out = model(encoder_outputs=encoder_outputs, attention_mask=mask, decoder_input_ids=targets[:, t : t + 1],
+                        past_key_values=cache, use_cache=True, output_attentions=True)
+            cache = out.past_key_values
+            steps.append(out.logits)
+            weights.append(out.cross_attentions)
+    assert cache.get_seq_length() == targets.shape[1]
+    torch.testing.assert_close(torch.cat(steps, dim=1), full.logits, rtol=0, atol=1e-5)
+    if attention_type != "none":
+        torch.testing.assert_close(torch.cat([w[0] for w in weights], dim=2), full.cross_attentions[0])
+
+
+def test_generate_runs_the_encoder_once_and_returns_attentions():
+    model = spread(AttentionSeq2SeqForConditionalGeneration(tiny_config("gru", "bahdanau")))
+    source, mask, _ = padded_batch()
+    calls = []
+    model.get_encoder().register_forward_hook(lambda module, args, output: calls.append(output.last_hidden_state.shape))
+    with torch.no_grad():
+        out = model.generate(input_ids=source, attention_mask=mask, num_beams=3, max_new_tokens=4, min_new_tokens=4,
+                             output_attentions=True, return_dict_in_generate=True)
+    assert calls == [torch.Size([3, 5, 16])], "the encoder runs once, on the unexpanded batch"
+    assert len(out.cross_attentions) == 4  # one entry per generated token
+    assert out.cross_attentions[0][0].shape == (9, 1, 1, 5)  # batch x beams, one head, one position, source
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Configuration and inputs fail early and clearly.
+
+
+@pytest.mark.parametrize(
+    "changes,message",
+    [
+        ({"attention_type": "multiplicative"}, "`attention_type`='multiplicative' is not supported"),
+        ({"cell_type": "qrnn"}, "`cell_type`='qrnn' is not supported"),
+        ({"attention_type": "bahdanau", "input_feeding": True}, "`input_feeding`=True is Luong's"),
+        ({"attention_type": "none", "input_feeding": True}, "`input_feeding`=True is Luong's"),
+        ({"attention_type": "luong_dot", "bidirectional_encoder": True}, "set `bidirectional_encoder=False`"),
+        ({"dropout": 1.0}, "`dropout`=1.0 must be in"),
+        ({"decoder_layers": 0}, "`decoder_layers`=0 must be a positive integer"),
+        ({"eos_token_id": 12}, "`eos_token_id`=12 is outside the target vocabulary"),
+    ],
+)
+def test_config_errors(changes, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace("[", r"\[")):
+        tiny_config(**changes)
+
+
+def test_decoder_start_defaults_to_bos():
+    assert tiny_config().decoder_start_token_id == BOS
+    assert tiny_config(decoder_start_token_id=EOS).decoder_start_token_id == EOS
+
+
+def test_bad_inputs():
+    model = AttentionSeq2SeqForConditionalGeneration(tiny_config()).eval()
+    source = torch.tensor([[5, 3, 9]])
+    with pytest.raises(ValueError, match="Pass `decoder_input_ids`"):
+        model(input_ids=source)
+    with pytest.raises(ValueError, match=r"`input_ids` holds token ids in \[3, 14\].*14 entries"):
+        model(input_ids=torch.tensor([[5, 3, 14]]), labels=torch.tensor([[4, EOS]]))
+    with pytest.raises(ValueError, match=r"`decoder_input_ids` holds token ids in \[1, 12\]"):
+        model(input_ids=source, decoder_input_ids=torch.tensor([[BOS, 12]]))
+    with pytest.raises(ValueError, match=r"`labels` holds token ids in \[2, 12\]"):
+        model(input_ids=source, labels=torch.tensor([[12, EOS]]))
+    with pytest.raises(ValueError, match="`input_ids` is empty"):
+        model(input_ids=torch.zeros(1, 0, dtype=torch.long), labels=torch.tensor([[4, EOS]]))
+    with pytest.raises(ValueError, match=r"Rows \[1\] of `attention_mask` are all padding"):
+        model(input_ids=torch.tensor([[5, 3], [PAD, PAD]]), attention_mask=torch.tensor([[1, 1], [0, 0]]),
+              labels=torch.tensor([[4, EOS], [4, EOS]]))
+    with pytest.raises(ValueError, match="one target per source"):
+        model(input_ids=source, labels=torch.tensor([[4, EOS], [4, EOS]]))
+    with pytest.raises(ValueError, match="pad the decoder inputs on the right"):
+        model(input_ids=source, decoder_input_ids=torch.tensor([[PAD, BOS, 4]]),
+              decoder_attention_mask=torch.tensor([[0, 1, 1]]))
+    unset = AttentionSeq2SeqForConditionalGeneration(tiny_config(pad_token_id=None)).eval()
+    with pytest.raises(ValueError, match="needs `config.pad_token_id`"):
+        unset(input_ids=source, labels=torch.tensor([[4, EOS]]))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Seq2SeqTrainer, with the collator that builds decoder inputs through prepare_decoder_input_ids_from_labels.
+
+
+def test_seq2seq_trainer(tmp_path):
+    model = AttentionSeq2SeqForConditionalGeneration(tiny_config("lstm", "bahdanau"))
+    generator = torch.Generator().manual_seed(0)
+    rows = [
+        {"input_ids": torch.randint(3, 14, (n,), generator=generator).tolist(),
+         "labels": torch.randint(3, 12, (n - 1,), generator=generator).tolist() + [EOS]}
+        for n in (3, 5, 4, 6, 2, 5)
+    ]
+
+    class Tokenizer:  # what DataCollatorForSeq2Seq needs of a tokenizer: padding of the source ids
+        pad_token_id = PAD
+        padding_side = "right"
+
+        def pad(self, features, return_tensors="pt", **kwargs):
+            length = max(len(f["input_ids"]) for f in features)
+            ids = [f["input_ids"] + [PAD] * (length - len(f["input_ids"])) for f in features]
+            result = {"input_ids": torch.tensor(ids), "attention_mask": (torch.tensor(ids) != PAD).long()}
+            if "labels" in features[0]:
+                result["labels"] = torch.tensor([f["labels"] for f in features])
+            if "decoder_input_ids" in features[0]:
+                result["decoder_input_ids"] = torch.tensor([f["decoder_input_ids"] for f in features])
+            return result
+
+    args = Seq2SeqTrainingArguments(
+        output_dir=str(tmp_path), max_steps=3, per_device_train_batch_size=2, per_device_eval_batch_size=3,
+        learning_rate=1e-2, report_to=[], use_cpu=True, save_strategy="no", disable_tqdm=True,
+        predict_with_generate=True, generation_max_length=6, generation_num_beams=2, dataloader_pin_memory=False,
+    )
+    trainer = Seq2SeqTrainer(model=model, args=args, train_dataset=rows, eval_dataset=rows,
+                             data_collator=DataCollatorForSeq2Seq(Tokenizer(), model=model))
+    trainer.train()
+    assert trainer.state.global_step == 3
+    metrics = trainer.evaluate()
+    assert torch.isfinite(torch.tensor(metrics["eval_loss"]))
+    predictions = trainer.predict(rows, max_new_tokens=5).predictions  # generated ids, padded
+    assert predictions.shape[0] == len(rows) and (predictions[:, 0] == BOS).all()
+
+
+def test_base_model_returns_decoder_outputs():
+    config = tiny_config("gru", "luong_general")
+    model = spread(AttentionSeq2SeqModel(config))
+    source, mask, targets = padded_batch()
+    with torch.no_grad():
+        outputs = model(input_ids=source, attention_mask=mask, decoder_input_ids=targets)
+    assert outputs.last_hidden_state.shape == (3, 4, config.hidden_size)
+    assert outputs.encoder_last_hidden_state.shape == (3, 5, 2 * config.hidden_size)
