@@ -22,17 +22,24 @@ def check_input_ids(input_ids: torch.Tensor, vocab_size: int, name: str = "input
         )
 
 
-def prepare_padding_mask(attention_mask: torch.Tensor | None, batch_size: int, length: int) -> torch.Tensor | None:
+def prepare_padding_mask(
+    attention_mask: torch.Tensor | None, batch_size: int, length: int, past_length: int | None = None
+) -> torch.Tensor | None:
     """Validate ``attention_mask`` against the inputs and return it as a bool ``(batch, length)`` tensor.
 
+    ``past_length``: the positions already consumed from a cache; the mask may cover them too, so it must have
+    ``length`` or ``past_length + length`` columns. ``None`` (unknown) accepts any mask at least ``length`` wide.
     Returns ``None`` when there is no mask, meaning every position is a real token.
     """
     if attention_mask is None:
         return None
-    if attention_mask.dim() != 2 or attention_mask.shape[0] != batch_size or attention_mask.shape[1] < length:
+    width = attention_mask.shape[-1]
+    width_ok = width >= length if past_length is None else width in (length, past_length + length)
+    if attention_mask.dim() != 2 or attention_mask.shape[0] != batch_size or not width_ok:
         raise ValueError(
             f"`attention_mask` has shape {tuple(attention_mask.shape)} but the inputs have shape "
-            f"({batch_size}, {length}): pass a 2-D mask with one entry per token (1 = token, 0 = padding)."
+            f"({batch_size}, {length})" + (f" after {past_length} cached positions" if past_length else "") + ": "
+            "pass a 2-D mask with one entry per token (1 = token, 0 = padding), cached positions included or not."
         )
     # During generation the mask covers the cached prefix too; the current chunk is its last `length` columns.
     return attention_mask[:, -length:].bool()

@@ -122,7 +122,8 @@ class RecurrentModel(RecurrentPreTrainedModel):
 
         cache = self._recurrent_cache(past_key_values)
         states = cache.states if cache is not None and cache.states else None
-        mask = prepare_padding_mask(attention_mask, batch_size, length)
+        past_length = cache.get_seq_length() if cache is not None else 0
+        mask = prepare_padding_mask(attention_mask, batch_size, length, past_length)
         if mask is not None:
             if states is None:
                 check_no_empty_rows(mask)
@@ -234,6 +235,9 @@ class RecurrentForCausalLM(RecurrentPreTrainedModel, GenerationMixin):
                     f"`labels` has shape {tuple(labels.shape)}, expected {tuple(logits.shape[:2])}: one target id "
                     "per input token (pass the input ids; the shift happens inside)."
                 )
+            targets = labels[labels != -100]
+            if targets.numel():
+                check_input_ids(targets, self.config.vocab_size, "labels")
             loss = self.loss_function(logits, labels, vocab_size=self.config.vocab_size, **kwargs)
         result = CausalLMOutputWithPast(
             loss=loss, logits=logits, past_key_values=outputs.past_key_values, hidden_states=outputs.hidden_states
