@@ -73,6 +73,15 @@ def load_text_dataset(
     return raw
 
 
+def check_column(raw: datasets.DatasetDict, column: str) -> list[str]:
+    """Raise a ValueError unless every split has ``column``; return the column names (of the first split)."""
+    for split, dataset in raw.items():
+        if column not in dataset.column_names:
+            raise ValueError(f"Column {column!r} not found in the {split!r} split, which has columns "
+                             f"{dataset.column_names}. Pick one with --text_column_name.")
+    return next(iter(raw.values())).column_names
+
+
 def group_texts(examples: dict[str, list[list[int]]], block_size: int) -> dict[str, list[list[int]]]:
     """Concatenate every column's token lists and cut them into blocks of ``block_size`` tokens.
 
@@ -105,10 +114,7 @@ def tokenize_for_lm(
     Returns:
         A DatasetDict with columns ``input_ids`` and ``labels``, each a list of ``block_size`` ints.
     """
-    columns = next(iter(raw.values())).column_names
-    if text_column not in columns:
-        raise ValueError(f"Text column {text_column!r} not found; the data has columns {columns}. "
-                         f"Pick one with --text_column_name.")
+    columns = check_column(raw, text_column)
     if tokenizer.eos_token_id is None:
         raise ValueError("The tokenizer has no eos_token: set tokenizer.eos_token before preparing LM data.")
     if block_size < 2:

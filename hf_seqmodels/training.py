@@ -1,0 +1,305 @@
+"""The Accelerate training loop the scripts share.
+
+It runs unchanged on one process or under ``accelerate launch --num_processes N [--cpu]``: Accelerate shards
+the training batches and averages the gradients, evaluation sums losses and token counts over processes, and
+only the main process logs, shows progress bars and writes the final model.
+
+Files: the final model goes to ``output_dir`` through `save_model`, which builds a complete folder next to it
+and renames it into place. Checkpoints (``accelerator.save_state``: weights, optimizer, scheduler, RNG states)
+go to ``<checkpoint_dir>/step_<n>``, also renamed into place once complete.
+"""
+
+import json
+import logging
+import math
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import datasets
+import torch
+import transformers
+from accelerate import Accelerator, DataLoaderConfiguration
+from accelerate.logging import get_logger
+from accelerate.utils import set_seed
+from torch.utils.data import DataLoader
+from tqdm.auto import tqdm
+from transformers import PreTrainedModel, PreTrainedTokenizerBase, SchedulerType, get_scheduler
+
+from .evaluation import perplexity
+
+logger = get_logger(__name__)
+
+OPTIMIZERS = ("adamw", "sgd")
+
+
+@dataclass
+class TrainingArguments:
+    """Options of `train`; every field is also a command-line flag of the scripts (through HfArgumentParser)."""
+
+    output_dir: str = field(metadata={"help": "Folder for the final model, tokenizer and results.json."})
+    per_device_train_batch_size: int = field(default=20, metadata={"help": "Training batch size per process."})
+    per_device_eval_batch_size: int = field(default=64, metadata={"help": "Evaluation batch size per process."})
+    optimizer: str = field(default="adamw", metadata={"help": f"One of {OPTIMIZERS}."})
+    learning_rate: float = field(default=2e-3, metadata={"help": "Peak learning rate."})
+    weight_decay: float = field(default=0.0, metadata={"help": "Weight decay (decoupled for AdamW)."})
+    max_grad_norm: float = field(default=0.25, metadata={"help": "Clip the gradient norm to this; 0 = no clipping."})
+    lr_scheduler_type: str = field(default="linear", metadata={"help": "A transformers SchedulerType name."})
+    num_warmup_steps: int = field(default=0, metadata={"help": "Steps of linear warmup from 0 to the peak LR."})
+    num_train_epochs: int = field(default=1, metadata={"help": "Epochs, unless max_train_steps is set."})
+    max_train_steps: int | None = field(default=None, metadata={"help": "Optimizer steps; overrides the epochs."})
+    time_budget_minutes: float | None = field(
+        default=None,
+        metadata={"help": "Stop training (then evaluate and save) after this many minutes. The LR schedule still "
+                          "spans the planned steps."},
+    )
+    seed: int = field(default=42, metadata={"help": "Seed for initialisation, shuffling and dropout."})
+    logging_steps: int = field(default=100, metadata={"help": "Log the mean training loss every this many steps."})
+    checkpointing_steps: str | None = field(
+        default=None, metadata={"help": "Save a checkpoint every N steps (an integer) or at every 'epoch' end."}
+    )
+    checkpoint_dir: str | None = field(
+        default=None, metadata={"help": "Folder of the step_<n> checkpoints; default: '<output_dir>-checkpoints'."}
+    )
+    resume_from_checkpoint: str | None = field(
+        default=None, metadata={"help": "A step_<n> checkpoint folder, or 'latest' (newest in checkpoint_dir)."}
+    )
+
+    def __post_init__(self):
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"--optimizer={self.optimizer!r} is not supported; choose one of {OPTIMIZERS}.")
+        SchedulerType(self.lr_scheduler_type)  # raises a ValueError listing the valid names
+        for name in ("per_device_train_batch_size", "per_device_eval_batch_size", "num_train_epochs", "logging_steps"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"--{name} must be at least 1, got {getattr(self, name)}.")
+        if self.max_train_steps is not None and self.max_train_steps < 1:
+            raise ValueError(f"--max_train_steps must be at least 1, got {self.max_train_steps}.")
+        if self.time_budget_minutes is not None and self.time_budget_minutes <= 0:
+            raise ValueError(f"--time_budget_minutes must be positive, got {self.time_budget_minutes}.")
+        if self.checkpointing_steps not in (None, "epoch") and not (
+            self.checkpointing_steps.isdigit() and int(self.checkpointing_steps) > 0
+        ):
+            raise ValueError(f"--checkpointing_steps must be a positive integer or 'epoch', "
+                             f"got {self.checkpointing_steps!r}.")
+        if self.checkpoint_dir is None:
+            self.checkpoint_dir = f"{self.output_dir.rstrip('/')}-checkpoints"
+
+
+def make_accelerator(args: TrainingArguments) -> Accelerator:
+    """Create the Accelerator, seed every RNG, quiet the libraries on non-main processes, and share the CPU cores
+    among the local processes (unless ``OMP_NUM_THREADS`` is set, as the launchers do).
+
+    Without a GPU (or other accelerator) it asks for the CPU explicitly: only then does Accelerate join the
+    processes started by ``torchrun`` / ``accelerate launch --multi_gpu`` into one gloo process group.
+    """
+    accelerator = Accelerator(
+        cpu=not torch.accelerator.is_available(),
+        dataloader_config=DataLoaderConfiguration(use_seedable_sampler=True),
+    )
+    set_seed(args.seed)
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
+    if not accelerator.is_local_main_process:
+        datasets.utils.logging.set_verbosity_error()
+        datasets.disable_progress_bars()
+        transformers.utils.logging.set_verbosity_error()
+    if "OMP_NUM_THREADS" not in os.environ:
+        torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) // accelerator.num_processes))
+    return accelerator
+
+
+def make_optimizer(model: torch.nn.Module, args: TrainingArguments) -> torch.optim.Optimizer:
+    if args.optimizer == "sgd":
+        return torch.optim.SGD(model.parameters(), lr=args.learning_rate, weight_decay=args.weight_decay)
+    return torch.optim.AdamW(model.parameters(), lr=args.learning_rate, weight_decay=args.weight_decay)
+
+
+@torch.no_grad()
+def evaluate_loss(accelerator: Accelerator, model: PreTrainedModel, dataset, collate_fn, batch_size: int) -> float:
+    """Mean loss per target token over ``dataset`` (rows with ``labels``; -100 = not a target).
+
+    Each process takes a contiguous shard (no row twice, none dropped) and sums ``loss * targets``; the sums are
+    added over processes. A causal LM predicts ``labels[:, 1:]`` (the model shifts), an encoder-decoder all of
+    ``labels``.
+    """
+    model = accelerator.unwrap_model(model)
+    was_training = model.training
+    model.eval()
+    shard = dataset.shard(accelerator.num_processes, accelerator.process_index, contiguous=True)
+    first_target = 0 if model.config.is_encoder_decoder else 1
+    totals = torch.zeros(2, dtype=torch.float64, device=accelerator.device)  # [sum of losses, number of targets]
+    loader = DataLoader(shard, batch_size=batch_size, collate_fn=collate_fn)
+    for batch in tqdm(loader, desc="Evaluating", leave=False, disable=not accelerator.is_local_main_process):
+        batch = {key: value.to(accelerator.device) for key, value in batch.items()}
+        targets = (batch["labels"][:, first_target:] != -100).sum()
+        if targets > 0:
+            totals += torch.stack([model(**batch).loss.double() * targets, targets.double()])
+    model.train(was_training)
+    totals = accelerator.reduce(totals, reduction="sum")
+    return (totals[0] / totals[1]).item()
+
+
+def _replace_dir(new: Path, target: Path) -> None:
+    """Rename the complete folder ``new`` to ``target``. An existing ``target`` is moved aside first and deleted
+    last, so ``target`` is never a mix of old and new files."""
+    old = target.with_name(f".{target.name}.old-{os.getpid()}")
+    if target.exists():
+        target.rename(old)
+    new.rename(target)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _fresh_temp_dir(target: Path) -> Path:
+    temp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    shutil.rmtree(temp, ignore_errors=True)
+    temp.mkdir(parents=True)
+    return temp
+
+
+def save_model(
+    accelerator: Accelerator,
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    output_dir: str,
+    results: dict | None = None,
+) -> None:
+    """Write model, tokenizer and (if given) ``results.json`` to ``output_dir``, atomically (main process only)."""
+    accelerator.wait_for_everyone()
+    if accelerator.is_main_process:
+        target = Path(output_dir)
+        temp = _fresh_temp_dir(target)
+        accelerator.unwrap_model(model).save_pretrained(temp)
+        tokenizer.save_pretrained(temp)
+        if results is not None:
+            (temp / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+        _replace_dir(temp, target)
+    accelerator.wait_for_everyone()
+
+
+def save_checkpoint(accelerator: Accelerator, checkpoint_dir: str, step: int) -> None:
+    """``accelerator.save_state`` into ``<checkpoint_dir>/step_<step>``, renamed into place once complete."""
+    target = Path(checkpoint_dir) / f"step_{step}"
+    temp = target.with_name(f".{target.name}.tmp")  # the same name on every process: each writes its RNG state
+    if accelerator.is_main_process:
+        shutil.rmtree(temp, ignore_errors=True)
+    accelerator.wait_for_everyone()
+    accelerator.save_state(str(temp))
+    accelerator.wait_for_everyone()
+    if accelerator.is_main_process:
+        _replace_dir(temp, target)
+    accelerator.wait_for_everyone()
+
+
+def _find_checkpoint(args: TrainingArguments) -> Path:
+    if args.resume_from_checkpoint != "latest":
+        path = Path(args.resume_from_checkpoint)
+        if not (path.is_dir() and path.name.startswith("step_")):
+            raise ValueError(f"--resume_from_checkpoint={path} is not a step_<n> checkpoint folder; pass one "
+                             f"from {args.checkpoint_dir} or 'latest'.")
+        return path
+    found = sorted(Path(args.checkpoint_dir).glob("step_*"), key=lambda p: int(p.name.removeprefix("step_")))
+    if not found:
+        raise ValueError(f"--resume_from_checkpoint=latest, but {args.checkpoint_dir} has no step_<n> checkpoint.")
+    return found[-1]
+
+
+def train(
+    accelerator: Accelerator,
+    model: PreTrainedModel,
+    train_dataset,
+    eval_dataset,
+    collate_fn,
+    args: TrainingArguments,
+) -> dict:
+    """Train ``model`` (in place) on ``train_dataset``, evaluating on ``eval_dataset`` after every epoch and at
+    the end. Batches are dicts the model takes as keyword arguments, including ``labels``.
+
+    Training stops at ``max_train_steps`` (default: ``num_train_epochs`` epochs) or when the time budget is
+    spent, whichever comes first.
+
+    Returns:
+        ``steps``, ``epochs`` (fractional), ``train_runtime_s``, ``stopped_by_time_budget``, ``train_loss``
+        (mean over the last logging window), the final ``eval_loss`` and ``eval_perplexity``, and
+        ``eval_history`` (one entry per evaluation).
+    """
+    # Its own generator keeps the global RNG (dropout) untouched by starting an epoch, so a resumed run matches.
+    train_dataloader = DataLoader(train_dataset, shuffle=True, batch_size=args.per_device_train_batch_size,
+                                  collate_fn=collate_fn, generator=torch.Generator())
+    optimizer = make_optimizer(model, args)
+    model, optimizer, train_dataloader = accelerator.prepare(model, optimizer, train_dataloader)
+    steps_per_epoch = len(train_dataloader)
+    max_steps = args.max_train_steps or args.num_train_epochs * steps_per_epoch
+    # Stepped once per optimizer step, so the schedule does not depend on the number of processes.
+    scheduler = get_scheduler(args.lr_scheduler_type, optimizer, args.num_warmup_steps, max_steps)
+    accelerator.register_for_checkpointing(scheduler)
+
+    step = 0
+    if args.resume_from_checkpoint:
+        checkpoint = _find_checkpoint(args)
+        accelerator.load_state(str(checkpoint))
+        step = int(checkpoint.name.removeprefix("step_"))
+        logger.info(f"Resumed from {checkpoint} at step {step}", main_process_only=True)
+    logger.info(
+        f"{len(train_dataset)} training rows, {accelerator.num_processes} process(es) x batch "
+        f"{args.per_device_train_batch_size}, {steps_per_epoch} steps per epoch, {max_steps} steps planned",
+        main_process_only=True,
+    )
+
+    def evaluate() -> dict:
+        loss = evaluate_loss(accelerator, model, eval_dataset, collate_fn, args.per_device_eval_batch_size)
+        entry = {"step": step, "epoch": step / steps_per_epoch, "eval_loss": loss, "eval_perplexity": perplexity(loss)}
+        logger.info(f"step {step}: eval loss {loss:.4f}, perplexity {perplexity(loss):.2f}", main_process_only=True)
+        return entry
+
+    history, window_loss, window_steps, train_loss = [], torch.zeros(()), 0, math.nan
+    stopped_by_time_budget = False
+    start = time.monotonic()
+    progress = tqdm(total=max_steps, initial=step, desc="Training", disable=not accelerator.is_local_main_process)
+    model.train()
+    while step < max_steps and not stopped_by_time_budget:
+        epoch, done_in_epoch = divmod(step, steps_per_epoch)
+        train_dataloader.set_epoch(epoch)
+        for batch in accelerator.skip_first_batches(train_dataloader, done_in_epoch):  # skips 0 unless resumed
+            loss = model(**batch).loss
+            accelerator.backward(loss)
+            if args.max_grad_norm > 0:
+                accelerator.clip_grad_norm_(model.parameters(), args.max_grad_norm)
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad()
+            step += 1
+            progress.update(1)
+            window_loss, window_steps = window_loss + loss.detach().cpu(), window_steps + 1
+            if step % args.logging_steps == 0 or step == max_steps:
+                train_loss = accelerator.reduce(window_loss.to(accelerator.device) / window_steps, "mean").item()
+                window_loss, window_steps = torch.zeros(()), 0
+                progress.set_postfix(loss=f"{train_loss:.3f}", lr=f"{scheduler.get_last_lr()[0]:.2e}")
+            if args.checkpointing_steps not in (None, "epoch") and step % int(args.checkpointing_steps) == 0:
+                save_checkpoint(accelerator, args.checkpoint_dir, step)
+            if args.time_budget_minutes is not None:
+                if time.monotonic() - start > 60 * args.time_budget_minutes:
+                    accelerator.set_trigger()
+                if accelerator.check_trigger():  # true on every process once any process has set it
+                    stopped_by_time_budget = True
+                    logger.info(f"Time budget of {args.time_budget_minutes} min spent at step {step}",
+                                main_process_only=True)
+                    break
+            if step >= max_steps:
+                break
+        history.append(evaluate())  # at the end of an epoch, or where training stopped
+        if args.checkpointing_steps is not None and (stopped_by_time_budget or args.checkpointing_steps == "epoch"):
+            save_checkpoint(accelerator, args.checkpoint_dir, step)
+    progress.close()
+    if not history:  # resumed from a checkpoint of a finished run
+        history.append(evaluate())
+    return {
+        "steps": step,
+        "epochs": step / steps_per_epoch,
+        "train_runtime_s": time.monotonic() - start,
+        "stopped_by_time_budget": stopped_by_time_budget,
+        "train_loss": train_loss,
+        "eval_loss": history[-1]["eval_loss"],
+        "eval_perplexity": history[-1]["eval_perplexity"],
+        "eval_history": history,
+    }

@@ -1,0 +1,61 @@
+"""Each script end to end on a tiny slice of the bundled data (offline, seconds)."""
+
+import json
+import math
+import os
+import runpy
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+import hf_seqmodels  # noqa: F401  (registers the Auto classes for the reload)
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+RUN_CLM = REPO_ROOT / "scripts" / "run_clm.py"
+TINY_CLM = ["--max_train_samples", "200", "--max_eval_samples", "50", "--embedding_size", "16", "--hidden_size", "16",
+            "--block_size", "20", "--max_train_steps", "3", "--per_device_eval_batch_size", "16"]
+
+
+def check_clm_output(output_dir: Path, num_processes: int) -> None:
+    results = json.loads((output_dir / "results.json").read_text())
+    assert results["steps"] == 3 and results["num_processes"] == num_processes
+    assert math.isfinite(results["eval_perplexity"]) and math.isfinite(results["test_perplexity"])
+    model = AutoModelForCausalLM.from_pretrained(output_dir)
+    tokenizer = AutoTokenizer.from_pretrained(output_dir)
+    assert model.config.vocab_size == len(tokenizer) == results["vocab_size"]
+    assert model.config.eos_token_id == tokenizer.eos_token_id
+
+
+def test_run_clm(data_dir, tmp_path, monkeypatch, capsys):
+    """In-process (no interpreter start-up): train 3 steps, save, reload, generate."""
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.setattr(sys, "argv", [str(RUN_CLM), "--output_dir", str(tmp_path / "lm"), *TINY_CLM])
+    runpy.run_path(str(RUN_CLM), run_name="__main__")
+    check_clm_output(tmp_path / "lm", num_processes=1)
+    printed = capsys.readouterr().out
+    assert "--- greedy" in printed and "--- beam 5" in printed and "--- sampled" in printed
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_run_clm_under_accelerate_launch_with_two_processes(data_dir, tmp_path):
+    """Data-parallel on CPU with gloo. `accelerate launch --cpu --num_processes 2` would start ONE process
+    (huggingface/accelerate#2741: multi-CPU goes through mpirun); `--multi_gpu` starts two through torchrun, and
+    `make_accelerator` puts them on the CPU when there is no GPU."""
+    pytest.importorskip("accelerate")
+    command = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
+               "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
+               "--main_process_port", str(free_port()),
+               str(RUN_CLM), "--output_dir", str(tmp_path / "lm"), *TINY_CLM]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    done = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    check_clm_output(tmp_path / "lm", num_processes=2)

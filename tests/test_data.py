@@ -1,0 +1,58 @@
+"""Data loading and LM preprocessing (hf_seqmodels.data) on hand-made examples and the bundled PTB."""
+
+import datasets
+import pytest
+
+from hf_seqmodels.data import group_texts, load_text_dataset, tokenize_for_lm
+from hf_seqmodels.tokenization import train_tokenizer
+
+
+def test_group_texts_concatenates_and_drops_the_tail():
+    examples = {"input_ids": [[1, 2], [3, 4, 5], [6, 7]], "attention_mask": [[1, 1], [1, 1, 1], [1, 1]]}
+    blocks = group_texts(examples, block_size=3)
+    assert blocks == {
+        "input_ids": [[1, 2, 3], [4, 5, 6]],
+        "attention_mask": [[1, 1, 1], [1, 1, 1]],
+        "labels": [[1, 2, 3], [4, 5, 6]],
+    }
+    blocks["labels"][0][0] = 99  # labels are a copy, not the same lists
+    assert blocks["input_ids"][0][0] == 1
+
+
+def test_tokenize_for_lm_ends_every_sentence_with_eos():
+    raw = datasets.DatasetDict({"train": datasets.Dataset.from_dict({"sentence": ["a b", "c", "a b c d"]})})
+    tokenizer = train_tokenizer(raw["train"]["sentence"], "word")
+    ids = {word: tokenizer.convert_tokens_to_ids(word) for word in "abcd"}
+    eos = tokenizer.eos_token_id
+    blocks = tokenize_for_lm(raw, tokenizer, block_size=4)["train"]
+    stream = [ids["a"], ids["b"], eos, ids["c"], eos, ids["a"], ids["b"], ids["c"], ids["d"], eos]
+    assert blocks["input_ids"] == [stream[0:4], stream[4:8]]
+    assert blocks["labels"] == blocks["input_ids"]
+
+
+def test_tokenize_for_lm_rejects_a_missing_column():
+    raw = datasets.DatasetDict({"train": datasets.Dataset.from_dict({"text": ["a b"]})})
+    with pytest.raises(ValueError, match="--text_column_name"):
+        tokenize_for_lm(raw, train_tokenizer(["a b"], "word"), block_size=4, text_column="sentence")
+
+
+def test_bundled_ptb_loads_by_name(data_dir):
+    raw = load_text_dataset("ptb")
+    assert {split: len(rows) for split, rows in raw.items()} == {"train": 42068, "validation": 3370, "test": 3761}
+    assert raw["train"].column_names == ["sentence"]
+
+
+@pytest.mark.parametrize("suffix, separator", [(".csv", ","), (".tsv", "\t")])
+def test_local_files_load_and_get_a_validation_split(tmp_path, suffix, separator):
+    path = tmp_path / f"train{suffix}"
+    path.write_text(f"idx{separator}sentence\n" + "".join(f"{i}{separator}line {i}\n" for i in range(20)))
+    raw = load_text_dataset(data_files={"train": str(path)}, validation_split_percentage=10)
+    assert raw["train"]["sentence"] == [f"line {i}" for i in range(18)]
+    assert raw["validation"]["sentence"] == ["line 18", "line 19"]
+
+
+def test_unsupported_file_and_missing_source_raise():
+    with pytest.raises(ValueError, match="Unsupported data file"):
+        load_text_dataset(data_files={"train": "train.parquet.gz"})
+    with pytest.raises(ValueError, match="Pass a data set name"):
+        load_text_dataset()

@@ -1,0 +1,43 @@
+"""Tokenizer training (hf_seqmodels.tokenization): ids, special tokens, and the save_pretrained round trip."""
+
+import pytest
+from transformers import AutoTokenizer
+
+from hf_seqmodels.tokenization import DEFAULT_SPECIAL_TOKENS, train_tokenizer
+
+# PTB style: already tokenized, with "<unk>" in the text.
+TEXTS = ["the company said <unk> N shares", "the market fell", "<unk> said the market rose N %"] * 3
+
+
+def test_word_level_ids_are_contiguous_with_special_tokens_first():
+    tokenizer = train_tokenizer(TEXTS, "word")
+    vocab = tokenizer.get_vocab()
+    assert sorted(vocab.values()) == list(range(len(tokenizer)))  # no holes (huggingface/tokenizers#1616)
+    assert [tokenizer.pad_token_id, tokenizer.unk_token_id, tokenizer.bos_token_id, tokenizer.eos_token_id] == [0, 1, 2, 3]
+    assert len(tokenizer) == len(set(" ".join(TEXTS).split()) | set(DEFAULT_SPECIAL_TOKENS.values()))
+    ids = tokenizer("the <unk> zebra said", add_special_tokens=False)["input_ids"]
+    assert ids == [vocab["the"], tokenizer.unk_token_id, tokenizer.unk_token_id, vocab["said"]]
+
+
+def test_word_level_vocab_size_keeps_the_most_frequent_words():
+    tokenizer = train_tokenizer(["a a a b b c"], "word", vocab_size=len(DEFAULT_SPECIAL_TOKENS) + 2)
+    assert set(tokenizer.get_vocab()) == set(DEFAULT_SPECIAL_TOKENS.values()) | {"a", "b"}
+
+
+@pytest.mark.parametrize("kind", ["word", "bpe", "wordpiece"])
+def test_save_pretrained_round_trip(tmp_path, kind):
+    tokenizer = train_tokenizer(TEXTS, kind, vocab_size=60)
+    tokenizer.save_pretrained(tmp_path)
+    loaded = AutoTokenizer.from_pretrained(tmp_path)
+    text = "the market said N %"
+    assert loaded(text)["input_ids"] == tokenizer(text)["input_ids"]
+    assert loaded.decode(loaded(text)["input_ids"]) == text
+    assert loaded.special_tokens_map == tokenizer.special_tokens_map
+    assert loaded.get_vocab() == tokenizer.get_vocab()
+
+
+def test_bad_arguments_raise():
+    with pytest.raises(ValueError, match="valid options"):
+        train_tokenizer(TEXTS, "sentencepiece")
+    with pytest.raises(ValueError, match="unk_token"):
+        train_tokenizer(TEXTS, special_tokens={"pad_token": "<pad>"})

@@ -1,0 +1,91 @@
+"""hf_seqmodels.training on a tiny LSTM LM: resuming from a checkpoint reproduces an uninterrupted run, saving is
+atomic, evaluation weighs every target token once, and bad options fail early."""
+
+import math
+
+import datasets
+import pytest
+import torch
+from transformers import AutoModelForCausalLM, default_data_collator
+
+from hf_seqmodels import RecurrentConfig, RecurrentForCausalLM
+from hf_seqmodels.tokenization import train_tokenizer
+from hf_seqmodels.training import TrainingArguments, evaluate_loss, make_accelerator, save_model, train
+
+VOCAB = 12
+
+
+@pytest.fixture(autouse=True)
+def one_thread(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # make_accelerator leaves the thread count alone
+
+
+def blocks(rows: int, length: int = 8, seed: int = 0) -> datasets.Dataset:
+    ids = torch.randint(0, VOCAB, (rows, length), generator=torch.Generator().manual_seed(seed)).tolist()
+    return datasets.Dataset.from_dict({"input_ids": ids, "labels": ids})
+
+
+def tiny_model(seed: int = 0) -> RecurrentForCausalLM:
+    torch.manual_seed(seed)
+    config = RecurrentConfig(vocab_size=VOCAB, embedding_size=8, hidden_size=8, embedding_dropout=0.2,
+                             output_dropout=0.2)  # dropout: resuming must also restore the RNG states
+    return RecurrentForCausalLM(config)
+
+
+def run(tmp_path, **options) -> tuple[RecurrentForCausalLM, dict]:
+    args = TrainingArguments(output_dir=str(tmp_path / "out"), per_device_train_batch_size=4, learning_rate=1e-2,
+                             num_train_epochs=2, logging_steps=1, **options)
+    accelerator = make_accelerator(args)
+    model = tiny_model()
+    results = train(accelerator, model, blocks(20), blocks(6, seed=1), default_data_collator, args)
+    return accelerator.unwrap_model(model), results
+
+
+def test_resume_from_a_checkpoint_matches_an_uninterrupted_run(tmp_path):
+    # 5 steps per epoch, 10 in all, a checkpoint at step 7 (mid-epoch 2); resuming there must give the same model.
+    straight, results = run(tmp_path, checkpointing_steps="7")
+    assert results["steps"] == 10 and results["epochs"] == 2
+    checkpoint = tmp_path / "out-checkpoints" / "step_7"
+    assert sorted(p.name for p in checkpoint.parent.iterdir()) == ["step_7"]
+    resumed, resumed_results = run(tmp_path / "resumed", resume_from_checkpoint=str(checkpoint))
+    assert resumed_results["steps"] == 10
+    for (name, expected), actual in zip(straight.state_dict().items(), resumed.state_dict().values()):
+        torch.testing.assert_close(actual, expected, msg=name)
+    assert resumed_results["eval_loss"] == pytest.approx(results["eval_loss"])
+
+
+def test_time_budget_stops_training(tmp_path):
+    _, results = run(tmp_path, time_budget_minutes=1e-6)
+    assert results["stopped_by_time_budget"] and results["steps"] == 1
+    assert math.isfinite(results["eval_perplexity"])
+
+
+def test_evaluate_loss_is_the_token_mean_over_all_rows(tmp_path):
+    accelerator = make_accelerator(TrainingArguments(output_dir=str(tmp_path)))
+    model, data = tiny_model().eval(), blocks(7)
+    expected = sum(model(**default_data_collator([row])).loss.item() for row in data) / len(data)
+    assert evaluate_loss(accelerator, model, data, default_data_collator, batch_size=3) == pytest.approx(expected)
+
+
+def test_save_model_replaces_the_folder_whole(tmp_path):
+    accelerator = make_accelerator(TrainingArguments(output_dir=str(tmp_path)))
+    target = tmp_path / "model"
+    target.mkdir()
+    (target / "stale.txt").write_text("from an older run")
+    tokenizer = train_tokenizer(["a b c"], "word")
+    save_model(accelerator, tiny_model(), tokenizer, str(target), results={"test_perplexity": 1.5})
+    assert not (target / "stale.txt").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]  # no temporary folder left behind
+    assert (target / "results.json").read_text().strip().startswith("{")
+    assert AutoModelForCausalLM.from_pretrained(target).config.vocab_size == VOCAB
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"optimizer": "lbfgs"}, "--optimizer"),
+    ({"checkpointing_steps": "0"}, "--checkpointing_steps"),
+    ({"time_budget_minutes": 0}, "--time_budget_minutes"),
+    ({"lr_scheduler_type": "sometimes"}, "SchedulerType"),
+])
+def test_bad_training_arguments_raise(options, message):
+    with pytest.raises(ValueError, match=message):
+        TrainingArguments(output_dir="out", **options)
