@@ -71,3 +71,194 @@ def tester(request):
 
 class TestRecurrentModel(ModelTesterMixin, GenerationTesterMixin):
     pass
+
+
+def classifier(cell_type: str, **changes) -> RecurrentForSequenceClassification:
+    tester = RecurrentModelTester(cell_type)
+    config = tester.get_config(RecurrentForSequenceClassification, **changes)
+    return make_model(RecurrentForSequenceClassification, config)
+
+
+def reference_pooling(model, hidden: torch.Tensor) -> torch.Tensor:
+    """The pooled vector of one unpadded sequence's top-layer outputs ``(T, 2H)``, by each pooling's definition."""
+    pooling, size = model.config.classifier_pooling, model.config.hidden_size
+    if pooling == "mean":
+        return hidden.mean(0)
+    if pooling == "max":
+        return hidden.max(0).values
+    if pooling == "last":  # final state of each direction: forward after the last token, backward after the first
+        return torch.cat([hidden[-1, :size], hidden[0, size:]])
+    weights = model.pooler.score(hidden).squeeze(-1).softmax(0)
+    return (weights.unsqueeze(-1) * hidden).sum(0)
+
+
+@pytest.mark.parametrize("pooling", ["last", "mean", "max", "attention"])
+@pytest.mark.parametrize("cell_type", CELL_TYPES)
+def test_sequence_classification_pooling(cell_type, pooling):
+    """Logits of a padded batch (either side) = the classifier on each sequence's pooled outputs, computed alone."""
+    model = classifier(cell_type, classifier_pooling=pooling)
+    examples = RecurrentModelTester(cell_type).get_examples(model.config)
+    with torch.no_grad():
+        expected = [
+            model.classifier(reference_pooling(model, model.model(example["input_ids"][None]).last_hidden_state[0]))
+            for example in examples
+        ]
+        for side in ("right", "left"):
+            logits = model(**collate(examples, PAD, side)).logits
+            for row, reference in zip(logits, expected):
+                torch.testing.assert_close(row, reference, rtol=0, atol=1e-5, msg=side)
+
+
+def single_label(generator):
+    return torch.randint(0, NUM_LABELS, (4,), generator=generator)
+
+
+def multi_hot(generator):
+    return torch.randint(0, 2, (4, NUM_LABELS), generator=generator).float()
+
+
+PROBLEMS = {  # name: (problem_type given to the config, num_labels, labels, torch's loss on (logits, labels))
+    "single-label": ("single_label_classification", NUM_LABELS, single_label, F.cross_entropy),
+    "multi-label": ("multi_label_classification", NUM_LABELS, multi_hot, F.binary_cross_entropy_with_logits),
+    "regression": ("regression", 1, lambda g: torch.randn(4, generator=g),
+                   lambda logits, labels: F.mse_loss(logits.squeeze(-1), labels)),
+    "regression-multi": ("regression", NUM_LABELS, lambda g: torch.randn(4, NUM_LABELS, generator=g), F.mse_loss),
+}
+
+
+@pytest.mark.parametrize(
+    "problem,infer",
+    # Float labels with num_labels > 1 are inferred as multi-label (as in transformers): regression-multi is set only.
+    [(problem, infer) for problem in PROBLEMS for infer in (False, True) if not (infer and problem == "regression-multi")],
+)
+def test_sequence_classification_losses(problem, infer):
+    """The loss is torch's loss on the returned logits; an unset problem_type is inferred as BERT's head does."""
+    problem_type, num_labels, make_labels, loss_function = PROBLEMS[problem]
+    model = classifier("gru", num_labels=num_labels, problem_type=None if infer else problem_type)
+    batch = collate(RecurrentModelTester("gru").get_examples(model.config), PAD)
+    labels = make_labels(torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        outputs = model(**batch, labels=labels)
+    torch.testing.assert_close(outputs.loss, loss_function(outputs.logits, labels), rtol=1e-6, atol=1e-6)
+    assert model.config.problem_type == problem_type
+
+
+def test_text_classification_pipeline():
+    model = classifier("lstm")
+    tokenizer = make_tokenizer(VOCAB_SIZE)
+    text = "the big dog ran"
+    with torch.no_grad():
+        probs = model(**tokenizer(text, return_tensors="pt")).logits.softmax(-1)[0]
+    result = pipeline("text-classification", model=model, tokenizer=tokenizer)(text)[0]
+    assert result["label"] == model.config.id2label[int(probs.argmax())]
+    assert result["score"] == pytest.approx(float(probs.max()), abs=1e-6)
+
+
+def test_token_classification_pipeline():
+    config = RecurrentModelTester("gru").get_config(RecurrentForTokenClassification)
+    model = make_model(RecurrentForTokenClassification, config)
+    tokenizer = make_tokenizer(VOCAB_SIZE)
+    words = ["the", "cat", "sat", "on", "a", "mat"]
+    with torch.no_grad():
+        probs = model(**tokenizer(" ".join(words), return_tensors="pt")).logits.softmax(-1)[0]
+    tags = pipeline("token-classification", model=model, tokenizer=tokenizer, ignore_labels=[])(" ".join(words))
+    assert [tag["word"] for tag in tags] == words
+    assert [tag["entity"] for tag in tags] == [config.id2label[int(i)] for i in probs.argmax(-1)]
+    assert [tag["score"] for tag in tags] == pytest.approx(probs.max(-1).values.tolist(), abs=1e-6)
+
+
+@pytest.mark.parametrize(
+    "changes,match",
+    [
+        ({"cell_type": "transformer"}, "`cell_type`='transformer' is not supported; choose one of 'rnn', 'lstm'"),
+        ({"nonlinearity": "sigmoid"}, "`nonlinearity`='sigmoid'"),
+        ({"classifier_pooling": "sum"}, "`classifier_pooling`='sum'.*'last', 'mean', 'max', 'attention'"),
+        ({"dropout": 1.0}, r"`dropout`=1.0 must be in \[0, 1\)"),
+        ({"embedding_dropout": -0.1}, r"`embedding_dropout`=-0.1 must be in \[0, 1\)"),
+        ({"output_dropout": 1.5}, r"`output_dropout`=1.5 must be in \[0, 1\)"),
+        ({"vocab_size": 0}, "`vocab_size`=0 must be a positive integer"),
+        ({"embedding_size": -4}, "`embedding_size`=-4 must be a positive integer"),
+        ({"hidden_size": 0}, "`hidden_size`=0 must be a positive integer"),
+        ({"num_layers": 0}, "`num_layers`=0 must be a positive integer"),
+        ({"num_layers": 1.5}, "`num_layers`=1.5 must be a positive integer"),
+        ({"pad_token_id": VOCAB_SIZE}, rf"`pad_token_id`={VOCAB_SIZE} is outside the vocabulary \(0..{VOCAB_SIZE - 1}\)"),
+        ({"bos_token_id": -1}, "`bos_token_id`=-1 is outside the vocabulary"),
+        ({"eos_token_id": 99}, "`eos_token_id`=99 is outside the vocabulary"),
+    ],
+)
+def test_bad_config(changes, match):
+    with pytest.raises(ValueError, match=match):
+        RecurrentModelTester("lstm").get_config(**changes)
+
+
+def test_bidirectional_causal_lm_is_rejected():
+    config = RecurrentModelTester("gru").get_config(RecurrentForSequenceClassification)  # bidirectional
+    with pytest.raises(ValueError, match="causal language model reads left to right: set `bidirectional=False`"):
+        RecurrentForCausalLM(config)
+
+
+BAD_INPUTS = {  # name: (changes to a valid right-padded batch of 4 sequences, expected message)
+    "id outside vocab": (lambda b: {"input_ids": b["input_ids"].masked_fill(b["input_ids"] == b["input_ids"].max(),
+                                                                            VOCAB_SIZE)},
+                         rf"`input_ids` holds token ids in \[\d+, {VOCAB_SIZE}\] but the model's vocabulary has"),
+    "negative id": (lambda b: {"input_ids": b["input_ids"] - b["input_ids"].max()}, r"token ids in \[-\d+, 0\]"),
+    "float ids": (lambda b: {"input_ids": b["input_ids"].float()}, "must hold integer token ids"),
+    "mask too short": (lambda b: {"attention_mask": b["attention_mask"][:, :-1]}, "`attention_mask` has shape"),
+    "mask too long": (lambda b: {"attention_mask": F.pad(b["attention_mask"], (0, 2))}, "`attention_mask` has shape"),
+    "mask batch": (lambda b: {"attention_mask": b["attention_mask"][:-1]}, "`attention_mask` has shape"),
+    "all-padding row": (lambda b: {"attention_mask": b["attention_mask"].index_fill(0, torch.tensor([1]), 0)},
+                        r"Rows \[1\] of `attention_mask` are all padding"),
+    "both ids and embeds": (lambda b: {"inputs_embeds": torch.zeros(*b["input_ids"].shape, 8)},
+                            "Pass exactly one of `input_ids` and `inputs_embeds`"),
+    "neither ids nor embeds": (lambda b: {"input_ids": None}, "Pass exactly one of `input_ids` and `inputs_embeds`"),
+    "1-D ids": (lambda b: {"input_ids": b["input_ids"][0], "attention_mask": None}, "must have shape"),
+    "embeds of the wrong size": (lambda b: {"input_ids": None, "inputs_embeds": torch.zeros(4, 3, 5)},
+                                 r"`inputs_embeds` must have shape \(batch, length, 8\)"),
+}
+
+
+@pytest.mark.parametrize("bad", list(BAD_INPUTS))
+@pytest.mark.parametrize("model_class", RecurrentModelTester.all_model_classes, ids=lambda cls: cls.__name__)
+def test_bad_inputs(model_class, bad):
+    tester = RecurrentModelTester("gru")
+    config = tester.get_config(model_class)
+    model = make_model(model_class, config)
+    batch = collate(tester.get_examples(config), PAD)
+    change, match = BAD_INPUTS[bad]
+    with pytest.raises(ValueError, match=match):
+        model(**{**batch, **change(batch)})
+
+
+LENGTH = 7  # of the examples' padded batch: (4, 7)
+BAD_LABELS = {  # head: [(labels, expected message)]
+    RecurrentForCausalLM: [
+        (torch.zeros(4, LENGTH - 1, dtype=torch.long), r"`labels` has shape \(4, 6\), expected \(4, 7\)"),
+        (torch.full((4, LENGTH), VOCAB_SIZE), rf"`labels` holds token ids in \[{VOCAB_SIZE}, {VOCAB_SIZE}\]"),
+    ],
+    RecurrentForTokenClassification: [
+        (torch.zeros(4, LENGTH + 1, dtype=torch.long), r"`labels` has shape \(4, 8\), expected \(4, 7\)"),
+        (torch.full((4, LENGTH), NUM_LABELS), rf"`labels` hold values in \[3, 3\] but the head has {NUM_LABELS} labels"),
+        (torch.full((4, LENGTH), -1), r"`labels` hold values in \[-1, -1\]"),
+    ],
+    RecurrentForSequenceClassification: [
+        (torch.zeros(4, 2, dtype=torch.long), r"`labels` has shape \(4, 2\), expected \(4,\)"),
+        (torch.zeros(3, dtype=torch.long), r"`labels` has shape \(3,\), expected \(4,\)"),
+        (torch.full((4,), NUM_LABELS), rf"`labels` hold values in \[3, 3\] but the head has {NUM_LABELS} labels"),
+        (torch.zeros(4, 2), r"`labels` has shape \(4, 2\), expected \(4, 3\)"),  # multi-hot of the wrong width
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    "model_class,labels,match",
+    [(cls, labels, match) for cls, cases in BAD_LABELS.items() for labels, match in cases],
+    ids=lambda value: value.__name__ if isinstance(value, type) else None,
+)
+def test_bad_labels(model_class, labels, match):
+    tester = RecurrentModelTester("gru")
+    config = tester.get_config(model_class)
+    model = make_model(model_class, config)
+    batch = collate(tester.get_examples(config), PAD)
+    assert batch["input_ids"].shape == (4, LENGTH)
+    with pytest.raises(ValueError, match=match):
+        model(**batch, labels=labels)
