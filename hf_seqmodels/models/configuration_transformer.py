@@ -97,7 +97,8 @@ class TransformerConfig(PretrainedConfig):
         "num_attention_heads": "num_heads",
         "num_hidden_layers": "decoder_layers",
     }
-    keys_to_ignore_at_inference = ["past_key_values"]
+    # Trainer's evaluate/predict return the logits alone.
+    keys_to_ignore_at_inference = ["past_key_values", "encoder_last_hidden_state"]
 
     def __init__(
         self,
