@@ -1,0 +1,355 @@
+"""The Transformer family: the common model and generation suites, and checks against independent references
+with copied weights (transformers' Marian and GPT-2, torch's nn.TransformerEncoder)."""
+
+import pytest
+import torch
+from torch import nn
+from torch.nn import functional as F
+from transformers import GPT2Config, GPT2LMHeadModel, MarianConfig, MarianMTModel
+from transformers.cache_utils import Cache, DynamicCache
+
+from hf_seqmodels import (
+    TransformerConfig,
+    TransformerForCausalLM,
+    TransformerForConditionalGeneration,
+    TransformerForSequenceClassification,
+    TransformerForTokenClassification,
+    TransformerModel,
+)
+from tests.test_generation_common import GenerationTesterMixin
+from tests.test_modeling_common import BOS, EOS, PAD, ModelTesterMixin, collate, make_model
+
+VOCAB_SIZE = 14
+NUM_LABELS = 3
+ENCODER_DECODERS = (TransformerModel, TransformerForConditionalGeneration)
+# Each variant keeps the randomly redrawn tiny models sensitive to their prefixes (some draws with random LayerNorm
+# gains are not, and then a broken beam reordering would go unnoticed).
+VARIANTS = {
+    "paper": dict(norm_position="post", position_embedding="sinusoidal", activation="relu"),
+    "pre-norm-shared": dict(
+        norm_position="pre", position_embedding="sinusoidal", activation="relu", share_encoder_decoder_embeddings=True
+    ),
+    "learned-gelu": dict(norm_position="post", position_embedding="learned", activation="gelu"),
+}
+
+
+def tiny_config(**changes) -> TransformerConfig:
+    fields = dict(
+        vocab_size=VOCAB_SIZE, d_model=16, num_heads=4, encoder_layers=2, decoder_layers=2, ffn_dim=32,
+        max_position_embeddings=32, dropout=0.0, num_labels=NUM_LABELS,
+        pad_token_id=PAD, bos_token_id=BOS, eos_token_id=EOS, decoder_start_token_id=BOS,
+    )
+    return TransformerConfig(**{**fields, **changes})
+
+
+class TransformerModelTester:
+    """Tiny Transformers: 2 + 2 layers of width 16 with 4 heads."""
+
+    all_model_classes = (
+        TransformerModel,
+        TransformerForConditionalGeneration,
+        TransformerForCausalLM,
+        TransformerForSequenceClassification,
+        TransformerForTokenClassification,
+    )
+    generative_model_classes = (TransformerForConditionalGeneration, TransformerForCausalLM)
+    # DynamicCache and both halves of EncoderDecoderCache reorder through Cache.reorder_cache.
+    cache_class = Cache
+    padding_sides = ("right", "left")
+
+    def __init__(self, variant: str):
+        self.variant = variant
+
+    def get_config(self, model_class=TransformerForConditionalGeneration, **changes) -> TransformerConfig:
+        return tiny_config(**VARIANTS[self.variant], is_encoder_decoder=model_class in ENCODER_DECODERS, **changes)
+
+    def get_examples(self, config) -> list[dict]:
+        generator = torch.Generator().manual_seed(1)
+        examples = []
+        for length, target_length in ((5, 4), (2, 2), (7, 5), (3, 6)):
+            example = {"input_ids": torch.randint(3, config.vocab_size, (length,), generator=generator)}
+            if config.is_encoder_decoder:
+                target = torch.randint(3, config.vocab_size, (target_length - 1,), generator=generator)
+                example["decoder_input_ids"] = torch.cat([torch.tensor([BOS]), target])
+            examples.append(example)
+        return examples
+
+    def expected_num_hidden_states(self, config) -> dict[str, int]:
+        if config.is_encoder_decoder:
+            return {"encoder_hidden_states": config.encoder_layers + 1,
+                    "decoder_hidden_states": config.decoder_layers + 1}
+        return {"hidden_states": config.encoder_layers + 1}  # encoder_layers == decoder_layers here
+
+
+@pytest.fixture(params=list(VARIANTS))
+def tester(request):
+    return TransformerModelTester(request.param)
+
+
+class TestTransformerModel(ModelTesterMixin, GenerationTesterMixin):
+    def test_trust_remote_code(self, tester, tmp_path):
+        if tester.variant != "paper":
+            pytest.skip("every variant saves the same code files: loading them is checked once, on 'paper'")
+        super().test_trust_remote_code(tester, tmp_path)
+
+
+# --- independent references with copied weights ------------------------------------------------------------------
+
+
+def random_model(model_class, config, std: float = 0.3):
+    return make_model(model_class, config, std=std)
+
+
+def split_projection(state: dict, fused: str, prefix: str, names: tuple[str, ...]) -> dict:
+    """Our fused projection ``fused`` (rows stacked in the order of ``names``) as ``prefix.<name>`` projections."""
+    mapped = {}
+    for kind in ("weight", "bias"):
+        for name, part in zip(names, state[f"{fused}.{kind}"].chunk(len(names))):
+            mapped[f"{prefix}.{name}.{kind}"] = part
+    return mapped
+
+
+MARIAN_NAMES = {"self_attn.out_proj": "self_attn.out_proj", "self_attn_norm": "self_attn_layer_norm",
+                "cross_attn.q_proj": "encoder_attn.q_proj", "cross_attn.out_proj": "encoder_attn.out_proj",
+                "cross_attn_norm": "encoder_attn_layer_norm", "ffn.fc1": "fc1", "ffn.fc2": "fc2",
+                "ffn_norm": "final_layer_norm"}
+
+
+def marian_state_dict(model: TransformerForConditionalGeneration) -> dict:
+    """Our encoder-decoder's weights under MarianMTModel's names."""
+    ours = model.state_dict()
+    mapped = {"lm_head.weight": ours["lm_head.weight"], "final_logits_bias": torch.zeros(1, model.config.vocab_size)}
+    for side in ("encoder", "decoder"):
+        stack = getattr(model.model, side)
+        mapped[f"model.{side}.embed_tokens.weight"] = ours[f"model.{side}.embeddings.embed_tokens.weight"]
+        mapped[f"model.{side}.embed_positions.weight"] = stack.embeddings.position_table
+        for i in range(len(stack.layers)):
+            prefix = f"model.{side}.layers.{i}"
+            mapped.update(split_projection(ours, f"{prefix}.self_attn.qkv_proj", f"{prefix}.self_attn",
+                                           ("q_proj", "k_proj", "v_proj")))
+            if side == "decoder":
+                mapped.update(split_projection(ours, f"{prefix}.cross_attn.kv_proj", f"{prefix}.encoder_attn",
+                                               ("k_proj", "v_proj")))
+            for old, new in MARIAN_NAMES.items():
+                if f"{prefix}.{old}.weight" in ours:
+                    for kind in ("weight", "bias"):
+                        mapped[f"{prefix}.{new}.{kind}"] = ours[f"{prefix}.{old}.{kind}"]
+    return mapped
+
+
+def test_post_norm_sinusoidal_encoder_decoder_matches_marian():
+    """The paper's model (post-norm, sinusoidal positions, scaled embeddings) == MarianMTModel with our weights:
+    logits on a padded batch, and greedy and beam search outputs."""
+    config = tiny_config(source_vocab_size=11, activation="relu")
+    model = random_model(TransformerForConditionalGeneration, config)
+    marian = MarianMTModel(MarianConfig(
+        vocab_size=11, decoder_vocab_size=VOCAB_SIZE, share_encoder_decoder_embeddings=False, d_model=16,
+        encoder_layers=2, decoder_layers=2, encoder_attention_heads=4, decoder_attention_heads=4,
+        encoder_ffn_dim=32, decoder_ffn_dim=32, activation_function="relu", dropout=0.0, attention_dropout=0.0,
+        activation_dropout=0.0, max_position_embeddings=32, scale_embedding=True, pad_token_id=PAD,
+        eos_token_id=EOS, decoder_start_token_id=BOS, forced_eos_token_id=None,
+    )).eval()
+    marian.load_state_dict(marian_state_dict(model), strict=True)
+
+    source = torch.tensor([[5, 9, 4, 7, 3, 10], [8, 6, 3, PAD, PAD, PAD]])
+    source_mask = (source != PAD).long()
+    target = torch.tensor([[BOS, 4, 12, 7, 13], [BOS, 9, 5, 6, 11]])
+    with torch.no_grad():
+        ours = model(input_ids=source, attention_mask=source_mask, decoder_input_ids=target).logits
+        theirs = marian(input_ids=source, attention_mask=source_mask, decoder_input_ids=target).logits
+        torch.testing.assert_close(ours, theirs, rtol=0, atol=1e-5)
+        for search in ({"num_beams": 1}, {"num_beams": 4, "num_return_sequences": 2}):
+            kwargs = dict(input_ids=source, attention_mask=source_mask, max_new_tokens=6, do_sample=False, **search)
+            assert torch.equal(model.generate(**kwargs), marian.generate(**kwargs)), search
+
+
+def test_pre_norm_learned_causal_lm_matches_gpt2():
+    """A pre-norm decoder-only model with learned positions and GELU (tanh) == GPT-2 with our weights, on a
+    left-padded batch (GPT-2 given the positions that skip the padding)."""
+    config = tiny_config(norm_position="pre", position_embedding="learned", activation="gelu_new",
+                         scale_embedding=False)
+    model = random_model(TransformerForCausalLM, config)
+    gpt2 = GPT2LMHeadModel(GPT2Config(
+        vocab_size=VOCAB_SIZE, n_positions=32, n_embd=16, n_layer=2, n_head=4, n_inner=32,
+        activation_function="gelu_new", resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, layer_norm_epsilon=1e-5,
+        bos_token_id=BOS, eos_token_id=EOS, pad_token_id=PAD,
+    )).eval()
+    ours = model.state_dict()
+    mapped = {"transformer.wte.weight": ours["model.embeddings.embed_tokens.weight"],
+              "transformer.wpe.weight": ours["model.embeddings.embed_positions.weight"],
+              "transformer.ln_f.weight": ours["model.final_norm.weight"],
+              "transformer.ln_f.bias": ours["model.final_norm.bias"],
+              "lm_head.weight": ours["lm_head.weight"]}
+    for i in range(2):
+        renames = {"ln_1": "self_attn_norm", "ln_2": "ffn_norm"}
+        linears = {"attn.c_attn": "self_attn.qkv_proj", "attn.c_proj": "self_attn.out_proj",
+                   "mlp.c_fc": "ffn.fc1", "mlp.c_proj": "ffn.fc2"}
+        for theirs, our_name in {**renames, **linears}.items():
+            weight = ours[f"model.layers.{i}.{our_name}.weight"]
+            mapped[f"transformer.h.{i}.{theirs}.weight"] = weight.T if theirs in linears else weight  # Conv1D: (in, out)
+            mapped[f"transformer.h.{i}.{theirs}.bias"] = ours[f"model.layers.{i}.{our_name}.bias"]
+    gpt2.load_state_dict(mapped, strict=True)
+
+    input_ids = torch.tensor([[4, 9, 7, 12, 5, 3], [PAD, PAD, 8, 6, 11, 13]])
+    attention_mask = (input_ids != PAD).long()
+    position_ids = (attention_mask.cumsum(1) - 1).clamp(min=0)
+    with torch.no_grad():
+        got = model(input_ids=input_ids, attention_mask=attention_mask).logits
+        expected = gpt2(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids).logits
+    keep = attention_mask.bool()
+    torch.testing.assert_close(got[keep], expected[keep], rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("norm_position", ["post", "pre"])
+def test_encoder_matches_torch_transformer_encoder(norm_position):
+    """The encoder stack == nn.TransformerEncoder (norm_first for pre-norm, with its final norm) fed our embeddings."""
+    config = tiny_config(norm_position=norm_position, activation="relu", is_encoder_decoder=False)
+    model = random_model(TransformerForTokenClassification, config)
+    layer = nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, activation="relu", batch_first=True,
+                                       norm_first=norm_position == "pre", layer_norm_eps=1e-5)
+    final_norm = nn.LayerNorm(16) if norm_position == "pre" else None
+    reference = nn.TransformerEncoder(layer, 2, norm=final_norm, enable_nested_tensor=False).eval()
+    ours = model.state_dict()
+    mapped = {}
+    for i in range(2):
+        for theirs, our_name in {"self_attn.in_proj": "self_attn.qkv_proj", "self_attn.out_proj": "self_attn.out_proj",
+                                 "linear1": "ffn.fc1", "linear2": "ffn.fc2", "norm1": "self_attn_norm",
+                                 "norm2": "ffn_norm"}.items():
+            for kind in ("weight", "bias"):
+                key = f"layers.{i}.{theirs}_{kind}" if theirs == "self_attn.in_proj" else f"layers.{i}.{theirs}.{kind}"
+                mapped[key] = ours[f"model.layers.{i}.{our_name}.{kind}"]
+    if final_norm is not None:
+        mapped.update({"norm.weight": ours["model.final_norm.weight"], "norm.bias": ours["model.final_norm.bias"]})
+    reference.load_state_dict(mapped, strict=True)
+
+    input_ids = torch.tensor([[4, 9, 7, 12, 5], [8, 6, 11, PAD, PAD]])
+    mask = input_ids != PAD
+    with torch.no_grad():
+        got = model.model(input_ids=input_ids, attention_mask=mask.long()).last_hidden_state
+        embeddings = model.model.embeddings(input_ids)
+        expected = reference(embeddings, src_key_padding_mask=~mask)
+    torch.testing.assert_close(got[mask], expected[mask], rtol=0, atol=1e-5)
+
+
+# --- family-specific behaviour -----------------------------------------------------------------------------------
+
+
+def test_returned_attentions_match_the_fused_path():
+    """output_attentions takes the explicit softmax path: same logits, weights that are distributions over real
+    keys, causal in the decoder's self-attention."""
+    config = tiny_config()
+    model = random_model(TransformerForConditionalGeneration, config)
+    source = torch.tensor([[5, 9, 4, 7], [8, 6, PAD, PAD]])
+    source_mask = (source != PAD).long()
+    target = torch.tensor([[BOS, 4, 12], [BOS, 9, 5]])
+    with torch.no_grad():
+        fused = model(input_ids=source, attention_mask=source_mask, decoder_input_ids=target)
+        explicit = model(input_ids=source, attention_mask=source_mask, decoder_input_ids=target,
+                         output_attentions=True)
+    torch.testing.assert_close(explicit.logits, fused.logits, rtol=0, atol=1e-5)
+    assert len(explicit.encoder_attentions) == len(explicit.decoder_attentions) == len(explicit.cross_attentions) == 2
+    for weights in explicit.encoder_attentions + explicit.cross_attentions:
+        assert weights.shape[:2] == (2, 4) and weights.shape[-1] == 4
+        assert bool((weights[1, ..., 2:] == 0).all())  # padded source tokens get no weight
+        torch.testing.assert_close(weights.sum(-1), torch.ones(weights.shape[:-1]))
+    for weights in explicit.decoder_attentions:
+        assert weights.shape == (2, 4, 3, 3)
+        assert bool((weights.triu(diagonal=1) == 0).all())
+
+
+@pytest.mark.parametrize("left_padding", [False, True])
+def test_causal_lm_chunked_prefill_matches_full_forward(left_padding):
+    """Feeding a sequence in two chunks through the KV cache gives the logits of one full forward."""
+    model = random_model(TransformerForCausalLM, tiny_config(is_encoder_decoder=False))
+    input_ids = torch.tensor([[4, 9, 7, 12, 5, 3, 8], [6, 11, 13, 4, 10, 9, 5]])
+    attention_mask = torch.ones_like(input_ids)
+    if left_padding:
+        attention_mask[1, :3] = 0
+    with torch.no_grad():
+        full = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits
+        first = model(input_ids=input_ids[:, :4], attention_mask=attention_mask[:, :4], use_cache=True)
+        assert isinstance(first.past_key_values, DynamicCache) and first.past_key_values.get_seq_length() == 4
+        second = model(input_ids=input_ids[:, 4:], attention_mask=attention_mask,
+                       past_key_values=first.past_key_values).logits
+    keep = attention_mask.bool()
+    torch.testing.assert_close(torch.cat([first.logits, second], 1)[keep], full[keep], rtol=0, atol=1e-5)
+
+
+def test_cross_attention_keys_and_values_are_projected_once_per_source():
+    model = random_model(TransformerForConditionalGeneration, tiny_config())
+    calls = []
+    for layer in model.model.decoder.layers:
+        layer.cross_attn.kv_proj.register_forward_hook(lambda module, args, output: calls.append(args[0].shape))
+    source = torch.tensor([[5, 9, 4, 7], [8, 6, 3, PAD]])
+    for num_beams in (1, 3):
+        calls.clear()
+        with torch.no_grad():
+            model.generate(input_ids=source, attention_mask=(source != PAD).long(), num_beams=num_beams,
+                           max_new_tokens=5, min_new_tokens=5, do_sample=False)
+        assert len(calls) == model.config.decoder_layers, calls  # the first step only, not once per step
+
+
+def test_labels_become_shifted_decoder_inputs():
+    model = random_model(TransformerForConditionalGeneration, tiny_config())
+    source = torch.tensor([[5, 9, 4], [8, 6, 3]])
+    labels = torch.tensor([[7, 12, EOS, -100], [4, 9, 5, EOS]])
+    decoder_input_ids = torch.tensor([[BOS, 7, 12, EOS], [BOS, 4, 9, 5]])
+    with torch.no_grad():
+        outputs = model(input_ids=source, labels=labels)
+        logits = model(input_ids=source, decoder_input_ids=decoder_input_ids.masked_fill(
+            decoder_input_ids == -100, PAD)).logits
+    torch.testing.assert_close(outputs.logits, logits, rtol=0, atol=0)
+    keep = labels != -100
+    torch.testing.assert_close(outputs.loss, F.cross_entropy(logits[keep], labels[keep]))
+
+
+def test_heads_use_the_documented_stacks():
+    config = tiny_config(encoder_layers=3, decoder_layers=1, source_vocab_size=9)
+    assert len(TransformerForCausalLM(config).model.layers) == 1
+    assert TransformerForCausalLM(config).get_input_embeddings().num_embeddings == VOCAB_SIZE
+    encoder_only = TransformerForSequenceClassification(config)
+    assert len(encoder_only.model.layers) == 3 and encoder_only.get_input_embeddings().num_embeddings == 9
+    model = TransformerModel(config)
+    assert (len(model.encoder.layers), len(model.decoder.layers)) == (3, 1)
+    assert config.is_encoder_decoder  # the decoder-only and encoder-only heads changed their own copy
+
+
+def test_sequence_longer_than_the_position_table_is_a_clear_error():
+    model = random_model(TransformerForCausalLM, tiny_config(max_position_embeddings=8, is_encoder_decoder=False))
+    with pytest.raises(ValueError, match="max_position_embeddings"):
+        model(input_ids=torch.full((1, 9), 5))
+    with pytest.raises(ValueError, match="already cached"):
+        model.generate(input_ids=torch.full((1, 6), 5), max_new_tokens=5, min_new_tokens=5, do_sample=False)
+    encoder_decoder = random_model(TransformerForConditionalGeneration, tiny_config(max_position_embeddings=8))
+    with pytest.raises(ValueError, match="max_position_embeddings"):
+        encoder_decoder(input_ids=torch.full((1, 9), 5), decoder_input_ids=torch.tensor([[BOS]]))
+
+
+@pytest.mark.parametrize(
+    "changes, field",
+    [
+        (dict(d_model=18, num_heads=4), "d_model"),
+        (dict(norm_position="middle"), "norm_position"),
+        (dict(position_embedding="rotary"), "position_embedding"),
+        (dict(activation="tanh"), "activation"),
+        (dict(share_encoder_decoder_embeddings=True, source_vocab_size=9), "share_encoder_decoder_embeddings"),
+        (dict(dropout=1.0), "dropout"),
+        (dict(classifier_pooling="last"), "classifier_pooling"),
+    ],
+)
+def test_config_errors_name_the_field(changes, field):
+    with pytest.raises(ValueError, match=field):
+        tiny_config(**changes)
+
+
+def test_bad_inputs_are_clear_errors():
+    model = random_model(TransformerForConditionalGeneration, tiny_config())
+    source = torch.tensor([[5, 9, 4]])
+    with pytest.raises(ValueError, match="decoder_input_ids"):
+        model(input_ids=source)
+    with pytest.raises(ValueError, match="EncoderDecoderCache"):
+        model(input_ids=source, decoder_input_ids=torch.tensor([[BOS]]), past_key_values=DynamicCache())
+    with pytest.raises(ValueError, match="vocabulary"):
+        model(input_ids=torch.tensor([[5, VOCAB_SIZE]]), decoder_input_ids=torch.tensor([[BOS]]))
+    with pytest.raises(ValueError, match="attention_mask"):
+        model(input_ids=source, attention_mask=torch.ones(1, 2), decoder_input_ids=torch.tensor([[BOS]]))
