@@ -52,8 +52,8 @@ class TrainingArguments:
     max_train_steps: int | None = field(default=None, metadata={"help": "Optimizer steps; overrides the epochs."})
     time_budget_minutes: float | None = field(
         default=None,
-        metadata={"help": "Stop training (then evaluate and save) after this many minutes. The LR schedule still "
-                          "spans the planned steps."},
+        metadata={"help": "Stop training (then evaluate and save) after this many minutes, evaluations included. "
+                          "The LR schedule still spans the planned steps."},
     )
     seed: int = field(default=42, metadata={"help": "Seed for initialisation, shuffling and dropout."})
     logging_steps: int = field(default=100, metadata={"help": "Log the mean training loss every this many steps."})
@@ -117,22 +117,23 @@ def make_optimizer(model: torch.nn.Module, args: TrainingArguments) -> torch.opt
 
 @torch.no_grad()
 def evaluate_loss(accelerator: Accelerator, model: PreTrainedModel, dataset, collate_fn, batch_size: int) -> float:
-    """Mean loss per target token over ``dataset`` (rows with ``labels``; -100 = not a target).
+    """Mean loss per target over ``dataset`` (rows with ``labels``; -100 = not a target).
 
-    Each process takes a contiguous shard (no row twice, none dropped) and sums ``loss * targets``; the sums are
-    added over processes. A causal LM predicts ``labels[:, 1:]`` (the model shifts), an encoder-decoder all of
-    ``labels``.
+    A target is a label that is not -100: a token for language models and taggers, a row for sequence
+    classification. A causal LM (a model that generates and is not an encoder-decoder) shifts its labels, so
+    ``labels[:, 0]`` is never a target. Each process takes a contiguous shard (no row twice, none dropped) and sums
+    ``loss * targets`` per batch; the sums are added over processes.
     """
     model = accelerator.unwrap_model(model)
     was_training = model.training
     model.eval()
+    shifted = model.can_generate() and not model.config.is_encoder_decoder
     shard = dataset.shard(accelerator.num_processes, accelerator.process_index, contiguous=True)
-    first_target = 0 if model.config.is_encoder_decoder else 1
     totals = torch.zeros(2, dtype=torch.float64, device=accelerator.device)  # [sum of losses, number of targets]
     loader = DataLoader(shard, batch_size=batch_size, collate_fn=collate_fn)
     for batch in tqdm(loader, desc="Evaluating", leave=False, disable=not accelerator.is_local_main_process):
         batch = {key: value.to(accelerator.device) for key, value in batch.items()}
-        targets = (batch["labels"][:, first_target:] != -100).sum()
+        targets = ((batch["labels"][:, 1:] if shifted else batch["labels"]) != -100).sum()
         if targets > 0:
             totals += torch.stack([model(**batch).loss.double() * targets, targets.double()])
     model.train(was_training)

@@ -8,7 +8,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, default_data_collator
 
-from hf_seqmodels import RecurrentConfig, RecurrentForCausalLM
+from hf_seqmodels import RecurrentConfig, RecurrentForCausalLM, RecurrentForSequenceClassification
 from hf_seqmodels.tokenization import train_tokenizer
 from hf_seqmodels.training import TrainingArguments, evaluate_loss, make_accelerator, save_model, train
 
@@ -63,6 +63,16 @@ def test_time_budget_stops_training(tmp_path):
 def test_evaluate_loss_is_the_token_mean_over_all_rows(tmp_path):
     accelerator = make_accelerator(TrainingArguments(output_dir=str(tmp_path)))
     model, data = tiny_model().eval(), blocks(7)
+    expected = sum(model(**default_data_collator([row])).loss.item() for row in data) / len(data)
+    assert evaluate_loss(accelerator, model, data, default_data_collator, batch_size=3) == pytest.approx(expected)
+
+
+def test_evaluate_loss_counts_rows_for_sequence_classification(tmp_path):
+    accelerator = make_accelerator(TrainingArguments(output_dir=str(tmp_path)))
+    torch.manual_seed(0)
+    model = RecurrentForSequenceClassification(RecurrentConfig(vocab_size=VOCAB, embedding_size=8, hidden_size=8,
+                                                               num_labels=3)).eval()
+    data = blocks(7).map(lambda row, i: {"labels": i % 3}, with_indices=True)
     expected = sum(model(**default_data_collator([row])).loss.item() for row in data) / len(data)
     assert evaluate_loss(accelerator, model, data, default_data_collator, batch_size=3) == pytest.approx(expected)
 
