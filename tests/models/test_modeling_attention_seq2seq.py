@@ -8,8 +8,9 @@ from torch import nn
 from transformers import DataCollatorForSeq2Seq, Seq2SeqTrainer, Seq2SeqTrainingArguments
 
 from hf_seqmodels import AttentionSeq2SeqConfig, AttentionSeq2SeqForConditionalGeneration, AttentionSeq2SeqModel
-
-PAD, BOS, EOS = 0, 1, 2
+from hf_seqmodels.models.cache import RecurrentCache
+from tests.test_generation_common import GenerationTesterMixin
+from tests.test_modeling_common import BOS, EOS, PAD, ModelTesterMixin
 
 # (cell_type, attention_type, input_feeding, bidirectional_encoder): every attention type, every cell, both
 # decoder paths (the whole target in one call; one position at a time).
@@ -32,6 +33,48 @@ def tiny_config(cell_type="gru", attention_type="luong_general", input_feeding=F
         tie_word_embeddings=False, pad_token_id=PAD, bos_token_id=BOS, eos_token_id=EOS,
     )
     return AttentionSeq2SeqConfig(**{**options, **changes})
+
+
+class AttentionSeq2SeqModelTester:
+    """Tiny models of one variant: two layers on each side, hidden size != embedding size (so a tied output layer
+    needs its projection), a source vocabulary of its own."""
+
+    all_model_classes = (AttentionSeq2SeqModel, AttentionSeq2SeqForConditionalGeneration)
+    generative_model_classes = (AttentionSeq2SeqForConditionalGeneration,)
+    cache_class = RecurrentCache
+    padding_sides = ("right", "left")
+
+    def __init__(self, variant):
+        self.variant = variant
+
+    def get_config(self, model_class=None, **changes) -> AttentionSeq2SeqConfig:
+        return tiny_config(*self.variant, **changes)
+
+    def get_examples(self, config) -> list[dict]:
+        generator = torch.Generator().manual_seed(1)
+        return [
+            {"input_ids": torch.randint(0, config.encoder_vocab_size, (source,), generator=generator),
+             "decoder_input_ids": torch.cat([torch.tensor([BOS]), torch.randint(0, config.vocab_size, (target - 1,),
+                                                                                 generator=generator)])}
+            for source, target in ((5, 3), (2, 4), (7, 6), (3, 2))
+        ]
+
+    def expected_num_hidden_states(self, config) -> dict[str, int]:
+        attention_output = 0 if config.attention_type == "none" else 1
+        return {"encoder_hidden_states": config.encoder_layers + 1,
+                "decoder_hidden_states": config.decoder_layers + 1 + attention_output}
+
+
+@pytest.fixture(params=VARIANTS, ids=VARIANT_IDS)
+def tester(request):
+    return AttentionSeq2SeqModelTester(request.param)
+
+
+class TestAttentionSeq2SeqModel(ModelTesterMixin, GenerationTesterMixin):
+    def test_trust_remote_code(self, tester, tmp_path):
+        if tester.variant != VARIANTS[1]:
+            pytest.skip("every variant saves the same code files; one fresh process (~15 s) checks them")
+        super().test_trust_remote_code(tester, tmp_path)
 
 
 def spread(model, std=0.5, seed=0):
