@@ -27,6 +27,7 @@ from accelerate.utils import set_seed
 from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase, SchedulerType, get_scheduler
+from transformers.trainer_pt_utils import LabelSmoother
 
 from .evaluation import perplexity
 
@@ -66,6 +67,21 @@ class TrainingArguments:
     resume_from_checkpoint: str | None = field(
         default=None, metadata={"help": "A step_<n> checkpoint folder, or 'latest' (newest in checkpoint_dir)."}
     )
+    label_smoothing_factor: float = field(
+        default=0.0, metadata={"help": "Label smoothing of the training loss (0 = none); evaluation stays plain."}
+    )
+    metric_for_best_model: str | None = field(
+        default=None,
+        metadata={"help": "A metric of the evaluations, e.g. 'eval_loss' or 'eval_bleu': the final model is the "
+                          "evaluated one that scored best on it, and early stopping watches it."},
+    )
+    greater_is_better: bool | None = field(
+        default=None, metadata={"help": "Whether a higher metric_for_best_model is better; default: not for "
+                                        "losses and perplexities, yes for anything else."},
+    )
+    early_stopping_patience: int | None = field(
+        default=None, metadata={"help": "Stop after this many evaluations without a better metric_for_best_model."}
+    )
 
     def __post_init__(self):
         if self.optimizer not in OPTIMIZERS:
@@ -85,6 +101,15 @@ class TrainingArguments:
                              f"got {self.checkpointing_steps!r}.")
         if self.checkpoint_dir is None:
             self.checkpoint_dir = f"{self.output_dir.rstrip('/')}-checkpoints"
+        if not 0.0 <= self.label_smoothing_factor < 1.0:
+            raise ValueError(f"--label_smoothing_factor must be in [0, 1), got {self.label_smoothing_factor}.")
+        if self.early_stopping_patience is not None:
+            if self.early_stopping_patience < 1:
+                raise ValueError(f"--early_stopping_patience must be at least 1, got {self.early_stopping_patience}.")
+            if self.metric_for_best_model is None:
+                raise ValueError("--early_stopping_patience needs --metric_for_best_model (e.g. 'eval_loss').")
+        if self.metric_for_best_model is not None and self.greater_is_better is None:
+            self.greater_is_better = not self.metric_for_best_model.endswith(("loss", "perplexity"))
 
 
 def make_accelerator(args: TrainingArguments) -> Accelerator:
@@ -205,6 +230,33 @@ def _find_checkpoint(args: TrainingArguments) -> Path:
     return found[-1]
 
 
+class BestModel:
+    """The best value of ``metric`` among the evaluations so far, the model's weights then (on the CPU) and the
+    number of evaluations since. Saved in the checkpoints (``register_for_checkpointing``), so a resumed run keeps
+    them."""
+
+    def __init__(self, metric: str, greater_is_better: bool):
+        self.metric, self.greater_is_better = metric, greater_is_better
+        self.entry, self.weights, self.evaluations_since = None, None, 0
+
+    def update(self, entry: dict, model: torch.nn.Module) -> None:
+        if self.metric not in entry:
+            raise ValueError(f"--metric_for_best_model={self.metric!r} is not among the evaluation's metrics "
+                             f"{sorted(entry)}.")
+        value, best = entry[self.metric], None if self.entry is None else self.entry[self.metric]
+        if best is None or (value > best if self.greater_is_better else value < best):
+            self.entry, self.evaluations_since = entry, 0
+            self.weights = {name: tensor.detach().cpu().clone() for name, tensor in model.state_dict().items()}
+        else:
+            self.evaluations_since += 1
+
+    def state_dict(self) -> dict:
+        return {"entry": self.entry, "weights": self.weights, "evaluations_since": self.evaluations_since}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.entry, self.weights, self.evaluations_since = state["entry"], state["weights"], state["evaluations_since"]
+
+
 def train(
     accelerator: Accelerator,
     model: PreTrainedModel,
@@ -212,21 +264,31 @@ def train(
     eval_dataset,
     collate_fn,
     args: TrainingArguments,
+    evaluate_fn=None,
+    train_sampler=None,
 ) -> dict:
     """Train ``model`` (in place) on ``train_dataset``, evaluating on ``eval_dataset`` after every epoch and at
     the end. Batches are dicts the model takes as keyword arguments, including ``labels``.
 
-    Training stops at ``max_train_steps`` (default: ``num_train_epochs`` epochs) or when the time budget is
-    spent, whichever comes first.
+    Training stops at ``max_train_steps`` (default: ``num_train_epochs`` epochs), when the time budget is
+    spent, or after ``early_stopping_patience`` evaluations without progress, whichever comes first. With
+    ``metric_for_best_model``, the model ends with the weights of its best evaluation.
+
+    ``evaluate_fn(model)``, if given, returns more metrics for each evaluation (e.g. ``{"eval_bleu": 35.2}`` from
+    decoding the validation set); it gets the unwrapped model. ``train_sampler`` replaces the uniform shuffling of
+    the training rows (e.g. batches of similar lengths); give it a ``set_epoch(epoch)`` that fixes its order per
+    epoch, so that a resumed run sees the same batches.
 
     Returns:
         ``steps``, ``epochs`` (fractional), ``train_runtime_s``, ``stopped_by_time_budget``, ``train_loss``
         (mean over the last logging window), the final ``eval_loss`` and ``eval_perplexity``, and
-        ``eval_history`` (one entry per evaluation).
+        ``eval_history`` (one entry per evaluation); with ``metric_for_best_model`` the ``eval_*`` values are
+        those of the best evaluation, whose step is ``best_step``.
     """
     # Its own generator keeps the global RNG (dropout) untouched by starting an epoch, so a resumed run matches.
-    train_dataloader = DataLoader(train_dataset, shuffle=True, batch_size=args.per_device_train_batch_size,
-                                  collate_fn=collate_fn, generator=torch.Generator())
+    order = {"shuffle": True, "generator": torch.Generator()} if train_sampler is None else {"sampler": train_sampler}
+    train_dataloader = DataLoader(train_dataset, batch_size=args.per_device_train_batch_size, collate_fn=collate_fn,
+                                  **order)
     optimizer = make_optimizer(model, args)
     model, optimizer, train_dataloader = accelerator.prepare(model, optimizer, train_dataloader)
     steps_per_epoch = len(train_dataloader)
@@ -234,6 +296,13 @@ def train(
     # Stepped once per optimizer step, so the schedule does not depend on the number of processes.
     scheduler = get_scheduler(args.lr_scheduler_type, optimizer, args.num_warmup_steps, max_steps)
     accelerator.register_for_checkpointing(scheduler)
+    best = None
+    if args.metric_for_best_model is not None:
+        best = BestModel(args.metric_for_best_model, args.greater_is_better)
+        accelerator.register_for_checkpointing(best)
+    label_smoother = LabelSmoother(args.label_smoothing_factor) if args.label_smoothing_factor > 0 else None
+    unwrapped = accelerator.unwrap_model(model)
+    shifts_labels = unwrapped.can_generate() and not unwrapped.config.is_encoder_decoder
 
     step = 0
     if args.resume_from_checkpoint:
@@ -250,19 +319,27 @@ def train(
     def evaluate() -> dict:
         loss = evaluate_loss(accelerator, model, eval_dataset, collate_fn, args.per_device_eval_batch_size)
         entry = {"step": step, "epoch": step / steps_per_epoch, "eval_loss": loss, "eval_perplexity": perplexity(loss)}
-        logger.info(f"step {step}: eval loss {loss:.4f}, perplexity {perplexity(loss):.2f}", main_process_only=True)
+        if evaluate_fn is not None:
+            entry.update(evaluate_fn(unwrapped))
+        logger.info(f"step {step}: " + ", ".join(f"{k} {v:.4f}" for k, v in entry.items() if k.startswith("eval_")),
+                    main_process_only=True)
+        if best is not None:
+            best.update(entry, unwrapped)
         return entry
 
     history, window_loss, window_steps, train_loss = [], torch.zeros(()), 0, math.nan
-    stopped_by_time_budget = False
+    stopped_by_time_budget = stopped_early = False
     start = time.monotonic()
     progress = tqdm(total=max_steps, initial=step, desc="Training", disable=not accelerator.is_local_main_process)
     model.train()
-    while step < max_steps and not stopped_by_time_budget:
+    while step < max_steps and not (stopped_by_time_budget or stopped_early):
         epoch, done_in_epoch = divmod(step, steps_per_epoch)
         train_dataloader.set_epoch(epoch)
         for batch in accelerator.skip_first_batches(train_dataloader, done_in_epoch):  # skips 0 unless resumed
-            loss = model(**batch).loss
+            outputs = model(**batch)
+            loss = outputs.loss
+            if label_smoother is not None:
+                loss = label_smoother(outputs, batch["labels"], shift_labels=shifts_labels)
             accelerator.backward(loss)
             if args.max_grad_norm > 0:
                 accelerator.clip_grad_norm_(model.parameters(), args.max_grad_norm)
@@ -289,18 +366,27 @@ def train(
             if step >= max_steps:
                 break
         history.append(evaluate())  # at the end of an epoch, or where training stopped
+        if args.early_stopping_patience is not None and best.evaluations_since >= args.early_stopping_patience:
+            stopped_early = True
+            logger.info(f"No better {best.metric} for {best.evaluations_since} evaluations: stopping at step {step}",
+                        main_process_only=True)
         if args.checkpointing_steps is not None and (stopped_by_time_budget or args.checkpointing_steps == "epoch"):
             save_checkpoint(accelerator, args.checkpoint_dir, step)
     progress.close()
     if not history:  # resumed from a checkpoint of a finished run
         history.append(evaluate())
+    final = history[-1]
+    if best is not None:
+        unwrapped.load_state_dict(best.weights)
+        final = best.entry
     return {
         "steps": step,
         "epochs": step / steps_per_epoch,
         "train_runtime_s": time.monotonic() - start,
         "stopped_by_time_budget": stopped_by_time_budget,
+        "stopped_early": stopped_early,
+        "best_step": final["step"],
         "train_loss": train_loss,
-        "eval_loss": history[-1]["eval_loss"],
-        "eval_perplexity": history[-1]["eval_perplexity"],
+        **{key: value for key, value in final.items() if key.startswith("eval_")},
         "eval_history": history,
     }

@@ -99,3 +99,57 @@ def test_save_model_replaces_the_folder_whole(tmp_path):
 def test_bad_training_arguments_raise(options, message):
     with pytest.raises(ValueError, match=message):
         TrainingArguments(output_dir="out", **options)
+
+
+def test_early_stopping_keeps_the_best_evaluated_model(tmp_path):
+    """Scores 1, 3, 2, 2.5 over epochs 1-4 with patience 2: stop after epoch 4 with the weights of epoch 2."""
+    scores, weights = iter([1.0, 3.0, 2.0, 2.5, 0.0]), []
+
+    def score(model):
+        weights.append({name: tensor.clone() for name, tensor in model.state_dict().items()})
+        return {"eval_score": next(scores)}
+
+    args = TrainingArguments(output_dir=str(tmp_path / "out"), per_device_train_batch_size=4, learning_rate=1e-2,
+                             num_train_epochs=6, metric_for_best_model="eval_score", early_stopping_patience=2)
+    accelerator = make_accelerator(args)
+    model = tiny_model()
+    results = train(accelerator, model, blocks(20), blocks(6, seed=1), default_data_collator, args,
+                    evaluate_fn=score)
+    assert results["stopped_early"] and results["steps"] == 20 and len(results["eval_history"]) == 4
+    assert results["best_step"] == 10 and results["eval_score"] == 3.0
+    assert results["eval_loss"] == results["eval_history"][1]["eval_loss"]
+    for name, tensor in accelerator.unwrap_model(model).state_dict().items():
+        torch.testing.assert_close(tensor, weights[1][name], rtol=0, atol=0, msg=name)
+
+
+def test_label_smoothing_factor(tmp_path):
+    """The first step's training loss is (1 - eps) * NLL + eps * mean over the vocabulary of -log p."""
+    eps = 0.2
+    torch.manual_seed(0)
+    model = RecurrentForCausalLM(RecurrentConfig(vocab_size=VOCAB, embedding_size=8, hidden_size=8))
+    data = blocks(4)
+    batch = default_data_collator(list(data))
+    with torch.no_grad():
+        log_probs = model(**batch).logits[:, :-1].log_softmax(-1)
+    targets = batch["labels"][:, 1:]
+    nll = -log_probs.gather(-1, targets.unsqueeze(-1)).mean()
+    expected = (1 - eps) * nll - eps * log_probs.mean()
+    args = TrainingArguments(output_dir=str(tmp_path / "out"), per_device_train_batch_size=4, max_train_steps=1,
+                             logging_steps=1, label_smoothing_factor=eps)
+    results = train(make_accelerator(args), model, data, data, default_data_collator, args)
+    assert results["train_loss"] == pytest.approx(expected.item(), rel=1e-5)
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"label_smoothing_factor": 1.0}, "--label_smoothing_factor"),
+    ({"early_stopping_patience": 2}, "needs --metric_for_best_model"),
+    ({"early_stopping_patience": 0, "metric_for_best_model": "eval_loss"}, "--early_stopping_patience"),
+])
+def test_bad_best_model_arguments_raise(options, message):
+    with pytest.raises(ValueError, match=message):
+        TrainingArguments(output_dir="out", **options)
+
+
+def test_greater_is_better_defaults_by_metric_name():
+    assert not TrainingArguments(output_dir="out", metric_for_best_model="eval_loss").greater_is_better
+    assert TrainingArguments(output_dir="out", metric_for_best_model="eval_bleu").greater_is_better
