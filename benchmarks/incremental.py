@@ -14,9 +14,8 @@ import time
 
 import torch
 
-from hf_seqmodels import RecurrentConfig, RecurrentForCausalLM
-
 from .common import Settings, entry_result, resolve_sizes, synchronize, target
+from .models import recurrent_lm, transformer_lm
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,15 +37,12 @@ SMOKE = Sizes(vocab_size=50, hidden_size=16, num_layers=1, batch_size=2, prefix_
 
 def build_models(sizes: Sizes) -> dict[str, torch.nn.Module]:
     """The language models to measure, by name; each supports ``past_key_values`` and ``logits_to_keep``."""
-    config = RecurrentConfig(
-        vocab_size=sizes.vocab_size,
-        embedding_size=sizes.hidden_size,
-        hidden_size=sizes.hidden_size,
-        num_layers=sizes.num_layers,
-        cell_type=sizes.cell_type,
-        pad_token_id=0,
-    )
-    return {f"recurrent LM ({sizes.cell_type})": RecurrentForCausalLM(config)}
+    max_positions = max(sizes.prefix_lengths) + sizes.new_tokens + sizes.recompute_tokens + 2
+    return {
+        f"recurrent LM ({sizes.cell_type})": recurrent_lm(
+            sizes.cell_type, sizes.vocab_size, sizes.hidden_size, sizes.num_layers),
+        "transformer LM": transformer_lm(sizes.vocab_size, sizes.hidden_size, sizes.num_layers, max_positions),
+    }
 
 
 @torch.no_grad()

@@ -23,8 +23,10 @@ import transformers
 
 from .common import Settings
 
-# Entry name -> module (imported only when run, so one entry's missing dependency does not stop the others).
+# Entry name -> "module[:function]" (default function: run), imported only when that entry runs.
 ENTRIES = {
+    "translation": "benchmarks.translation:run_translation",
+    "batch1_overhead": "benchmarks.translation:run_batch1",
     "incremental": "benchmarks.incremental",
     "training": "benchmarks.training",
     "scaling": "benchmarks.scaling",
@@ -96,6 +98,8 @@ def markdown(results: dict) -> str:
             lines.append("")
         for figure in entry.get("figures", []):
             lines += [f"![{name}]({figure})", ""]
+        for title, profile in entry.get("profiles", {}).items():
+            lines += [f"Profile, {title} (cProfile, own time):", "", "```", *profile, "```", ""]
     return "\n".join(lines)
 
 
@@ -129,7 +133,8 @@ def main(argv: list[str] | None = None) -> dict:
     for name in args.only or ENTRIES:
         print(f"[benchmarks] {name} ...", file=sys.stderr, flush=True)
         start = time.perf_counter()
-        entry = importlib.import_module(ENTRIES[name]).run(settings)
+        module, _, function = ENTRIES[name].partition(":")
+        entry = getattr(importlib.import_module(module), function or "run")(settings)
         entry.update(
             seconds=round(time.perf_counter() - start, 1),
             device=args.device,

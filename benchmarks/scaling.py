@@ -10,9 +10,8 @@ from pathlib import Path
 
 import torch
 
-from hf_seqmodels import RecurrentConfig, RecurrentForCausalLM
-
 from .common import Settings, entry_result, mb, peak_memory_bytes, resolve_sizes, time_call
+from .models import recurrent_lm, transformer_lm
 from .tutorial import TutorialCellLM
 
 
@@ -35,15 +34,14 @@ SMOKE = Sizes(vocab_size=50, hidden_size=16, num_layers=1, batch_sizes=(1, 2), f
 
 def build_models(sizes: Sizes, device: str) -> dict:
     """name -> (model, loss of input ids); every model is a causal LM over the same vocabulary and width."""
-    config = RecurrentConfig(
-        vocab_size=sizes.vocab_size, embedding_size=sizes.hidden_size, hidden_size=sizes.hidden_size,
-        num_layers=sizes.num_layers, cell_type=sizes.cell_type,
-    )
-    ours = RecurrentForCausalLM(config).to(device)
+    ours = recurrent_lm(sizes.cell_type, sizes.vocab_size, sizes.hidden_size, sizes.num_layers).to(device)
     tutorial = TutorialCellLM.from_recurrent_lm(ours)
+    transformer = transformer_lm(sizes.vocab_size, sizes.hidden_size, sizes.num_layers,
+                                 max(max(sizes.lengths), sizes.fixed_length)).to(device)
     return {
         f"recurrent LM ({sizes.cell_type})": (ours, lambda ids: ours(input_ids=ids, labels=ids).loss),
         f"tutorial {sizes.cell_type} cell loop": (tutorial, lambda ids: tutorial(ids, ids)[1]),
+        "transformer LM": (transformer, lambda ids: transformer(input_ids=ids, labels=ids).loss),
     }
 
 

@@ -59,6 +59,25 @@ def test_training_variants_agree(results):
     assert all(row["tokens_per_s"] > 0 and row["peak_memory_mb"] > 0 for row in entry["rows"])
 
 
+def test_translation_searches_agree(results):
+    entry = results[1]["entries"]["translation"]
+    for summary in entry["summary"].values():
+        # Same semantics, same weights: the matched per-sentence search and the batched hand loop must find
+        # generate()'s best hypotheses; the naive tutorial search may differ, but is reported.
+        assert summary["agreement_matched"] == 1.0
+        assert summary["agreement_hand_batched"] == 1.0
+        assert 0.0 <= summary["agreement_naive"] <= 1.0
+    searches = {row["search"].split(",")[0].split(" (")[0] for row in entry["rows"]}
+    assert {"per-sentence naive", "per-sentence matched"} <= searches
+
+
+def test_batch1_overhead_outputs_agree(results):
+    entry = results[1]["entries"]["batch1_overhead"]
+    assert {row["mode"] for row in entry["rows"]} >= {"greedy"}
+    assert all(row["same_output"] == 1.0 for row in entry["rows"])
+    assert entry["profiles"] and all(entry["profiles"].values())
+
+
 def test_scaling_plot_written(results):
     out, data = results
     entry = data["entries"]["scaling"]

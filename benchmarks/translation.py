@@ -1,0 +1,242 @@
+"""Entries 1 and 1b, translation decoding with the attention GRU/LSTM on Multi30k test2016 (English -> German).
+
+1 (``translation``): our batched ``generate(num_beams=5)`` vs two per-sentence Python beam searches calling the
+  same model's decoder step once per hypothesis: the naive tutorial search and one matched to transformers'
+  semantics (``benchmarks/beam_search.py``). Sentences/s, speed-ups, and how often each finds the same best
+  hypothesis as ``generate()`` (a speed-up that changes the answer does not count).
+1b (``batch1_overhead``): at batch 1, ``generate()`` (greedy and beam) vs plain hand loops on the same model,
+  with a profile of where ``generate()`` spends its time.
+
+The model is briefly trained (``train_steps`` Adam steps on Multi30k train, joint BPE vocabulary trained with
+``tokenizers``), so that it ends its sentences with EOS at realistic lengths; what is measured is decoding.
+"""
+
+import cProfile
+import dataclasses
+import functools
+import io
+import pstats
+import random
+import time
+
+import torch
+
+from hf_seqmodels import AttentionSeq2SeqConfig, AttentionSeq2SeqForConditionalGeneration
+from hf_seqmodels.tokenization import train_tokenizer
+
+from .beam_search import hand_beam_search, hand_greedy, matched_beam_search, naive_beam_search, strip
+from .common import DATA_DIR, Settings, entry_result, read_jsonl, resolve_sizes, synchronize, target
+
+MULTI30K = DATA_DIR / "multi30k_en_de"
+
+
+@dataclasses.dataclass(frozen=True)
+class Sizes:
+    cell_types: tuple[str, ...] = ("gru", "lstm")
+    vocab_size: int = 8000
+    embedding_size: int = 256
+    hidden_size: int = 512
+    attention_type: str = "luong_general"
+    train_steps: int = 100
+    train_batch_size: int = 64
+    num_sentences: int = 128  # of test2016's 1000, for every search (the per-sentence ones are slow)
+    batch_size: int = 64
+    num_beams: int = 5
+    max_new_tokens: int = 40
+    batch1_sentences: int = 24
+
+
+SMOKE = Sizes(cell_types=("gru",), vocab_size=300, embedding_size=16, hidden_size=16, train_steps=2,
+              train_batch_size=8, num_sentences=6, batch_size=4, num_beams=3, max_new_tokens=6, batch1_sentences=2)
+
+
+@functools.lru_cache(maxsize=1)
+def tokenizer_for(vocab_size: int):
+    """A joint English/German BPE tokenizer trained on Multi30k train (a few seconds)."""
+    rows = read_jsonl(MULTI30K / "train.jsonl.gz")
+    return train_tokenizer((row[lang] for row in rows for lang in ("en", "de")), kind="bpe", vocab_size=vocab_size)
+
+
+def encode_texts(tokenizer, texts: list[str]) -> list[list[int]]:
+    return [ids + [tokenizer.eos_token_id] for ids in tokenizer(texts)["input_ids"]]
+
+
+def pad_batch(rows: list[list[int]], value: int) -> torch.Tensor:
+    width = max(map(len, rows))
+    return torch.tensor([row + [value] * (width - len(row)) for row in rows])
+
+
+@functools.lru_cache(maxsize=2)
+def trained_model(cell_type: str, sizes: Sizes, device: str, seed: int):
+    """The attention seq2seq model after ``train_steps`` steps on Multi30k train; returns (model, tokenizer)."""
+    tokenizer = tokenizer_for(sizes.vocab_size)
+    torch.manual_seed(seed)
+    config = AttentionSeq2SeqConfig(
+        vocab_size=len(tokenizer), embedding_size=sizes.embedding_size, hidden_size=sizes.hidden_size,
+        cell_type=cell_type, attention_type=sizes.attention_type, pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+    )
+    model = AttentionSeq2SeqForConditionalGeneration(config).to(device)
+    rows = read_jsonl(MULTI30K / "train.jsonl.gz")
+    rows = random.Random(seed).sample(rows, min(len(rows), sizes.train_steps * sizes.train_batch_size))
+    optimizer = torch.optim.Adam(model.parameters(), lr=2e-3)
+    model.train()
+    for start in range(0, len(rows), sizes.train_batch_size):
+        chunk = rows[start:start + sizes.train_batch_size]
+        source = pad_batch(encode_texts(tokenizer, [row["en"] for row in chunk]), tokenizer.pad_token_id)
+        labels = pad_batch(encode_texts(tokenizer, [row["de"] for row in chunk]), -100)
+        loss = model(input_ids=source.to(device), attention_mask=(source != tokenizer.pad_token_id).long().to(device),
+                     labels=labels.to(device)).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+    model.train_loss = loss.item()
+    return model.eval(), tokenizer
+
+
+def test_sources(tokenizer, count: int) -> list[list[int]]:
+    rows = read_jsonl(MULTI30K / "test.jsonl.gz")[:count]
+    return encode_texts(tokenizer, [row["en"] for row in rows])
+
+
+def batches(sources: list[list[int]], batch_size: int, pad_id: int, device: str):
+    for start in range(0, len(sources), batch_size):
+        ids = pad_batch(sources[start:start + batch_size], pad_id).to(device)
+        yield ids, (ids != pad_id).long()
+
+
+def timed(fn, device: str):
+    synchronize(device)
+    start = time.perf_counter()
+    result = fn()
+    synchronize(device)
+    return result, time.perf_counter() - start
+
+
+def generate_beam(model, sources, sizes: Sizes, device: str) -> list[list[int]]:
+    outputs = []
+    with torch.no_grad():
+        for ids, mask in batches(sources, sizes.batch_size, model.config.pad_token_id, device):
+            sequences = model.generate(ids, attention_mask=mask, num_beams=sizes.num_beams, do_sample=False,
+                                       max_new_tokens=sizes.max_new_tokens, early_stopping=True, length_penalty=1.0)
+            outputs += [strip(row[1:], model.config) for row in sequences.tolist()]
+    return outputs
+
+
+def agreement(ours: list[list[int]], other: list[list[int]]) -> float:
+    return sum(a == b for a, b in zip(ours, other)) / len(ours)
+
+
+def run_translation(settings: Settings) -> dict:
+    sizes = resolve_sizes(Sizes(), SMOKE, settings)
+    device = settings.device
+    rows, summary, targets = [], {}, []
+    for cell_type in sizes.cell_types:
+        model, tokenizer = trained_model(cell_type, sizes, device, settings.seed)
+        sources = test_sources(tokenizer, sizes.num_sentences)
+        generate_beam(model, sources[: sizes.batch_size], sizes, device)  # warm-up
+        ours, ours_time = timed(lambda: generate_beam(model, sources, sizes, device), device)
+        searches = {"naive": naive_beam_search, "matched": matched_beam_search}
+        results = {}
+        for name, search in searches.items():
+            results[name] = timed(lambda: [
+                strip(search(model, torch.tensor([source], device=device), sizes.num_beams, sizes.max_new_tokens),
+                      model.config)
+                for source in sources], device)
+        hand, hand_time = timed(lambda: [
+            strip(row, model.config) for ids, mask in batches(sources, sizes.batch_size, model.config.pad_token_id,
+                                                            device)
+            for row in hand_beam_search(model, ids, mask, sizes.num_beams, sizes.max_new_tokens)], device)
+        label = f"attention {cell_type.upper()} ({sizes.attention_type})"
+        n = len(sources)
+        rows.append({"model": label, "search": f"generate(num_beams={sizes.num_beams}), batch {sizes.batch_size}",
+                     "sentences_per_s": round(n / ours_time, 2), "speedup_of_generate": 1.0,
+                     "same_best_as_generate": 1.0})
+        for name, (outputs, seconds) in results.items():
+            rows.append({"model": label, "search": f"per-sentence {name} (tutorial loop)",
+                         "sentences_per_s": round(n / seconds, 2), "speedup_of_generate": round(seconds / ours_time, 2),
+                         "same_best_as_generate": round(agreement(ours, outputs), 4)})
+        rows.append({"model": label, "search": f"hand batched beam loop, batch {sizes.batch_size}",
+                     "sentences_per_s": round(n / hand_time, 2), "speedup_of_generate": round(hand_time / ours_time, 2),
+                     "same_best_as_generate": round(agreement(ours, hand), 4)})
+        summary[label] = {
+            "speedup_vs_naive": round(results["naive"][1] / ours_time, 2),
+            "speedup_vs_matched": round(results["matched"][1] / ours_time, 2),
+            "agreement_naive": round(agreement(ours, results["naive"][0]), 4),
+            "agreement_matched": round(agreement(ours, results["matched"][0]), 4),
+            "agreement_hand_batched": round(agreement(ours, hand), 4),
+            "mean_output_length": round(sum(map(len, ours)) / n, 2),
+            "train_loss": round(model.train_loss, 3),
+        }
+        wanted = 40 if device.startswith("cuda") else 20
+        targets.append(target(f"{label}: generate() vs per-sentence matched search, batch {sizes.batch_size}",
+                              summary[label]["speedup_vs_matched"], minimum=wanted))
+        targets.append(target(f"{label}: same best hypothesis as the matched search",
+                              summary[label]["agreement_matched"], minimum=0.99))
+    return entry_result(
+        "Translation decoding: batched generate() vs per-sentence beam search (Multi30k test2016)",
+        sizes, rows, summary, targets,
+        notes=(f"first {sizes.num_sentences} test2016 sentences, beam {sizes.num_beams}, max_new_tokens "
+               f"{sizes.max_new_tokens}, length_penalty 1.0, early_stopping=True; models trained "
+               f"{sizes.train_steps} steps. speedup_of_generate = that search's time / generate()'s time."),
+    )
+
+
+def profile_top(fn, limit: int = 12) -> list[str]:
+    """cProfile of ``fn()``: the functions with the most own time, as 'own_s cumulative_s calls name' lines."""
+    profiler = cProfile.Profile()
+    profiler.enable()
+    fn()
+    profiler.disable()
+    stats = pstats.Stats(profiler, stream=io.StringIO())
+    entries = sorted(stats.stats.items(), key=lambda item: item[1][2], reverse=True)[:limit]
+    return [f"{own:.4f}s own {cumulative:.4f}s cum {calls} calls {file.split('site-packages/')[-1]}:{line} {name}"
+            for (file, line, name), (_, calls, own, cumulative, _) in entries]
+
+
+def run_batch1(settings: Settings) -> dict:
+    sizes = resolve_sizes(Sizes(), SMOKE, settings)
+    device = settings.device
+    rows, summary, targets, profiles = [], {}, [], {}
+    for cell_type in sizes.cell_types:
+        model, tokenizer = trained_model(cell_type, sizes, device, settings.seed)
+        sources = [torch.tensor([s], device=device) for s in test_sources(tokenizer, sizes.batch1_sentences)]
+        config = model.config
+        label = f"attention {cell_type.upper()} ({sizes.attention_type})"
+
+        def gen(source, beams):
+            beam_options = {"early_stopping": True, "length_penalty": 1.0} if beams > 1 else {}
+            return model.generate(source, num_beams=beams, do_sample=False, max_new_tokens=sizes.max_new_tokens,
+                                  **beam_options)
+
+        modes = {
+            "greedy": (lambda s: strip(gen(s, 1)[0, 1:].tolist(), config),
+                       lambda s: strip(hand_greedy(model, s, None, sizes.max_new_tokens)[0].tolist(), config)),
+            f"beam {sizes.num_beams}": (
+                lambda s: strip(gen(s, sizes.num_beams)[0, 1:].tolist(), config),
+                lambda s: strip(hand_beam_search(model, s, None, sizes.num_beams, sizes.max_new_tokens)[0], config)),
+        }
+        for mode, (ours_fn, hand_fn) in modes.items():
+            with torch.no_grad():
+                ours_fn(sources[0]), hand_fn(sources[0])  # warm-up
+                ours, ours_time = timed(lambda: [ours_fn(s) for s in sources], device)
+                hand, hand_time = timed(lambda: [hand_fn(s) for s in sources], device)
+                profiles[f"{label}, {mode}, generate()"] = profile_top(lambda: [ours_fn(s) for s in sources[:4]])
+            tokens = sum(len(o) + 1 for o in ours)
+            ratio = hand_time / ours_time
+            rows.append({"model": label, "mode": mode, "generate_ms_per_sentence": round(ours_time / len(sources) * 1e3, 2),
+                         "hand_loop_ms_per_sentence": round(hand_time / len(sources) * 1e3, 2),
+                         "generate_speed_vs_hand_loop": round(ratio, 3),
+                         "generate_ms_per_step": round(ours_time / tokens * 1e3, 3),
+                         "same_output": round(agreement(ours, hand), 4)})
+            targets.append(target(f"{label}, {mode}, batch 1: generate() speed / hand loop speed", ratio, minimum=0.9))
+        summary[label] = {row["mode"]: row["generate_speed_vs_hand_loop"] for row in rows if row["model"] == label}
+    result = entry_result(
+        "Batch-1 overhead: generate() vs a plain hand decoding loop on the same model",
+        sizes, rows, summary, targets,
+        notes=(f"{sizes.batch1_sentences} test2016 sentences one at a time; the hand loops call the model's forward "
+               "with the cache exactly as generate() does (benchmarks/beam_search.py). Ratio > 1: generate() faster."),
+    )
+    result["profiles"] = profiles
+    return result
