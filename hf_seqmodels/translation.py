@@ -1,0 +1,227 @@
+"""Translation data and decoding: BPE tokenizers for a language pair, tokenized sentence pairs, batches of similar
+lengths, batched translation with `generate()`, and BLEU / chrF of the result.
+
+A model folder holds the tokenizer of its target language (``tokenizer.json``, which ``AutoTokenizer`` loads);
+with separate vocabularies the source tokenizer is saved beside it in ``source_tokenizer/`` (``load_tokenizers``
+reads both). With ``config.custom_pipelines = CUSTOM_PIPELINES`` and the pipeline code that
+`TranslationTokenizers.save_pretrained` copies there, ``pipeline("translation", model=folder,
+trust_remote_code=True)`` translates (transformers 5 has no translation pipeline of its own).
+"""
+
+import shutil
+from pathlib import Path
+
+import datasets
+import torch
+from tokenizers import processors
+from torch.utils.data import Sampler
+from transformers import AutoTokenizer, PreTrainedTokenizerFast
+
+from .evaluation import translation_metrics
+from .models import pipeline_translation
+from .models.pipeline_translation import CUSTOM_PIPELINES, SOURCE_TOKENIZER_DIR
+from .tokenization import train_tokenizer
+
+__all__ = ["CUSTOM_PIPELINES", "TranslationTokenizers", "LengthGroupedSampler", "train_tokenizers", "load_tokenizers",
+           "tokenize_pairs", "translate", "translation_scores", "attention_matrix", "save_attention_plot"]
+
+
+def end_with_eos(tokenizer: PreTrainedTokenizerFast) -> PreTrainedTokenizerFast:
+    """Make the tokenizer append ``eos`` to every text it encodes (as Marian's does): the encoder sees where the
+    source ends, and the labels teach the decoder to stop."""
+    eos = tokenizer.eos_token
+    tokenizer.backend_tokenizer.post_processor = processors.TemplateProcessing(
+        single=f"$A {eos}", pair=f"$A {eos} $B {eos}", special_tokens=[(eos, tokenizer.eos_token_id)]
+    )
+    return tokenizer
+
+
+class TranslationTokenizers:
+    """The tokenizers of a language pair. ``save_pretrained`` writes the target tokenizer to the folder, the source
+    tokenizer to its ``source_tokenizer/`` sub-folder when the vocabularies are separate, and the code of the
+    translation pipeline."""
+
+    def __init__(self, source: PreTrainedTokenizerFast, target: PreTrainedTokenizerFast):
+        if source.pad_token_id != target.pad_token_id:
+            raise ValueError(f"The source and target tokenizers must share the pad id, got {source.pad_token_id} "
+                             f"and {target.pad_token_id}.")
+        self.source, self.target = source, target
+
+    @property
+    def joint(self) -> bool:
+        return self.source is self.target
+
+    def save_pretrained(self, folder) -> None:
+        self.target.save_pretrained(folder)
+        if not self.joint:
+            self.source.save_pretrained(Path(folder) / SOURCE_TOKENIZER_DIR)
+        shutil.copy(pipeline_translation.__file__, folder)
+
+
+def train_tokenizers(
+    train: datasets.Dataset, source_lang: str, target_lang: str, vocab_size: int, joint: bool = True
+) -> TranslationTokenizers:
+    """BPE tokenizers trained on the ``train`` split's columns ``source_lang`` and ``target_lang``: one on both
+    (``joint``, ``vocab_size`` tokens in all) or one per language (``vocab_size`` tokens each)."""
+    if joint:
+        texts = (text for row in train for text in (row[source_lang], row[target_lang]))
+        tokenizer = end_with_eos(train_tokenizer(texts, kind="bpe", vocab_size=vocab_size))
+        return TranslationTokenizers(tokenizer, tokenizer)
+    source, target = (end_with_eos(train_tokenizer(train[lang], kind="bpe", vocab_size=vocab_size))
+                      for lang in (source_lang, target_lang))
+    return TranslationTokenizers(source, target)
+
+
+def load_tokenizers(folder) -> TranslationTokenizers:
+    """The tokenizers saved with a model by `TranslationTokenizers.save_pretrained`."""
+    target = AutoTokenizer.from_pretrained(folder)
+    source_folder = Path(folder) / SOURCE_TOKENIZER_DIR
+    return TranslationTokenizers(AutoTokenizer.from_pretrained(source_folder) if source_folder.is_dir() else target,
+                                 target)
+
+
+def tokenize_pairs(
+    raw: datasets.DatasetDict,
+    tokenizers: TranslationTokenizers,
+    source_lang: str,
+    target_lang: str,
+    max_source_length: int,
+    max_target_length: int,
+    num_proc: int | None = None,
+) -> datasets.DatasetDict:
+    """Columns ``input_ids`` (source, ending with eos) and ``labels`` (target, ending with eos), truncated to the
+    maximum lengths, for every split. Pairs with an empty side are dropped: they teach nothing."""
+    columns = next(iter(raw.values())).column_names
+    for lang in (source_lang, target_lang):
+        if lang not in columns:
+            raise ValueError(f"Language column {lang!r} not found; the data has columns {columns}.")
+
+    def tokenize(batch):
+        return {
+            "input_ids": tokenizers.source(batch[source_lang], truncation=True, max_length=max_source_length)[
+                "input_ids"],
+            "labels": tokenizers.target(batch[target_lang], truncation=True, max_length=max_target_length)[
+                "input_ids"],
+        }
+
+    tokenized = raw.map(tokenize, batched=True, remove_columns=columns, num_proc=num_proc, desc="Tokenizing")
+    return tokenized.filter(lambda row: len(row["input_ids"]) > 1 and len(row["labels"]) > 1, num_proc=num_proc)
+
+
+class LengthGroupedSampler(Sampler):
+    """A random order in which neighbours have similar lengths, so that batches carry little padding.
+
+    Rows are shuffled, cut into groups of ``batch_size * group_batches``, each group is sorted by length, cut into
+    batches, and the batches are shuffled. The order depends only on ``seed`` and the epoch (``set_epoch``), so a
+    resumed run sees the same batches.
+    """
+
+    def __init__(self, lengths: list[int], batch_size: int, seed: int = 0, group_batches: int = 50):
+        self.lengths, self.batch_size, self.seed, self.group_batches = lengths, batch_size, seed, group_batches
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    def __iter__(self):
+        generator = torch.Generator().manual_seed(self.seed + self.epoch)
+        order = torch.randperm(len(self.lengths), generator=generator).tolist()
+        group = self.batch_size * self.group_batches
+        batches = []
+        for start in range(0, len(order), group):
+            rows = sorted(order[start : start + group], key=self.lengths.__getitem__)
+            batches += [rows[i : i + self.batch_size] for i in range(0, len(rows), self.batch_size)]
+        for b in torch.randperm(len(batches), generator=generator).tolist():
+            yield from batches[b]
+
+
+@torch.no_grad()
+def translate(
+    model,
+    tokenizers: TranslationTokenizers,
+    texts: list[str],
+    batch_size: int = 64,
+    max_source_length: int | None = None,
+    **generate_kwargs,
+) -> list[str]:
+    """Translate ``texts`` in batches of similar lengths with ``model.generate(**generate_kwargs)``; detokenized
+    strings, in the order of ``texts``."""
+    was_training = model.training
+    model.eval()
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    translations = [""] * len(texts)
+    for start in range(0, len(order), batch_size):
+        rows = order[start : start + batch_size]
+        batch = tokenizers.source([texts[i] for i in rows], padding=True, truncation=max_source_length is not None,
+                                  max_length=max_source_length, return_tensors="pt").to(model.device)
+        batch.pop("token_type_ids", None)
+        generated = model.generate(**batch, **generate_kwargs)
+        for i, text in zip(rows, tokenizers.target.batch_decode(generated, skip_special_tokens=True)):
+            translations[i] = text.strip()
+    model.train(was_training)
+    return translations
+
+
+def translation_scores(
+    model, tokenizers: TranslationTokenizers, sources: list[str], references: list[str], prefix: str = "", **kwargs
+) -> tuple[dict, list[str]]:
+    """Translate ``sources`` (see `translate`) and score them against ``references``: ``{prefix}bleu`` and
+    ``{prefix}chrf`` (sacreBLEU on detokenized text). Returns the scores and the translations."""
+    translations = translate(model, tokenizers, sources, **kwargs)
+    scores = translation_metrics(translations, references)
+    return {f"{prefix}{name}": value for name, value in scores.items()}, translations
+
+
+
+@torch.no_grad()
+def attention_matrix(model, tokenizers: TranslationTokenizers, text: str, **generate_kwargs):
+    """Translate ``text`` and return the source tokens, the target tokens and the cross-attention weights
+    ``(target tokens, source tokens)`` the model used for each target token (last layer, mean over heads), or
+    ``None`` for weights when the model has no attention.
+
+    The weights come from re-reading the translation with teacher forcing, which gives the same attention as the
+    decoding steps that produced it, whatever the search (beam search keeps several hypotheses per step).
+    """
+    model.eval()
+    source = tokenizers.source(text, return_tensors="pt").to(model.device)
+    generated = model.generate(input_ids=source["input_ids"], attention_mask=source["attention_mask"],
+                               **generate_kwargs)
+    outputs = model(input_ids=source["input_ids"], attention_mask=source["attention_mask"],
+                    decoder_input_ids=generated[:, :-1], output_attentions=True)
+    source_tokens = tokenizers.source.convert_ids_to_tokens(source["input_ids"][0])
+    target_tokens = tokenizers.target.convert_ids_to_tokens(generated[0, 1:])
+    if not outputs.cross_attentions:
+        return source_tokens, target_tokens, None
+    return source_tokens, target_tokens, outputs.cross_attentions[-1][0].mean(0).cpu()
+
+
+def save_attention_plot(model_dir, text: str, path=None, **generate_kwargs):
+    """Draw the attention of the model saved in ``model_dir`` while it translates ``text`` (a heatmap of source
+    tokens x target tokens) into ``path`` (default ``<model_dir>/attention.png``). Returns the path, or ``None``
+    when the model has no attention."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+    from transformers import AutoModelForSeq2SeqLM
+
+    model = AutoModelForSeq2SeqLM.from_pretrained(model_dir)
+    source_tokens, target_tokens, weights = attention_matrix(model, load_tokenizers(model_dir), text,
+                                                             **generate_kwargs)
+    if weights is None:
+        return None
+    path = Path(model_dir) / "attention.png" if path is None else Path(path)
+    figure, axes = plt.subplots(figsize=(0.45 * len(source_tokens) + 2.5, 0.45 * len(target_tokens) + 2))
+    axes.imshow(weights.numpy(), cmap="Greys", vmin=0.0, vmax=1.0)
+    axes.set_xticks(range(len(source_tokens)), source_tokens, rotation=90)
+    axes.set_yticks(range(len(target_tokens)), target_tokens)
+    axes.set_xlabel("source")
+    axes.set_ylabel("translation")
+    axes.set_title(f"{model.config.model_type}: {getattr(model.config, 'attention_type', 'cross-attention')}")
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path
