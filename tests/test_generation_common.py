@@ -13,8 +13,9 @@ from tests.test_modeling_common import WORDS, collate, make_model, make_tokenize
 
 NEW_TOKENS = 3
 NO_EOS = {"eos_token_id": None, "max_new_tokens": NEW_TOKENS}  # no early stop: every run has NEW_TOKENS tokens
-EXACT_BEAM = {**NO_EOS, "min_new_tokens": NEW_TOKENS, "length_penalty": 0.0, "do_sample": False,
-              "output_scores": True, "return_dict_in_generate": True}
+# Deterministic search returning its scores; with length_penalty=0 a beam's score is its sum of log-probs.
+SCORED_SEARCH = {**NO_EOS, "min_new_tokens": NEW_TOKENS, "length_penalty": 0.0, "do_sample": False,
+                 "output_scores": True, "return_dict_in_generate": True}
 
 
 def prompt_batch(model, examples: list[dict]) -> dict[str, torch.Tensor]:
@@ -93,7 +94,7 @@ class GenerationTesterMixin:
         for model, examples in self.generative_models(tester):
             inputs = prompt_batch(model, examples)
             for search in ({"num_beams": 1}, {"num_beams": 3, "num_return_sequences": 2}):
-                kwargs = {**inputs, **EXACT_BEAM, **search}
+                kwargs = {**inputs, **SCORED_SEARCH, **search}
                 with torch.no_grad():
                     cached = model.generate(**kwargs, use_cache=True)
                     uncached = model.generate(**kwargs, use_cache=False)
@@ -104,9 +105,9 @@ class GenerationTesterMixin:
         for model, examples in self.generative_models(tester):
             for search in ({"num_beams": 1}, {"num_beams": 3}):
                 with torch.no_grad():
-                    batched = model.generate(**prompt_batch(model, examples), **EXACT_BEAM, **search)
+                    batched = model.generate(**prompt_batch(model, examples), **SCORED_SEARCH, **search)
                     for i, example in enumerate(examples):
-                        alone = model.generate(**prompt_batch(model, [example]), **EXACT_BEAM, **search)
+                        alone = model.generate(**prompt_batch(model, [example]), **SCORED_SEARCH, **search)
                         assert torch.equal(batched.sequences[i, -NEW_TOKENS:], alone.sequences[0, -NEW_TOKENS:])
                         if "sequences_scores" in alone:
                             torch.testing.assert_close(
@@ -118,7 +119,7 @@ class GenerationTesterMixin:
         vocab_size = model.config.vocab_size
         assert vocab_size <= 16, f"vocab_size={vocab_size}: exact beam search needs a tiny vocabulary"
         with torch.no_grad():
-            out = model.generate(**prompt_batch(model, [example]), **EXACT_BEAM,
+            out = model.generate(**prompt_batch(model, [example]), **SCORED_SEARCH,
                                  num_beams=vocab_size ** (NEW_TOKENS - 1), num_return_sequences=k)
         return out.sequences[:, -NEW_TOKENS:], out.sequences_scores
 
@@ -145,7 +146,7 @@ class GenerationTesterMixin:
             example = examples[0]
             prompt = example["input_ids"][None]
             with torch.no_grad():
-                out = model.generate(**prompt_batch(model, [example]), **EXACT_BEAM, num_beams=4,
+                out = model.generate(**prompt_batch(model, [example]), **SCORED_SEARCH, num_beams=4,
                                      num_return_sequences=4)
                 new = out.sequences[:, -NEW_TOKENS:]
                 sequences = torch.cat([start_of(model, prompt).expand(len(new), -1), new], dim=1)
