@@ -35,6 +35,18 @@ class SequencePooler(nn.Module):
         return (scores.softmax(dim=1) * hidden).sum(1)
 
 
+def lm_output_layers(
+    hidden_size: int, embedding_size: int, vocab_size: int, tie_word_embeddings: bool
+) -> tuple[nn.Linear | None, nn.Linear]:
+    """The output layer of a language model reading vectors of ``hidden_size``, and the projection to
+    ``embedding_size`` that must come first when the output layer shares the embedding matrix
+    (``tie_word_embeddings``) and the sizes differ (``None`` otherwise)."""
+    projection = None
+    if tie_word_embeddings and hidden_size != embedding_size:
+        projection = nn.Linear(hidden_size, embedding_size, bias=False)
+    return projection, nn.Linear(embedding_size if tie_word_embeddings else hidden_size, vocab_size)
+
+
 def sequence_classification_loss(logits: torch.Tensor, labels: torch.Tensor, config) -> torch.Tensor:
     """Loss of a sequence classifier, choosing the problem type as BERT's head does.
 

@@ -14,6 +14,7 @@ from transformers.models.bart.modeling_bart import shift_tokens_right
 from .attention import AdditiveAttention, LuongAttention
 from .cache import RecurrentCache
 from .configuration_attention_seq2seq import AttentionSeq2SeqConfig
+from .heads import lm_output_layers
 from .masks import check_input_ids, check_no_empty_rows, prepare_padding_mask
 from .modeling_recurrent import RecurrentModel, RecurrentPreTrainedModel
 from .recurrent_layers import RecurrentStack, State
@@ -342,12 +343,9 @@ class AttentionSeq2SeqForConditionalGeneration(AttentionSeq2SeqPreTrainedModel, 
         super().__init__(config)
         self.model = AttentionSeq2SeqModel(config)
         self.dropout = nn.Dropout(config.dropout)
-        tie_with_projection = config.tie_word_embeddings and config.hidden_size != config.embedding_size
-        self.projection = (
-            nn.Linear(config.hidden_size, config.embedding_size, bias=False) if tie_with_projection else None
+        self.projection, self.lm_head = lm_output_layers(
+            config.hidden_size, config.embedding_size, config.vocab_size, config.tie_word_embeddings
         )
-        head_input = config.embedding_size if config.tie_word_embeddings else config.hidden_size
-        self.lm_head = nn.Linear(head_input, config.vocab_size)
         self.post_init()
 
     @classmethod

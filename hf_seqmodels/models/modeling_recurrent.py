@@ -16,7 +16,7 @@ from transformers.modeling_outputs import (
 
 from .cache import RecurrentCache
 from .configuration_recurrent import RecurrentConfig
-from .heads import SequencePooler, sequence_classification_loss, token_classification_loss
+from .heads import SequencePooler, lm_output_layers, sequence_classification_loss, token_classification_loss
 from .masks import check_input_ids, check_no_empty_rows, prepare_padding_mask
 from .recurrent_layers import RecurrentStack
 
@@ -173,12 +173,9 @@ class RecurrentForCausalLM(RecurrentPreTrainedModel, GenerationMixin):
         super().__init__(config)
         self.model = RecurrentModel(config)
         self.dropout = nn.Dropout(config.output_dropout)
-        tie_with_projection = config.tie_word_embeddings and config.hidden_size != config.embedding_size
-        self.projection = (
-            nn.Linear(config.hidden_size, config.embedding_size, bias=False) if tie_with_projection else None
+        self.projection, self.lm_head = lm_output_layers(
+            config.hidden_size, config.embedding_size, config.vocab_size, config.tie_word_embeddings
         )
-        head_input = config.embedding_size if config.tie_word_embeddings else config.hidden_size
-        self.lm_head = nn.Linear(head_input, config.vocab_size)
         self.post_init()
 
     @classmethod
