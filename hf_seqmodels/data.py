@@ -73,6 +73,18 @@ def load_text_dataset(
     return raw
 
 
+def first_rows(
+    raw: datasets.DatasetDict, max_train_samples: int | None = None, max_eval_samples: int | None = None
+) -> datasets.DatasetDict:
+    """Keep the first ``max_train_samples`` rows of ``train`` and the first ``max_eval_samples`` of every other
+    split (``None``: all), for quick runs."""
+    for split in raw:
+        limit = max_train_samples if split == "train" else max_eval_samples
+        if limit is not None:
+            raw[split] = raw[split].select(range(min(limit, len(raw[split]))))
+    return raw
+
+
 def check_column(raw: datasets.DatasetDict, column: str) -> list[str]:
     """Raise a ValueError unless every split has ``column``; return the column names (of the first split)."""
     for split, dataset in raw.items():

@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from transformers import AutoConfig, AutoModelForSeq2SeqLM, DataCollatorForSeq2Seq, HfArgumentParser
 
 import hf_seqmodels  # noqa: F401  (registers the models with the Auto classes)
-from hf_seqmodels.data import load_text_dataset
+from hf_seqmodels.data import first_rows, load_text_dataset
 from hf_seqmodels.translation import (
     CUSTOM_PIPELINES,
     LengthGroupedSampler,
@@ -124,16 +124,6 @@ def parse_overrides(model_type: str, text: str | None) -> dict:
     return overrides
 
 
-def load_data(data_args: DataArguments):
-    files = {"train": data_args.train_file, "validation": data_args.validation_file, "test": data_args.test_file}
-    raw = load_text_dataset(data_args.dataset_name, data_args.dataset_config_name, {k: v for k, v in files.items() if v})
-    for split, limit in (("train", data_args.max_train_samples), ("validation", data_args.max_eval_samples),
-                         ("test", data_args.max_eval_samples)):
-        if limit is not None and split in raw:
-            raw[split] = raw[split].select(range(min(limit, len(raw[split]))))
-    return raw
-
-
 def show_examples(model_dir: str, sentences: list[str]) -> None:
     """Reload the saved folder through the Auto classes and translate ``sentences`` with its saved defaults."""
     model = AutoModelForSeq2SeqLM.from_pretrained(model_dir)
@@ -154,7 +144,10 @@ def main():
     accelerator = make_accelerator(training_args)
 
     with accelerator.main_process_first():
-        raw = load_data(data_args)
+        files = {"train": data_args.train_file, "validation": data_args.validation_file, "test": data_args.test_file}
+        raw = load_text_dataset(data_args.dataset_name, data_args.dataset_config_name,
+                                {split: path for split, path in files.items() if path})
+        raw = first_rows(raw, data_args.max_train_samples, data_args.max_eval_samples)
         tokenizers = train_tokenizers(raw["train"], data_args.source_lang, data_args.target_lang,
                                       data_args.vocab_size, joint=data_args.vocabulary == "joint")
         tokenized = tokenize_pairs(raw, tokenizers, data_args.source_lang, data_args.target_lang,

@@ -3,7 +3,7 @@
 import datasets
 import pytest
 
-from hf_seqmodels.data import group_texts, load_text_dataset, tokenize_for_lm
+from hf_seqmodels.data import first_rows, group_texts, load_text_dataset, tokenize_for_lm
 from hf_seqmodels.tokenization import train_tokenizer
 
 
@@ -56,3 +56,11 @@ def test_unsupported_file_and_missing_source_raise():
         load_text_dataset(data_files={"train": "train.parquet.gz"})
     with pytest.raises(ValueError, match="Pass a data set name"):
         load_text_dataset()
+
+
+def test_first_rows_limits_train_and_the_other_splits_separately():
+    raw = datasets.DatasetDict({split: datasets.Dataset.from_dict({"x": list(range(10))})
+                                for split in ("train", "validation", "test")})
+    limited = first_rows(raw, max_train_samples=4, max_eval_samples=20)
+    assert limited["train"]["x"] == [0, 1, 2, 3]
+    assert len(limited["validation"]) == len(limited["test"]) == 10
