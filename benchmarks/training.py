@@ -15,6 +15,7 @@ the first batch must agree before any step is taken.
 import copy
 import dataclasses
 import random
+import statistics
 import time
 from collections.abc import Callable
 
@@ -36,7 +37,7 @@ class Sizes:
     batch_size: int = 32
     batches: int = 6
     max_length: int = 82
-    repeats: int = 2
+    repeats: int = 3
 
 
 SMOKE = Sizes(vocab_size=60, hidden_size=16, num_layers=1, batch_size=4, batches=2, max_length=20, repeats=1)
@@ -115,23 +116,29 @@ def run(settings: Settings) -> dict:
     reference = next(iter(first_losses.values()))
     loss_diff = max(abs(loss - reference) for loss in first_losses.values())
 
-    rows = []
+    optimizers = {name: torch.optim.Adam(model.parameters(), lr=1e-4) for name, (model, _) in variants.items()}
     for name, (model, loss_fn) in variants.items():
         model.train()
-        optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
-        train_pass(model, loss_fn, optimizer, batches[:1], device)  # warm-up; also creates Adam's state
-        seconds = sorted(train_pass(model, loss_fn, optimizer, batches, device) for _ in range(sizes.repeats))
-        seconds = seconds[len(seconds) // 2]
-        optimizer.zero_grad(set_to_none=True)  # so that the measured step starts without gradients
-        peak = peak_memory_bytes(lambda: train_pass(model, loss_fn, optimizer, [longest], device), device)
+        train_pass(model, loss_fn, optimizers[name], batches[:1], device)  # warm-up; also creates Adam's state
+    # Variants alternate (order flipped every repeat), so that a shared machine's load falls on all alike.
+    seconds = {name: [] for name in variants}
+    for repeat in range(sizes.repeats):
+        order = list(variants) if repeat % 2 == 0 else list(variants)[::-1]
+        for name in order:
+            model, loss_fn = variants[name]
+            seconds[name].append(train_pass(model, loss_fn, optimizers[name], batches, device))
+    rows = []
+    for name, (model, loss_fn) in variants.items():
+        median = statistics.median(seconds[name])
+        optimizers[name].zero_grad(set_to_none=True)  # so that the measured step starts without gradients
+        peak = peak_memory_bytes(lambda: train_pass(model, loss_fn, optimizers[name], [longest], device), device)
         rows.append({
             "variant": name,
-            "tokens_per_s": round(real_tokens / seconds, 1),
-            "ms_per_batch": round(seconds / len(batches) * 1e3, 2),
+            "tokens_per_s": round(real_tokens / median, 1),
+            "ms_per_batch": round(median / len(batches) * 1e3, 2),
             "peak_memory_mb": mb(peak),
             "first_batch_loss": round(first_losses[name], 6),
         })
-        del optimizer
 
     packed, padded, tutorial = rows
     summary = {

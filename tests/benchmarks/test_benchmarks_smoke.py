@@ -12,8 +12,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_benchmarks(out: Path, *args: str) -> dict:
-    done = subprocess.run([sys.executable, "-m", "benchmarks.run", "--smoke", "--out", str(out), *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=600)
+    command = [sys.executable, "-m", "benchmarks.run", "--smoke", "--threads", "1", "--out", str(out), *args]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads((out / "benchmarks.json").read_text())
 
@@ -67,8 +67,7 @@ def test_translation_searches_agree(results):
         assert summary["agreement_matched"] == 1.0
         assert summary["agreement_hand_batched"] == 1.0
         assert 0.0 <= summary["agreement_naive"] <= 1.0
-    searches = {row["search"].split(",")[0].split(" (")[0] for row in entry["rows"]}
-    assert {"per-sentence naive", "per-sentence matched"} <= searches
+    assert len(entry["rows"]) == 4 * len(entry["summary"])
 
 
 def test_batch1_overhead_outputs_agree(results):
