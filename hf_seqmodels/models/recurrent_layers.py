@@ -54,7 +54,7 @@ class RecurrentLayer(nn.Module):
 
         Returns:
             outputs ``(batch, length, num_directions * hidden_size)`` (zeros at padded positions) and the state
-            after each row's last real token (a row with no real token keeps ``state``).
+            after each row's last real token (a row with no real token keeps ``state``, zeros if None).
         """
         hx = None if state is None else (state if self.is_lstm else state[0])
         if mask is None:
@@ -70,10 +70,10 @@ class RecurrentLayer(nn.Module):
         compact_out = compact_out * mask.gather(1, order).unsqueeze(-1)
         outputs = torch.empty_like(compact_out).scatter_(1, order.unsqueeze(-1).expand_as(compact_out), compact_out)
         new = new if self.is_lstm else (new,)
-        if state is not None:
-            empty = (lengths == 0).view(1, -1, 1)
-            new = tuple(torch.where(empty, old, fresh) for old, fresh in zip(state, new))
-        return outputs, new
+        # A row with no real token ran one padding step (packing needs length >= 1): give it back its old state.
+        old = state if state is not None else tuple(torch.zeros_like(t) for t in new)
+        empty = (lengths == 0).view(1, -1, 1)
+        return outputs, tuple(torch.where(empty, before, after) for before, after in zip(old, new))
 
 
 class RecurrentStack(nn.Module):
