@@ -286,9 +286,9 @@ def train(
         those of the best evaluation, whose step is ``best_step``.
     """
     # Its own generator keeps the global RNG (dropout) untouched by starting an epoch, so a resumed run matches.
-    order = {"shuffle": True, "generator": torch.Generator()} if train_sampler is None else {"sampler": train_sampler}
+    order = {"shuffle": True} if train_sampler is None else {"sampler": train_sampler}
     train_dataloader = DataLoader(train_dataset, batch_size=args.per_device_train_batch_size, collate_fn=collate_fn,
-                                  **order)
+                                  generator=torch.Generator(), **order)
     optimizer = make_optimizer(model, args)
     model, optimizer, train_dataloader = accelerator.prepare(model, optimizer, train_dataloader)
     steps_per_epoch = len(train_dataloader)

@@ -111,8 +111,9 @@ def tokenize_pairs(
 class LengthGroupedSampler(Sampler):
     """A random order in which neighbours have similar lengths, so that batches carry little padding.
 
-    Rows are shuffled, cut into groups of ``batch_size * group_batches``, each group is sorted by length, cut into
-    batches, and the batches are shuffled. The order depends only on ``seed`` and the epoch (``set_epoch``), so a
+    Rows are shuffled, cut into groups of ``batch_size * group_batches``, each group is sorted by length; the
+    result is cut into batches, and the batches are shuffled (the one short batch, if any, stays last so that the
+    DataLoader's batches are these). The order depends only on ``seed`` and the epoch (``set_epoch``), so a
     resumed run sees the same batches.
     """
 
@@ -130,12 +131,12 @@ class LengthGroupedSampler(Sampler):
         generator = torch.Generator().manual_seed(self.seed + self.epoch)
         order = torch.randperm(len(self.lengths), generator=generator).tolist()
         group = self.batch_size * self.group_batches
-        batches = []
-        for start in range(0, len(order), group):
-            rows = sorted(order[start : start + group], key=self.lengths.__getitem__)
-            batches += [rows[i : i + self.batch_size] for i in range(0, len(rows), self.batch_size)]
-        for b in torch.randperm(len(batches), generator=generator).tolist():
-            yield from batches[b]
+        rows = [row for start in range(0, len(order), group)
+                for row in sorted(order[start : start + group], key=self.lengths.__getitem__)]
+        full = len(rows) // self.batch_size
+        for b in torch.randperm(full, generator=generator).tolist():
+            yield from rows[b * self.batch_size : (b + 1) * self.batch_size]
+        yield from rows[full * self.batch_size :]
 
 
 @torch.no_grad()

@@ -1,0 +1,171 @@
+"""hf_seqmodels.translation: tokenizers that end texts with eos, batches of similar lengths that a resumed run sees
+again, batched translation == one sentence at a time, the saved translation pipeline, and attention matrices."""
+
+import datasets
+import pytest
+import torch
+from transformers import AutoModelForSeq2SeqLM, DataCollatorForSeq2Seq, pipeline
+
+from hf_seqmodels import AttentionSeq2SeqConfig, AttentionSeq2SeqForConditionalGeneration
+from hf_seqmodels.translation import (
+    CUSTOM_PIPELINES,
+    LengthGroupedSampler,
+    attention_matrix,
+    load_tokenizers,
+    tokenize_pairs,
+    train_tokenizers,
+    translate,
+    translation_scores,
+)
+from hf_seqmodels.training import TrainingArguments, make_accelerator, train
+
+PAIRS = {
+    "en": ["a dog runs", "two cats sit on a mat", "a man reads a book", "the girl sings", "a red car",
+           "dogs run on the beach", "a woman rides a bike", "two men talk"],
+    "de": ["ein hund rennt", "zwei katzen sitzen auf einer matte", "ein mann liest ein buch", "das mädchen singt",
+           "ein rotes auto", "hunde rennen am strand", "eine frau fährt fahrrad", "zwei männer reden"],
+}
+
+
+@pytest.fixture(autouse=True)
+def one_thread(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+
+
+@pytest.fixture(scope="module")
+def raw():
+    data = datasets.Dataset.from_dict(PAIRS)
+    return datasets.DatasetDict({"train": data, "validation": data.select(range(4))})
+
+
+@pytest.fixture(scope="module")
+def tokenizers(raw):
+    return train_tokenizers(raw["train"], "en", "de", vocab_size=120)
+
+
+def tiny_model(tokenizers, seed=0, **changes):
+    target = tokenizers.target
+    options = dict(
+        vocab_size=len(target), source_vocab_size=None if tokenizers.joint else len(tokenizers.source),
+        embedding_size=8, hidden_size=8, attention_type="bahdanau", dropout=0.0, pad_token_id=target.pad_token_id,
+        bos_token_id=target.bos_token_id, eos_token_id=target.eos_token_id)
+    config = AttentionSeq2SeqConfig(**{**options, **changes})
+    config.custom_pipelines = CUSTOM_PIPELINES
+    torch.manual_seed(seed)
+    model = AttentionSeq2SeqForConditionalGeneration(config)
+    with torch.no_grad():
+        for param in model.parameters():
+            param.normal_(0.0, 0.5)  # clearly separated logits: no near-ties between batched and alone
+    return model.eval()
+
+
+def test_tokenizers_end_texts_with_eos_and_round_trip(raw, tokenizers, tmp_path):
+    ids = tokenizers.source("a dog runs")["input_ids"]
+    assert ids[-1] == tokenizers.source.eos_token_id and ids.count(tokenizers.source.eos_token_id) == 1
+    assert tokenizers.target.decode(tokenizers.target("ein hund rennt")["input_ids"], skip_special_tokens=True) == \
+        "ein hund rennt"
+    tokenizers.save_pretrained(tmp_path / "joint")
+    assert load_tokenizers(tmp_path / "joint").joint and not (tmp_path / "joint" / "source_tokenizer").exists()
+
+    separate = train_tokenizers(raw["train"], "en", "de", vocab_size=60, joint=False)
+    assert separate.source.get_vocab() != separate.target.get_vocab()
+    separate.save_pretrained(tmp_path / "separate")
+    loaded = load_tokenizers(tmp_path / "separate")
+    assert not loaded.joint
+    assert loaded.source("two cats")["input_ids"] == separate.source("two cats")["input_ids"]
+    assert loaded.target("zwei katzen")["input_ids"] == separate.target("zwei katzen")["input_ids"]
+
+
+def test_tokenize_pairs_truncates_and_keeps_eos(raw, tokenizers):
+    tokenized = tokenize_pairs(raw, tokenizers, "en", "de", max_source_length=4, max_target_length=5)
+    assert tokenized["train"].column_names == ["input_ids", "labels"]
+    for row in tokenized["train"]:
+        assert len(row["input_ids"]) <= 4 and len(row["labels"]) <= 5
+        assert row["labels"][-1] == tokenizers.target.eos_token_id
+    with pytest.raises(ValueError, match="Language column 'fr' not found"):
+        tokenize_pairs(raw, tokenizers, "en", "fr", 8, 8)
+
+
+def test_length_grouped_sampler():
+    lengths = torch.randint(1, 60, (1000,), generator=torch.Generator().manual_seed(0)).tolist()
+    sampler = LengthGroupedSampler(lengths, batch_size=16, seed=3, group_batches=10)
+    first = list(sampler)
+    assert sorted(first) == list(range(1000))  # every row once
+    assert list(sampler) == first  # the same epoch gives the same order (what resuming relies on)
+    sampler.set_epoch(1)
+    assert list(sampler) != first
+
+    def padding(order):
+        batches = [[lengths[i] for i in order[b : b + 16]] for b in range(0, len(order), 16)]
+        return sum(len(batch) * max(batch) - sum(batch) for batch in batches)
+
+    shuffled = torch.randperm(1000, generator=torch.Generator().manual_seed(1)).tolist()
+    assert padding(first) < padding(shuffled) / 5
+
+
+def test_batched_translation_matches_one_sentence_at_a_time(tokenizers):
+    model = tiny_model(tokenizers)
+    texts = PAIRS["en"]
+    options = {"num_beams": 3, "max_new_tokens": 6}
+    batched = translate(model, tokenizers, texts, batch_size=3, **options)
+    assert batched == [translate(model, tokenizers, [text], **options)[0] for text in texts]
+
+
+def test_translation_scores_against_the_references(tokenizers):
+    model = tiny_model(tokenizers)
+    scores, translations = translation_scores(model, tokenizers, PAIRS["en"], PAIRS["de"], prefix="test_",
+                                              max_new_tokens=6)
+    assert set(scores) == {"test_bleu", "test_chrf"} and len(translations) == len(PAIRS["en"])
+    perfect, _ = translation_scores(model, tokenizers, PAIRS["en"], translations, max_new_tokens=6)
+    assert perfect["bleu"] == pytest.approx(100.0) or not any(t.split() for t in translations)
+
+
+def test_saved_translation_pipeline(tokenizers, tmp_path):
+    model = tiny_model(tokenizers)
+    model.generation_config.update(num_beams=2, max_new_tokens=5)
+    model.save_pretrained(tmp_path)
+    tokenizers.save_pretrained(tmp_path)
+    translator = pipeline("translation", model=str(tmp_path), trust_remote_code=True)
+    expected = translate(AutoModelForSeq2SeqLM.from_pretrained(tmp_path), tokenizers, PAIRS["en"][:2])
+    assert translator(PAIRS["en"][:2]) == [{"translation_text": text} for text in expected]
+    assert translator(PAIRS["en"][0]) == [{"translation_text": expected[0]}]
+
+
+def test_attention_matrix(tokenizers):
+    model = tiny_model(tokenizers)
+    source_tokens, target_tokens, weights = attention_matrix(model, tokenizers, "two cats sit", max_new_tokens=5)
+    assert weights.shape == (len(target_tokens), len(source_tokens))
+    assert source_tokens[-1] == tokenizers.source.eos_token
+    torch.testing.assert_close(weights.sum(-1), torch.ones(len(target_tokens)))
+    plain = tiny_model(tokenizers, attention_type="none")
+    assert attention_matrix(plain, tokenizers, "two cats sit", max_new_tokens=5)[2] is None
+
+
+def test_resumed_run_with_bleu_checkpoints_matches_a_straight_run(raw, tokenizers, tmp_path):
+    """Length-grouped batches, the best model by validation BLEU and early stopping all survive a resume."""
+    tokenized = tokenize_pairs(raw, tokenizers, "en", "de", 16, 16)
+    collator = DataCollatorForSeq2Seq(tokenizers.source, label_pad_token_id=-100)
+
+    def run(folder, **options):
+        args = TrainingArguments(output_dir=str(folder), per_device_train_batch_size=2, learning_rate=1e-2,
+                                 num_train_epochs=3, metric_for_best_model="eval_chrf", early_stopping_patience=2,
+                                 label_smoothing_factor=0.1, checkpoint_dir=str(tmp_path / "checkpoints"), **options)
+        model = tiny_model(tokenizers, dropout=0.3).train()
+        sampler = LengthGroupedSampler([len(ids) for ids in tokenized["train"]["input_ids"]], 2, seed=0,
+                                       group_batches=2)
+
+        def chrf(model):
+            return translation_scores(model, tokenizers, raw["validation"]["en"], raw["validation"]["de"],
+                                      prefix="eval_", max_new_tokens=6)[0]
+
+        results = train(make_accelerator(args), model, tokenized["train"], tokenized["validation"], collator, args,
+                        evaluate_fn=chrf, train_sampler=sampler)
+        return model, results
+
+    straight, results = run(tmp_path / "straight", checkpointing_steps="6")  # 4 steps per epoch
+    resumed, resumed_results = run(tmp_path / "resumed",
+                                   resume_from_checkpoint=str(tmp_path / "checkpoints" / "step_6"))
+    assert resumed_results["best_step"] == results["best_step"]
+    assert resumed_results["eval_chrf"] == pytest.approx(results["eval_chrf"])
+    for (name, expected), got in zip(straight.state_dict().items(), resumed.state_dict().values()):
+        torch.testing.assert_close(got, expected, msg=name)
