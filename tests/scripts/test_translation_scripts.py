@@ -1,0 +1,69 @@
+"""run_translation.py and plot_attention.py end to end on a slice of the bundled Multi30k (offline, seconds)."""
+
+import json
+import math
+import runpy
+import sys
+from pathlib import Path
+
+import pytest
+from transformers import AutoModelForSeq2SeqLM, pipeline
+
+import hf_seqmodels  # noqa: F401  (registers the Auto classes for the reload)
+from hf_seqmodels.translation import load_tokenizers
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+RUN_TRANSLATION = REPO_ROOT / "scripts" / "run_translation.py"
+PLOT_ATTENTION = REPO_ROOT / "scripts" / "plot_attention.py"
+TINY = ["--max_train_samples", "200", "--max_eval_samples", "12", "--vocab_size", "300", "--max_train_steps", "4",
+        "--per_device_train_batch_size", "16", "--num_warmup_steps", "1", "--max_new_tokens", "8",
+        "--num_beams", "2", "--checkpointing_steps", "2"]
+MODELS = {
+    "gru-luong": ["--config_overrides", "embedding_size=16,hidden_size=16"],
+    "lstm-bahdanau-separate": ["--vocabulary", "separate", "--config_overrides",
+                               "cell_type=lstm,attention_type=bahdanau,embedding_size=16,hidden_size=16"],
+    "transformer": ["--model_type", "vanilla_transformer", "--config_overrides",
+                    "d_model=16,ffn_dim=32,num_heads=2,encoder_layers=1,decoder_layers=1"],
+}
+
+
+def run_script(path: Path, arguments: list[str], monkeypatch) -> None:
+    monkeypatch.setattr(sys, "argv", [str(path), *arguments])
+    runpy.run_path(str(path), run_name="__main__")
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_run_translation(name, data_dir, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    output_dir = tmp_path / name
+    run_script(RUN_TRANSLATION, ["--output_dir", str(output_dir), *TINY, *MODELS[name]], monkeypatch)
+
+    results = json.loads((output_dir / "results.json").read_text())
+    assert results["steps"] == 4 and results["test_num_beams"] == 2
+    for key in ("eval_loss", "eval_bleu", "eval_chrf", "test_bleu", "test_chrf"):
+        assert math.isfinite(results[key]), key
+    assert sorted(p.name for p in (tmp_path / f"{name}-checkpoints").iterdir()) == ["step_2", "step_4"]
+    model = AutoModelForSeq2SeqLM.from_pretrained(output_dir)
+    tokenizers = load_tokenizers(output_dir)
+    assert tokenizers.joint == ("separate" not in name)
+    assert model.config.vocab_size == len(tokenizers.target) == results["vocab_size"]
+    assert (model.config.source_vocab_size or model.config.vocab_size) == len(tokenizers.source)
+    assert model.generation_config.num_beams == 2 and model.generation_config.max_new_tokens == 8
+    printed = capsys.readouterr().out
+    assert "Translations by the reloaded" in printed and "->" in printed
+    assert (output_dir / "attention.png").stat().st_size > 0
+
+    translator = pipeline("translation", model=str(output_dir), trust_remote_code=True)
+    assert isinstance(translator("Two dogs play.")[0]["translation_text"], str)
+
+    picture = tmp_path / "plot.png"
+    run_script(PLOT_ATTENTION, [str(output_dir), "A man sleeps.", "--output", str(picture), "--num_beams", "1"],
+               monkeypatch)
+    assert picture.stat().st_size > 0 and capsys.readouterr().out.strip() == str(picture)
+
+
+def test_run_translation_rejects_bad_options(monkeypatch):
+    with pytest.raises(ValueError, match="--vocabulary='shared' is not supported"):
+        run_script(RUN_TRANSLATION, ["--output_dir", "unused", "--vocabulary", "shared"], monkeypatch)
+    with pytest.raises(ValueError, match="--model_type='recurrent' is not supported"):
+        run_script(RUN_TRANSLATION, ["--output_dir", "unused", "--model_type", "recurrent"], monkeypatch)
