@@ -26,6 +26,7 @@ from transformers.modeling_outputs import (
     SequenceClassifierOutput,
     TokenClassifierOutput,
 )
+from transformers.models.bart.modeling_bart import shift_tokens_right
 
 from .attention import MultiHeadAttention
 from .configuration_transformer import TransformerConfig
@@ -293,19 +294,6 @@ def _config_with(config: TransformerConfig, is_encoder_decoder: bool) -> Transfo
     return config
 
 
-def shift_tokens_right(labels: torch.Tensor, pad_token_id: int | None, decoder_start_token_id: int | None):
-    """Decoder inputs for teacher forcing: ``labels`` ``(batch, length)`` shifted one position to the right, the
-    start token first, and the -100 of ignored positions replaced by padding."""
-    if decoder_start_token_id is None or pad_token_id is None:
-        raise ValueError(
-            "Building `decoder_input_ids` from `labels` needs `decoder_start_token_id` (or `bos_token_id`) and "
-            "`pad_token_id` in the config; set them, or pass `decoder_input_ids` yourself."
-        )
-    shifted = labels.new_full(labels.shape, decoder_start_token_id)
-    shifted[:, 1:] = labels[:, :-1]
-    return shifted.masked_fill(shifted == -100, pad_token_id)
-
-
 class TransformerPreTrainedModel(PreTrainedModel):
     config_class = TransformerConfig
     base_model_prefix = "model"
@@ -459,8 +447,15 @@ class TransformerForConditionalGeneration(TransformerPreTrainedModel, Generation
         self.lm_head = new_embeddings
 
     def prepare_decoder_input_ids_from_labels(self, labels: torch.Tensor) -> torch.Tensor:
+        """Teacher forcing inputs: the decoder start token (else ``bos_token_id``), then ``labels`` shifted right
+        (-100 becomes padding)."""
         start = self.config.decoder_start_token_id
         start = start if start is not None else self.config.bos_token_id
+        if start is None or self.config.pad_token_id is None:
+            raise ValueError(
+                "Building `decoder_input_ids` from `labels` needs `decoder_start_token_id` (or `bos_token_id`) and "
+                "`pad_token_id` in the config; set them, or pass `decoder_input_ids` yourself."
+            )
         return shift_tokens_right(labels, self.config.pad_token_id, start)
 
     def forward(
