@@ -1,0 +1,21 @@
+"""The Transformer-vs-Marian benchmark end to end on tiny sizes, so that it cannot rot. Times are not asserted."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_smoke_run_writes_ratios_and_machine(tmp_path):
+    out = tmp_path / "benchmarks_transformer.json"
+    done = subprocess.run([sys.executable, "-m", "benchmarks.transformer_vs_marian", "--smoke", "--out", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads(out.read_text())
+    assert {"cpu", "torch", "torch_threads"} <= set(results["machine"])
+    entry = results["entry"]
+    assert set(entry["summary"]) == {"train", "greedy", "beam"}
+    assert all(value > 0 for value in entry["summary"].values())
+    assert {row["model"] for row in entry["rows"]} == {"ours", "marian"} and len(entry["rows"]) == 6
