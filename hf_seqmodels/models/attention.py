@@ -141,9 +141,9 @@ def explicit_attention(
     """``softmax(Q K^T / sqrt(d_k)) V`` written out, for when the attention weights are wanted.
 
     Takes the arguments of ``torch.nn.functional.scaled_dot_product_attention`` (query ``(..., Q, d_k)``, key and
-    value ``(..., K, d_k)``, a bool ``mask`` broadcastable to ``(..., Q, K)`` with True = may attend) and gives the
-    same result, including zeros for a query whose keys are all masked. Returns the outputs ``(..., Q, d_k)`` and
-    the weights ``(..., Q, K)``.
+    value ``(..., K, d_k)``, a bool ``mask`` broadcastable to ``(..., Q, K)`` with True = may attend, each query
+    allowed at least one key; see ``masks.build_attention_mask``) and gives the same result. Returns the outputs
+    ``(..., Q, d_k)`` and the weights ``(..., Q, K)``.
     """
     scores = query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1])
     if is_causal:
@@ -151,8 +151,6 @@ def explicit_attention(
     if mask is not None:
         scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
     weights = scores.softmax(dim=-1)
-    if mask is not None:
-        weights = weights.masked_fill(~mask, 0.0)
     return F.dropout(weights, p=dropout) @ value, weights
 
 

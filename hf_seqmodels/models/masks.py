@@ -67,7 +67,9 @@ def build_attention_mask(
 
     Returns ``(mask, is_causal)``: ``mask`` is ``(batch or 1, 1, query_length, key_length)`` bool, True = may
     attend, or None with ``is_causal`` telling the kernel to apply the causal mask itself (its fastest path).
-    A query whose keys are all masked (a padding position) gets an output of zeros.
+    A query that may see no key (a left-padding position of a causal sequence) attends to every key instead: its
+    output is ignored, and a fully masked row gives NaN in some fused GPU kernels, which would then spread through
+    the padding's keys and values.
     """
     if key_mask is None and (not causal or query_length == 1):
         return None, False
@@ -78,4 +80,6 @@ def build_attention_mask(
         past_length = key_length - query_length
         allowed = torch.ones(query_length, key_length, dtype=torch.bool, device=device).tril(diagonal=past_length)
         mask = allowed[None, None] if mask is None else mask & allowed
+    if key_mask is not None:
+        mask = mask | ~mask.any(dim=-1, keepdim=True)
     return mask, False
