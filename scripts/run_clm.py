@@ -25,12 +25,15 @@ from transformers import (
 )
 
 import hf_seqmodels  # noqa: F401  (registers the models with the Auto classes)
-from hf_seqmodels.data import check_column, load_text_dataset, tokenize_for_lm
+from hf_seqmodels.data import check_column, first_rows, load_text_dataset, tokenize_for_lm
 from hf_seqmodels.evaluation import perplexity
 from hf_seqmodels.tokenization import KINDS, train_tokenizer
 from hf_seqmodels.training import TrainingArguments, evaluate_loss, make_accelerator, save_model, train
 
 PROMPTS = ["the company said", "the market", "in the first quarter"]
+# One epoch of PTB for the default model on 2 CPU cores; the budget keeps a slow machine under 10 minutes in all.
+CLM_TRAINING_DEFAULTS = {"learning_rate": 3e-3, "num_warmup_steps": 100, "per_device_train_batch_size": 20,
+                         "num_train_epochs": 1, "time_budget_minutes": 7.5}
 
 
 @dataclass
@@ -62,9 +65,11 @@ class ModelArguments:
     embedding_size: int = field(default=256, metadata={"help": "Size of the token embeddings."})
     hidden_size: int = field(default=256, metadata={"help": "Size of each recurrent layer's state."})
     num_layers: int = field(default=1, metadata={"help": "Number of stacked recurrent layers."})
-    embedding_dropout: float = field(default=0.1, metadata={"help": "Dropout on the embeddings."})
+    embedding_dropout: float = field(default=0.0, metadata={"help": "Dropout on the embeddings."})
     dropout: float = field(default=0.0, metadata={"help": "Dropout between recurrent layers."})
-    output_dropout: float = field(default=0.1, metadata={"help": "Dropout before the output layer."})
+    output_dropout: float = field(
+        default=0.0, metadata={"help": "Dropout before the output layer (one epoch does not overfit; raise for more)."}
+    )
     tie_word_embeddings: bool = field(default=True, metadata={"help": "Share input and output embeddings."})
 
     def __post_init__(self):
@@ -75,10 +80,7 @@ class ModelArguments:
 def load_data(data_args: DataArguments):
     files = {"train": data_args.train_file, "validation": data_args.validation_file, "test": data_args.test_file}
     raw = load_text_dataset(data_args.dataset_name, data_args.dataset_config_name, {k: v for k, v in files.items() if v})
-    for split, limit in (("train", data_args.max_train_samples), ("validation", data_args.max_eval_samples),
-                         ("test", data_args.max_eval_samples)):
-        if limit is not None and split in raw:
-            raw[split] = raw[split].select(range(min(limit, len(raw[split]))))
+    raw = first_rows(raw, data_args.max_train_samples, data_args.max_eval_samples)
     check_column(raw, data_args.text_column_name)
     return raw
 
@@ -100,6 +102,7 @@ def print_samples(model_dir: str, seed: int) -> None:
 def main():
     start = time.monotonic()
     parser = HfArgumentParser((ModelArguments, DataArguments, TrainingArguments))
+    parser.set_defaults(**CLM_TRAINING_DEFAULTS)
     model_args, data_args, training_args = parser.parse_args_into_dataclasses()
     accelerator = make_accelerator(training_args)
 
