@@ -91,6 +91,15 @@ def peak_memory_bytes(fn: Callable[[], object], device: str) -> int:
     return peak
 
 
+def count_ops(fn: Callable[[], object]) -> int:
+    """Number of aten operators ``fn()`` calls from Python (not counting those they call in turn): the
+    dispatches that each cost a fixed overhead, and on GPU one or more kernel launches."""
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        fn()
+    return sum(event.name.startswith("aten::") and (event.cpu_parent is None or not
+               event.cpu_parent.name.startswith("aten::")) for event in prof.events())
+
+
 def read_jsonl(path: Path) -> list[dict]:
     with gzip.open(path, "rt", encoding="utf-8") as handle:
         return [json.loads(line) for line in handle]
