@@ -247,7 +247,9 @@ class TransformerStack(nn.Module):
         if past_key_values is None:
             if not (use_cache and self.causal):
                 return None, None
-            past_key_values = EncoderDecoderCache(DynamicCache(), DynamicCache()) if self.cross_attention else DynamicCache()
+            past_key_values = (
+                EncoderDecoderCache(DynamicCache(), DynamicCache()) if self.cross_attention else DynamicCache()
+            )
         if not self.causal:
             raise ValueError("An encoder reads the whole source at once: it takes no `past_key_values`.")
         if self.cross_attention:
@@ -341,7 +343,9 @@ class TransformerModel(TransformerPreTrainedModel):
             config, config.vocab_size, config.decoder_layers, causal=True, cross_attention=True
         )
         if config.share_encoder_decoder_embeddings:
-            self._tied_weights_keys = {"encoder.embeddings.embed_tokens.weight": "decoder.embeddings.embed_tokens.weight"}
+            self._tied_weights_keys = {
+                "encoder.embeddings.embed_tokens.weight": "decoder.embeddings.embed_tokens.weight"
+            }
         self.post_init()
 
     def get_input_embeddings(self):
@@ -526,7 +530,9 @@ class TransformerForCausalLM(TransformerPreTrainedModel, GenerationMixin):
     def __init__(self, config: TransformerConfig):
         config = _config_with(config, is_encoder_decoder=False)
         super().__init__(config)
-        self.model = TransformerStack(config, config.vocab_size, config.decoder_layers, causal=True, cross_attention=False)
+        self.model = TransformerStack(
+            config, config.vocab_size, config.decoder_layers, causal=True, cross_attention=False
+        )
         self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
         if config.tie_word_embeddings:
             self._tied_weights_keys = {"lm_head.weight": "model.embeddings.embed_tokens.weight"}

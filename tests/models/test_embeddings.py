@@ -37,7 +37,8 @@ def test_positions_skip_left_padding():
     padded = embeddings(torch.tensor([[0, 0, 3, 4, 5]]), key_mask=torch.tensor([[False, False, True, True, True]]))
     torch.testing.assert_close(padded[:, 2:], alone)
     # During generation the mask also covers the cached positions: the newest token is real token number 3.
-    step = embeddings(torch.tensor([[6]]), past_length=5, key_mask=torch.tensor([[False, False, True, True, True, True]]))
+    step_mask = torch.tensor([[False, False, True, True, True, True]])
+    step = embeddings(torch.tensor([[6]]), past_length=5, key_mask=step_mask)
     torch.testing.assert_close(step, embeddings(torch.tensor([[3, 4, 5, 6]]))[:, 3:])
 
 

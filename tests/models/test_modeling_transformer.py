@@ -17,7 +17,7 @@ from hf_seqmodels import (
     TransformerModel,
 )
 from tests.test_generation_common import GenerationTesterMixin
-from tests.test_modeling_common import BOS, EOS, PAD, ModelTesterMixin, collate, make_model
+from tests.test_modeling_common import BOS, EOS, PAD, ModelTesterMixin, make_model
 
 VOCAB_SIZE = 14
 NUM_LABELS = 3
@@ -186,7 +186,8 @@ def test_pre_norm_learned_causal_lm_matches_gpt2():
                    "mlp.c_fc": "ffn.fc1", "mlp.c_proj": "ffn.fc2"}
         for theirs, our_name in {**renames, **linears}.items():
             weight = ours[f"model.layers.{i}.{our_name}.weight"]
-            mapped[f"transformer.h.{i}.{theirs}.weight"] = weight.T if theirs in linears else weight  # Conv1D: (in, out)
+            # GPT-2's Conv1D stores (in, out), nn.Linear (out, in).
+            mapped[f"transformer.h.{i}.{theirs}.weight"] = weight.T if theirs in linears else weight
             mapped[f"transformer.h.{i}.{theirs}.bias"] = ours[f"model.layers.{i}.{our_name}.bias"]
     gpt2.load_state_dict(mapped, strict=True)
 
