@@ -15,15 +15,11 @@ import time
 import torch
 
 from .common import Settings, entry_result, resolve_sizes, synchronize, target
-from .models import recurrent_lm, transformer_lm
+from .models import LMSizes, recurrent_lm, transformer_lm
 
 
 @dataclasses.dataclass(frozen=True)
-class Sizes:
-    cell_type: str = "lstm"
-    vocab_size: int = 10000
-    hidden_size: int = 512
-    num_layers: int = 2
+class Sizes(LMSizes):
     batch_size: int = 8
     prefix_lengths: tuple[int, ...] = (16, 64, 256, 1024)
     new_tokens: int = 32
@@ -39,9 +35,8 @@ def build_models(sizes: Sizes) -> dict[str, torch.nn.Module]:
     """The language models to measure, by name; each supports ``past_key_values`` and ``logits_to_keep``."""
     max_positions = max(sizes.prefix_lengths) + sizes.new_tokens + sizes.recompute_tokens + 2
     return {
-        f"recurrent LM ({sizes.cell_type})": recurrent_lm(
-            sizes.cell_type, sizes.vocab_size, sizes.hidden_size, sizes.num_layers),
-        "transformer LM": transformer_lm(sizes.vocab_size, sizes.hidden_size, sizes.num_layers, max_positions),
+        f"recurrent LM ({sizes.cell_type})": recurrent_lm(sizes),
+        "transformer LM": transformer_lm(sizes, max_positions),
     }
 
 

@@ -11,16 +11,12 @@ from pathlib import Path
 import torch
 
 from .common import Settings, entry_result, mb, peak_memory_bytes, resolve_sizes, time_call
-from .models import recurrent_lm, transformer_lm
+from .models import LMSizes, recurrent_lm, transformer_lm
 from .tutorial import TutorialCellLM
 
 
 @dataclasses.dataclass(frozen=True)
-class Sizes:
-    cell_type: str = "lstm"
-    vocab_size: int = 10000
-    hidden_size: int = 512
-    num_layers: int = 2
+class Sizes(LMSizes):
     batch_sizes: tuple[int, ...] = (4, 8, 16, 32, 64)
     fixed_length: int = 32
     lengths: tuple[int, ...] = (16, 32, 64, 128, 256)
@@ -34,10 +30,9 @@ SMOKE = Sizes(vocab_size=50, hidden_size=16, num_layers=1, batch_sizes=(1, 2), f
 
 def build_models(sizes: Sizes, device: str) -> dict:
     """name -> (model, loss of input ids); every model is a causal LM over the same vocabulary and width."""
-    ours = recurrent_lm(sizes.cell_type, sizes.vocab_size, sizes.hidden_size, sizes.num_layers).to(device)
+    ours = recurrent_lm(sizes).to(device)
     tutorial = TutorialCellLM.from_recurrent_lm(ours)
-    transformer = transformer_lm(sizes.vocab_size, sizes.hidden_size, sizes.num_layers,
-                                 max(max(sizes.lengths), sizes.fixed_length)).to(device)
+    transformer = transformer_lm(sizes, max(max(sizes.lengths), sizes.fixed_length)).to(device)
     return {
         f"recurrent LM ({sizes.cell_type})": (ours, lambda ids: ours(input_ids=ids, labels=ids).loss),
         f"tutorial {sizes.cell_type} cell loop": (tutorial, lambda ids: tutorial(ids, ids)[1]),

@@ -21,19 +21,15 @@ from collections.abc import Callable
 
 import torch
 
-from hf_seqmodels import RecurrentConfig, RecurrentForCausalLM
-
-from .common import DATA_DIR, Settings, entry_result, mb, peak_memory_bytes, read_jsonl, resolve_sizes, synchronize
-from .common import word_vocab
+from .common import (
+    DATA_DIR, Settings, entry_result, mb, peak_memory_bytes, read_jsonl, resolve_sizes, synchronize, word_vocab,
+)
+from .models import LMSizes, recurrent_lm
 from .tutorial import TutorialCellLM
 
 
 @dataclasses.dataclass(frozen=True)
-class Sizes:
-    cell_type: str = "lstm"
-    vocab_size: int = 10000
-    hidden_size: int = 512
-    num_layers: int = 2
+class Sizes(LMSizes):
     batch_size: int = 32
     batches: int = 6
     max_length: int = 82
@@ -64,11 +60,7 @@ def ptb_batches(sizes: Sizes, seed: int) -> list[dict[str, torch.Tensor]]:
 
 def build_variants(sizes: Sizes, device: str) -> dict[str, tuple[torch.nn.Module, Callable]]:
     """name -> (model, loss function of a batch); every model starts from the same weights."""
-    config = RecurrentConfig(
-        vocab_size=sizes.vocab_size, embedding_size=sizes.hidden_size, hidden_size=sizes.hidden_size,
-        num_layers=sizes.num_layers, cell_type=sizes.cell_type, pad_token_id=0,
-    )
-    packed = RecurrentForCausalLM(config).to(device)
+    packed = recurrent_lm(sizes).to(device)
     padded = copy.deepcopy(packed)
     tutorial = TutorialCellLM.from_recurrent_lm(packed)
     cell = {"rnn": "RNNCell", "lstm": "LSTMCell", "gru": "GRUCell"}[sizes.cell_type]
