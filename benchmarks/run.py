@@ -30,6 +30,7 @@ ENTRIES = {
     "incremental": "benchmarks.incremental",
     "training": "benchmarks.training",
     "scaling": "benchmarks.scaling",
+    "transformer_vs_marian": "benchmarks.transformer_vs_marian",
 }
 
 
