@@ -237,6 +237,21 @@ def test_generate_runs_the_encoder_once_and_returns_attentions():
     assert out.cross_attentions[0][0].shape == (9, 1, 1, 5)  # batch x beams, one head, one position, source
 
 
+def test_generate_options_reach_the_search():
+    """min/max new tokens, no_repeat_ngram_size, num_return_sequences and early stopping on this model's cache."""
+    model = spread(AttentionSeq2SeqForConditionalGeneration(tiny_config("lstm", "luong_general", True)))
+    source, mask, _ = padded_batch()
+    with torch.no_grad():
+        out = model.generate(input_ids=source, attention_mask=mask, num_beams=4, num_return_sequences=2,
+                             min_new_tokens=5, max_new_tokens=5, no_repeat_ngram_size=1, early_stopping=True,
+                             length_penalty=0.5)
+    assert out.shape == (6, 6)
+    for row in out[:, 1:].tolist():
+        assert len(set(row)) == len(row), f"a token repeats in {row} despite no_repeat_ngram_size=1"
+        assert EOS not in row, "min_new_tokens forbids an early end"
+    assert all(not torch.equal(out[2 * i], out[2 * i + 1]) for i in range(3)), "the 2 returned beams differ"
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Configuration and inputs fail early and clearly.
 
