@@ -14,13 +14,19 @@ The model is briefly trained (``train_steps`` Adam steps on Multi30k train, join
 import cProfile
 import dataclasses
 import functools
+import hashlib
 import io
+import json
+import os
 import pstats
 import random
 import time
+from pathlib import Path
 
 import torch
+from transformers import PreTrainedTokenizerFast
 
+import hf_seqmodels
 from hf_seqmodels import AttentionSeq2SeqConfig, AttentionSeq2SeqForConditionalGeneration
 from hf_seqmodels.tokenization import train_tokenizer
 
@@ -28,6 +34,7 @@ from .beam_search import hand_beam_search, hand_greedy, matched_beam_search, nai
 from .common import DATA_DIR, Settings, count_ops, entry_result, read_jsonl, resolve_sizes, synchronize, target
 
 MULTI30K = DATA_DIR / "multi30k_en_de"
+MODELS_DIR = Path(hf_seqmodels.__file__).parent / "models"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,11 +73,31 @@ def pad_batch(rows: list[list[int]], value: int) -> torch.Tensor:
     return torch.tensor([row + [value] * (width - len(row)) for row in rows])
 
 
+def cache_dir() -> Path:
+    """Where trained benchmark models are kept between runs: ``$HF_SEQMODELS_BENCHMARK_CACHE``, else
+    ``~/.cache/hf_seqmodels/benchmarks``."""
+    default = Path.home() / ".cache" / "hf_seqmodels" / "benchmarks"
+    return Path(os.environ.get("HF_SEQMODELS_BENCHMARK_CACHE", default))
+
+
 @functools.lru_cache(maxsize=2)
-def trained_model(cell_type: str, sizes: Sizes, device: str, seed: int):
-    """The attention seq2seq model after ``train_steps`` steps on Multi30k train; returns the model (in eval mode),
-    the tokenizer and the last training loss."""
+def trained_model(cell_type: str, sizes: Sizes, device: str, seed: int, use_disk_cache: bool = True):
+    """The attention seq2seq model after ``train_steps`` Adam steps on Multi30k train, in eval mode, with its
+    tokenizer and last training loss. Training takes minutes on CPU, so the result is saved in ``cache_dir()``
+    (keyed by everything that shapes it, the model code included) and loaded from there by later runs."""
+    model_code = hashlib.sha1(b"".join(path.read_bytes() for path in sorted(MODELS_DIR.glob("*.py")))).hexdigest()
+    recipe = {"cell_type": cell_type, "seed": seed, "torch": torch.__version__, "model_code": model_code,
+              **{name: getattr(sizes, name) for name in ("vocab_size", "embedding_size", "hidden_size",
+                                                          "attention_type", "train_steps", "train_batch_size")}}
+    digest = hashlib.sha1(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:12]
+    folder = cache_dir() / f"attention_seq2seq-{cell_type}-{digest}"
+    if use_disk_cache and (folder / "train_loss.json").exists():
+        model = AttentionSeq2SeqForConditionalGeneration.from_pretrained(folder).to(device)
+        tokenizer = PreTrainedTokenizerFast.from_pretrained(folder)
+        return model.eval(), tokenizer, json.loads((folder / "train_loss.json").read_text())["loss"]
+
     tokenizer = tokenizer_for(sizes.vocab_size)
+
     torch.manual_seed(seed)
     config = AttentionSeq2SeqConfig(
         vocab_size=len(tokenizer), embedding_size=sizes.embedding_size, hidden_size=sizes.hidden_size,
@@ -80,8 +107,9 @@ def trained_model(cell_type: str, sizes: Sizes, device: str, seed: int):
     model = AttentionSeq2SeqForConditionalGeneration(config).to(device)
     rows = read_jsonl(MULTI30K / "train.jsonl.gz")
     rows = random.Random(seed).sample(rows, min(len(rows), sizes.train_steps * sizes.train_batch_size))
-    optimizer = torch.optim.Adam(model.parameters(), lr=2e-3)
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
     model.train()
+    loss = torch.tensor(float("nan"))
     for start in range(0, len(rows), sizes.train_batch_size):
         chunk = rows[start:start + sizes.train_batch_size]
         source = pad_batch(encode_texts(tokenizer, [row["en"] for row in chunk]), tokenizer.pad_token_id)
@@ -92,6 +120,10 @@ def trained_model(cell_type: str, sizes: Sizes, device: str, seed: int):
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
+    if use_disk_cache:
+        model.save_pretrained(folder)
+        tokenizer.save_pretrained(folder)
+        (folder / "train_loss.json").write_text(json.dumps({"loss": loss.item(), "recipe": recipe}))
     return model.eval(), tokenizer, loss.item()
 
 
@@ -140,7 +172,7 @@ def run_translation(settings: Settings) -> dict:
     device = settings.device
     rows, summary, targets = [], {}, []
     for cell_type in sizes.cell_types:
-        model, tokenizer, train_loss = trained_model(cell_type, sizes, device, settings.seed)
+        model, tokenizer, train_loss = trained_model(cell_type, sizes, device, settings.seed, not settings.smoke)
         sources = test2016_sources(tokenizer, sizes.num_sentences)
         methods = {"generate": generate_beam, "naive": functools.partial(per_sentence, naive_beam_search),
                    "matched": functools.partial(per_sentence, matched_beam_search), "hand": hand_batched}
@@ -205,7 +237,7 @@ def run_batch1(settings: Settings) -> dict:
     device = settings.device
     rows, summary, targets, profiles = [], {}, [], {}
     for cell_type in sizes.cell_types:
-        model, tokenizer, _ = trained_model(cell_type, sizes, device, settings.seed)
+        model, tokenizer, _ = trained_model(cell_type, sizes, device, settings.seed, not settings.smoke)
         sources = [torch.tensor([s], device=device) for s in test2016_sources(tokenizer, sizes.batch1_sentences)]
         config = model.config
         label = f"attention {cell_type.upper()} ({sizes.attention_type})"
