@@ -1,0 +1,312 @@
+#!/usr/bin/env python
+"""Run a suite of models side by side with fixed seeds and a fixed budget, and tabulate the results.
+
+Each model is one run of the suite's training script (same data, same splits, same metric code) in its own
+process, with the same seed and the same budget: at most ``time_budget_minutes`` of training and at most
+``num_train_epochs`` epochs, and, where the model's recipe gives one, at most ``max_train_steps`` steps (chosen so
+the learning-rate schedule completes within the time on the reference CPU). Writes, per suite:
+
+* ``results/<suite>.json``: the budget, and every run's results.json (scores, parameters, train time,
+  inference throughput, device, arguments) under ``runs``; rewritten after each model, so a crash keeps the rest;
+* ``results/<suite>.md``: the table; ``results/<suite>.png``: a bar chart of the suite's metric.
+
+    python scripts/compare.py sentiment                  # CPU budget (minutes per model), 1 thread
+    python scripts/compare.py ner --models BiLSTM,BERT   # a subset
+    python scripts/compare.py sentiment ner --full       # GPU budget: full epochs
+
+Suites: sentiment (SST-2, run_classification.py), ner (UD English-EWT UPOS, run_ner.py), lm (PTB,
+run_clm.py) and translation (Multi30k, run_translation.py), the last two when their scripts are present.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from hf_seqmodels.cards import format_metric  # noqa: E402
+from hf_seqmodels.paths import REPO_ROOT, data_dir  # noqa: E402
+
+BERT = str(data_dir() / "models" / "all-MiniLM-L6-v2")
+# The recipes: our models train a tokenizer on the training texts; the pretrained encoder keeps its own.
+RNN_SST2 = ["--model_type", "recurrent", "--tokenizer_type", "word", "--vocab_size", "16000", "--embedding_size", "128",
+            "--hidden_size", "128", "--classifier_pooling", "max", "--learning_rate", "2e-3",
+            "--per_device_train_batch_size", "64"]
+RNN_TAGGER = ["--model_type", "recurrent", "--tokenizer_type", "wordpiece", "--vocab_size", "16000",
+              "--embedding_size", "128", "--hidden_size", "256", "--learning_rate", "2e-3",
+              "--per_device_train_batch_size", "32"]
+TRANSFORMER = ["--model_type", "transformer", "--hidden_size", "128", "--num_heads", "4", "--num_layers", "2",
+               "--ffn_dim", "512", "--config_overrides", "norm_position=pre", "--learning_rate", "5e-4",
+               "--num_warmup_steps", "200"]
+FINE_TUNED = ["--model_name_or_path", BERT, "--learning_rate", "1e-4", "--num_warmup_steps", "10",
+              "--weight_decay", "0.01", "--per_device_train_batch_size", "32"]
+
+
+@dataclass
+class Suite:
+    """A comparison: one training script, its data, the models (name -> their own options) and the budgets."""
+
+    script: str
+    task: str
+    metric: str  # the results.json key the table and chart rank by
+    metric_label: str
+    percent: bool  # the metric is a fraction, shown in percent
+    higher_is_better: bool
+    models: dict[str, list[str]]
+    cpu_budget: dict  # TrainingArguments fields shared by every model (CPU default)
+    full_budget: dict  # the same for --full (GPU)
+    cpu_steps: dict[str, int] = field(default_factory=dict)  # per model: max_train_steps under the CPU budget
+    targets: dict[str, float] = field(default_factory=dict)  # per model: the score the issue asks for
+    extra_columns: list[tuple[str, str]] = field(default_factory=list)  # (results key, header)
+    common: list[str] = field(default_factory=list)  # options of every run
+
+
+SUITES = {
+    "sentiment": Suite(
+        script="run_classification.py",
+        task="text-classification",
+        metric="eval_accuracy",
+        metric_label="SST-2 validation accuracy (%)",
+        percent=True,
+        higher_is_better=True,
+        common=["--dataset_name", "sst2", "--max_grad_norm", "1.0", "--per_device_eval_batch_size", "128"],
+        models={
+            "RNN": RNN_SST2 + ["--cell_type", "rnn"],
+            "LSTM": RNN_SST2 + ["--cell_type", "lstm"],
+            "GRU": RNN_SST2 + ["--cell_type", "gru"],
+            "BiLSTM": RNN_SST2 + ["--cell_type", "lstm", "--bidirectional"],
+            "Transformer": TRANSFORMER + ["--tokenizer_type", "word", "--per_device_train_batch_size", "64"],
+            "BERT (MiniLM-L6)": FINE_TUNED,
+        },
+        cpu_budget={"time_budget_minutes": 3.5, "num_train_epochs": 1},
+        full_budget={"time_budget_minutes": 60, "num_train_epochs": 3},
+        cpu_steps={"BERT (MiniLM-L6)": 110},
+        targets={"BiLSTM": 0.85, "BERT (MiniLM-L6)": 0.88},
+        extra_columns=[("eval_f1", "macro-F1 (%)")],
+    ),
+    "ner": Suite(
+        script="run_ner.py",
+        task="token-classification",
+        metric="eval_accuracy",
+        metric_label="UD EWT UPOS validation accuracy (%)",
+        percent=True,
+        higher_is_better=True,
+        common=["--dataset_name", "ud_english_ewt", "--label_column_name", "upos", "--max_grad_norm", "1.0",
+                "--per_device_eval_batch_size", "128"],
+        models={
+            "BiLSTM": RNN_TAGGER + ["--cell_type", "lstm", "--bidirectional"],
+            "Transformer": TRANSFORMER + ["--tokenizer_type", "wordpiece", "--per_device_train_batch_size", "32"],
+            "BERT (MiniLM-L6)": FINE_TUNED,
+        },
+        cpu_budget={"time_budget_minutes": 3.5, "num_train_epochs": 3},
+        full_budget={"time_budget_minutes": 60, "num_train_epochs": 10},
+        cpu_steps={"BERT (MiniLM-L6)": 100},
+        targets={"BiLSTM": 0.94, "BERT (MiniLM-L6)": 0.96},
+        extra_columns=[("eval_f1", "macro-F1 (%)")],
+    ),
+    "lm": Suite(
+        script="run_clm.py",
+        task="text-generation",
+        metric="eval_perplexity",
+        metric_label="PTB validation perplexity",
+        percent=False,
+        higher_is_better=False,
+        common=["--dataset_name", "ptb"],
+        models={name: ["--cell_type", cell] for name, cell in (("RNN", "rnn"), ("LSTM", "lstm"), ("GRU", "gru"))},
+        cpu_budget={"time_budget_minutes": 3, "num_train_epochs": 1},
+        full_budget={"time_budget_minutes": 60, "num_train_epochs": 20},
+    ),
+    "translation": Suite(
+        script="run_translation.py",
+        task="translation",
+        metric="eval_bleu",
+        metric_label="Multi30k en-de validation BLEU",
+        percent=False,
+        higher_is_better=True,
+        models={"Attention seq2seq": ["--model_type", "attention_seq2seq"],
+                "Transformer": ["--model_type", "vanilla_transformer"]},
+        cpu_budget={"time_budget_minutes": 5, "num_train_epochs": 1},
+        full_budget={"time_budget_minutes": 60, "num_train_epochs": 20},
+        extra_columns=[("eval_chrf", "chrF")],
+    ),
+}
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("suites", nargs="+", choices=list(SUITES), help="The suites to run, in order.")
+    parser.add_argument("--models", help="Comma-separated model names of the suite (default: all).")
+    parser.add_argument("--full", action="store_true", help="The GPU budget (full epochs) instead of the CPU one.")
+    parser.add_argument("--time_budget_minutes", type=float, help="Override the suite's time budget per model.")
+    parser.add_argument("--max_train_steps", type=int, help="Cap every model at this many steps (smoke runs).")
+    parser.add_argument("--max_train_samples", type=int, help="Train on the first N rows only (smoke runs).")
+    parser.add_argument("--max_eval_samples", type=int, help="Score the first N validation rows only (smoke runs).")
+    parser.add_argument("--seed", type=int, default=42, help="The seed of every run.")
+    parser.add_argument("--num_threads", type=int, default=1,
+                        help="Torch threads per run (OMP_NUM_THREADS); 1 suits a shared CPU, 0 = all cores.")
+    parser.add_argument("--results_dir", default=str(REPO_ROOT / "results"), help="Where <suite>.json/.md/.png go.")
+    parser.add_argument("--output_dir", default=str(REPO_ROOT / "outputs" / "compare"),
+                        help="Where each model folder goes: <output_dir>/<suite>/<model>.")
+    return parser.parse_args(argv)
+
+
+def slug(name: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in name.lower()).strip("-")
+
+
+def budget_of(suite: Suite, args: argparse.Namespace) -> dict:
+    budget = dict(suite.full_budget if args.full else suite.cpu_budget)
+    if args.time_budget_minutes is not None:
+        budget["time_budget_minutes"] = args.time_budget_minutes
+    return budget
+
+
+def command(suite: Suite, name: str, budget: dict, args: argparse.Namespace, output_dir: Path) -> list[str]:
+    options = {**budget, "seed": args.seed, "output_dir": str(output_dir)}
+    steps = args.max_train_steps or (None if args.full else suite.cpu_steps.get(name))
+    if steps is not None:
+        options["max_train_steps"] = steps
+    for key in ("max_train_samples", "max_eval_samples"):
+        if getattr(args, key) is not None:
+            options[key] = getattr(args, key)
+    flags = [item for key, value in options.items() for item in (f"--{key}", str(value))]
+    return [sys.executable, str(REPO_ROOT / "scripts" / suite.script), *suite.common, *suite.models[name], *flags]
+
+
+def run_model(suite: Suite, name: str, cmd: list[str], output_dir: Path, num_threads: int) -> dict:
+    """Run one model's training script; return its results.json with the suite's fields added, or an error."""
+    env = dict(os.environ)
+    if num_threads > 0:
+        env["OMP_NUM_THREADS"] = str(num_threads)
+    log = output_dir.with_suffix(".log")
+    log.parent.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    with log.open("w") as handle:
+        returncode = subprocess.run(cmd, stdout=handle, stderr=subprocess.STDOUT, env=env).returncode
+    record = {"name": name, "task": suite.task, "command": cmd[1:], "log": str(log)}
+    if returncode or not (output_dir / "results.json").is_file():
+        tail = log.read_text()[-2000:]
+        print(f"  {name} FAILED (exit {returncode}); see {log}:\n{tail}", file=sys.stderr)
+        return {**record, "error": f"exit code {returncode}", "log_tail": tail}
+    results = json.loads((output_dir / "results.json").read_text())
+    return {**results, **record, "process_wall_time_s": time.monotonic() - start}
+
+
+def write_json(path: Path, data: dict) -> None:
+    temp = path.with_suffix(".json.tmp")
+    temp.write_text(json.dumps(data, indent=2) + "\n")
+    temp.replace(path)
+
+
+def markdown(suite_name: str, suite: Suite, report: dict) -> str:
+    budget = report["budget"]
+    lines = [
+        f"# {suite_name}: {suite.metric_label}",
+        "",
+        f"Budget per model: at most {budget.get('time_budget_minutes')} min of training and "
+        f"{budget.get('num_train_epochs')} epoch(s)"
+        + (f"; step caps: {report['step_caps']}" if report.get("step_caps") else "")
+        + f". Seed {report['seed']}, {report['num_threads'] or 'all'} thread(s) per run. "
+        f"Command: `python scripts/compare.py {suite_name}{' --full' if report['full'] else ''}`.",
+        "",
+    ]
+    extra = [header for _, header in suite.extra_columns]
+    lines.append("| model | " + " | ".join([suite.metric_label, *extra, "target", "parameters", "train time (min)",
+                                            "steps (epochs)", "inference (rows/s)", "device"]) + " |")
+    lines.append("|---" * (len(extra) + 9) + "|")
+    for run in report["runs"]:
+        if "error" in run:
+            lines.append(f"| {run['name']} | failed: {run['error']} (log {run['log']}) |" + " |" * (len(extra) + 7))
+            continue
+        target = suite.targets.get(run["name"])
+        target_cell = "" if target is None else (
+            f"{format_metric(target, suite.percent)} "
+            f"{'met' if (run[suite.metric] >= target) == suite.higher_is_better else 'missed'}")
+        cells = [
+            format_metric(run[suite.metric], suite.percent),
+            *[format_metric(run[key], suite.percent) if key in run else "n/a" for key, _ in suite.extra_columns],
+            target_cell,
+            f"{run['num_parameters'] / 1e6:.2f}M",
+            f"{run['train_runtime_s'] / 60:.1f}",
+            f"{run['steps']} ({run['epochs']:.2f})" + (" time-capped" if run.get("stopped_by_time_budget") else ""),
+            f"{run['eval_samples_per_second']:.0f}" if "eval_samples_per_second" in run else "n/a",
+            run.get("device", "n/a"),
+        ]
+        lines.append(f"| {run['name']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def bar_chart(path: Path, suite: Suite, runs: list[dict]) -> None:
+    runs = [run for run in runs if "error" not in run]
+    values = [run[suite.metric] * (100 if suite.percent else 1) for run in runs]
+    figure, axis = plt.subplots(figsize=(1.4 * max(len(runs), 3) + 1, 4))
+    bars = axis.bar([run["name"] for run in runs], values, color="tab:blue")
+    axis.bar_label(bars, labels=[format_metric(run[suite.metric], suite.percent) for run in runs])
+    targeted = [(i, suite.targets[run["name"]]) for i, run in enumerate(runs) if run["name"] in suite.targets]
+    for j, (i, target) in enumerate(targeted):
+        axis.hlines(target * (100 if suite.percent else 1), i - 0.4, i + 0.4, colors="tab:red", linestyles="--",
+                    label="target" if j == 0 else None)
+    if values and suite.percent:
+        axis.set_ylim(max(0, min(values) - 10), 100)
+    axis.set_ylabel(suite.metric_label)
+    axis.set_title(f"{suite.metric_label}, {runs[0]['device'] if runs and 'device' in runs[0] else ''}", fontsize=9)
+    if targeted:
+        axis.legend(loc="lower right")
+    axis.tick_params(axis="x", labelsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def run_suite(suite_name: str, args: argparse.Namespace) -> dict:
+    suite = SUITES[suite_name]
+    script = REPO_ROOT / "scripts" / suite.script
+    if not script.is_file():
+        raise SystemExit(f"Suite {suite_name!r} needs {script}, which is not there yet.")
+    names = list(suite.models) if not args.models else [name.strip() for name in args.models.split(",")]
+    if unknown := [name for name in names if name not in suite.models]:
+        raise SystemExit(f"Unknown model(s) {unknown} for suite {suite_name!r}; choose from {list(suite.models)}.")
+    budget = budget_of(suite, args)
+    results_dir = Path(args.results_dir)
+    results_dir.mkdir(parents=True, exist_ok=True)
+    report = {
+        "suite": suite_name, "task": suite.task, "metric": suite.metric, "budget": budget, "full": args.full,
+        "step_caps": {} if args.full else {n: s for n, s in suite.cpu_steps.items() if n in names},
+        "seed": args.seed, "num_threads": args.num_threads, "runs": [],
+    }
+    if args.max_train_steps:
+        report["step_caps"] = {name: args.max_train_steps for name in names}
+    for name in names:
+        output_dir = Path(args.output_dir) / suite_name / slug(name)
+        cmd = command(suite, name, budget, args, output_dir)
+        print(f"[{suite_name}] {name}: {' '.join(cmd[1:])}", flush=True)
+        run = run_model(suite, name, cmd, output_dir, args.num_threads)
+        report["runs"].append(run)
+        if "error" not in run:
+            print(f"  {suite.metric} = {format_metric(run[suite.metric], suite.percent)}, "
+                  f"{run['train_runtime_s'] / 60:.1f} min, {run['steps']} steps", flush=True)
+        write_json(results_dir / f"{suite_name}.json", report)
+    (results_dir / f"{suite_name}.md").write_text(markdown(suite_name, suite, report))
+    bar_chart(results_dir / f"{suite_name}.png", suite, report["runs"])
+    return report
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    args = parse_args(argv)
+    reports = []
+    for suite_name in args.suites:
+        reports.append(run_suite(suite_name, args))
+        print((Path(args.results_dir) / f"{suite_name}.md").read_text())
+    return reports
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,65 @@
+#!/usr/bin/env python
+"""Upload a trained model folder to the Hugging Face Hub with its model card.
+
+The folder a training script wrote (safetensors weights, config.json with auto_map and the model code, tokenizer,
+results.json) is staged with a card rendered from a results file (`hf_seqmodels.cards`), validated, and uploaded
+with huggingface_hub (`create_repo` + `upload_folder`). `--dry-run` stages and validates exactly what would be
+uploaded, loads it back with trust_remote_code in a clean subprocess, and stops there: no network.
+
+    python scripts/push_to_hub.py outputs/sst2-bilstm --repo_id me/sst2-bilstm --dry-run
+    python scripts/push_to_hub.py outputs/compare/sentiment/bilstm --repo_id me/sst2-bilstm \\
+        --results results/sentiment.json --model BiLSTM
+
+HF_ENDPOINT (read by huggingface_hub) selects the Hub server; the token comes from --token, HF_TOKEN or
+`hf auth login`.
+"""
+
+import argparse
+from pathlib import Path
+
+from huggingface_hub import HfApi
+
+from hf_seqmodels.cards import TASKS, check_hub_folder, load_check, load_run, render_card, stage_hub_folder
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("model_dir", help="The output_dir of a training script.")
+    parser.add_argument("--repo_id", required=True, help="The Hub repository, 'user/name'.")
+    parser.add_argument("--results", help="The results file the card states: results/<suite>.json (with --model) "
+                                          "or a results.json. Default: <model_dir>/results.json.")
+    parser.add_argument("--model", help="The run's name in a results/<suite>.json file, e.g. 'BiLSTM'.")
+    parser.add_argument("--license", help="The card's license; default: the training data's, else apache-2.0.")
+    parser.add_argument("--staging_dir", help="Where the upload folder is written; default: <model_dir>-hub.")
+    parser.add_argument("--private", action="store_true", help="Create the repository as private.")
+    parser.add_argument("--commit_message", default="Upload model, tokenizer and model card")
+    parser.add_argument("--token", help="A Hub token; default: HF_TOKEN or the saved login.")
+    parser.add_argument("--dry-run", dest="dry_run", action="store_true",
+                        help="Stage, validate and load-check the folder, upload nothing.")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> Path:
+    args = parse_args(argv)
+    model_dir = Path(args.model_dir)
+    run = load_run(args.results or model_dir / "results.json", args.model)
+    card = render_card(run, model_name=args.model or args.repo_id.split("/")[-1], license=args.license)
+    staging = Path(args.staging_dir or f"{str(model_dir).rstrip('/')}-hub")
+    files = stage_hub_folder(model_dir, staging, card)
+    check_hub_folder(staging, run)
+    print(f"Staged {staging} for {args.repo_id}:")
+    for name in files:
+        print(f"  {name:40s} {(staging / name).stat().st_size:>12,d} bytes")
+    if args.dry_run:
+        print("Loads back:", load_check(staging, TASKS[run["task"]]["auto_class"]))
+        print("Dry run: nothing uploaded.")
+        return staging
+    api = HfApi(token=args.token)
+    url = api.create_repo(args.repo_id, private=args.private or None, exist_ok=True)
+    commit = api.upload_folder(folder_path=staging, repo_id=args.repo_id, commit_message=args.commit_message)
+    print(f"Uploaded to {url}: {commit.commit_url}")
+    return staging
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,172 @@
+"""The data pipeline of run_classification.py / run_ner.py: word-to-subword label alignment, label sets, tag
+schemes, label mapping, prediction and the metrics, on hand-made examples with hand-computed answers."""
+
+import datasets
+import pytest
+import torch
+from accelerate import Accelerator
+from transformers import AutoTokenizer, DataCollatorForTokenClassification
+
+from hf_seqmodels import RecurrentConfig, RecurrentForTokenClassification
+from hf_seqmodels.classification import (
+    align_labels_with_word_ids,
+    is_bio,
+    label_names,
+    predict,
+    token_scores,
+    tokenize_for_classification,
+    tokenize_for_tagging,
+)
+from hf_seqmodels.tokenization import train_tokenizer
+
+WORDS = [["Johanson", "lives", "in", "Kraków", "!"], ["unbelievably", "good", "pierogi"]]
+TAGS = [["B-PER", "O", "O", "B-LOC", "O"], ["O", "O", "B-MISC"]]
+
+
+@pytest.mark.parametrize(
+    "word_ids, word_labels, expected",
+    [
+        ([None, 0, 0, 1, None], [3, 7], [-100, 3, -100, 7, -100]),  # special tokens and a continuation
+        ([0, 1, 1, 1, 2], [5, 6, 7], [5, 6, -100, -100, 7]),  # no special tokens, a 3-piece word
+        ([None, 0, 1, 1], [1, 2, 3], [-100, 1, 2, -100]),  # truncated: word 2 has no token
+        ([0, 0, 0], [4], [4, -100, -100]),
+        ([None, None], [], [-100, -100]),  # empty sentence
+    ],
+)
+def test_align_labels_hand_made(word_ids, word_labels, expected):
+    assert align_labels_with_word_ids(word_ids, word_labels) == expected
+
+
+def expected_alignment(tokenizer, words, tags, special_first: bool, special_last: bool):
+    """The reference: tokenize every word on its own and label its first piece."""
+    labels = [-100] if special_first else []
+    for word, tag in zip(words, tags):
+        pieces = tokenizer(word, add_special_tokens=False)["input_ids"]
+        assert pieces, word
+        labels += [tag] + [-100] * (len(pieces) - 1)
+    return labels + ([-100] if special_last else [])
+
+
+def tagging_dataset():
+    return datasets.DatasetDict(
+        {split: datasets.Dataset.from_dict({"tokens": WORDS, "tags": TAGS}) for split in ("train", "validation")}
+    )
+
+
+def test_alignment_with_the_bert_tokenizer(data_dir):
+    folder = data_dir / "models" / "all-MiniLM-L6-v2"
+    if not folder.is_dir():
+        pytest.skip("the bundled BERT checkpoint is absent")
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    raw = tagging_dataset()
+    labels = label_names(raw, "tags")
+    tokenized = tokenize_for_tagging(raw, tokenizer, "tokens", "tags", labels, max_length=64)
+    for row, words, tags in zip(tokenized["train"], WORDS, TAGS):
+        tag_ids = [labels.index(tag) for tag in tags]
+        assert row["labels"] == expected_alignment(tokenizer, words, tag_ids, special_first=True, special_last=True)
+    # The words were really split, so the continuation case is exercised: "johanson" -> several pieces.
+    assert tokenized["train"][0]["labels"].count(-100) > 2
+
+
+def test_alignment_with_a_trained_wordpiece_tokenizer():
+    # A vocabulary this small keeps "lives" whole but splits the rarer words into pieces.
+    tokenizer = train_tokenizer([" ".join(words) for words in WORDS] + ["lives in good"], "wordpiece", vocab_size=60)
+    raw = tagging_dataset()
+    labels = label_names(raw, "tags")
+    tokenized = tokenize_for_tagging(raw, tokenizer, "tokens", "tags", labels, max_length=64)
+    for row, words, tags in zip(tokenized["train"], WORDS, TAGS):
+        tag_ids = [labels.index(tag) for tag in tags]
+        assert row["labels"] == expected_alignment(tokenizer, words, tag_ids, special_first=False, special_last=False)
+        assert len(row["labels"]) > len(words)  # some words are split into several pieces
+
+
+def test_truncation_drops_the_labels_of_cut_words():
+    tokenizer = train_tokenizer([" ".join(WORDS[0])], "word", vocab_size=20)
+    raw = tagging_dataset()
+    labels = label_names(raw, "tags")
+    row = tokenize_for_tagging(raw, tokenizer, "tokens", "tags", labels, max_length=3)["train"][0]
+    assert row["labels"] == [labels.index(tag) for tag in TAGS[0][:3]]
+
+
+def test_words_and_tags_must_match():
+    raw = datasets.DatasetDict({"train": datasets.Dataset.from_dict({"tokens": [["a", "b"]], "tags": [["O"]]})})
+    tokenizer = train_tokenizer(["a b"], "word", vocab_size=20)
+    with pytest.raises(ValueError, match="2 words but 1 tags"):
+        tokenize_for_tagging(raw, tokenizer, "tokens", "tags", ["O"], max_length=8)
+
+
+def test_label_names():
+    strings = datasets.DatasetDict({
+        "train": datasets.Dataset.from_dict({"label": ["pos", "neg"]}),
+        "validation": datasets.Dataset.from_dict({"label": ["neutral"]}),
+    })
+    assert label_names(strings, "label") == ["neg", "neutral", "pos"]
+    ints = datasets.DatasetDict({
+        "train": datasets.Dataset.from_dict({"label": [1, 0, 1]}),
+        "validation": datasets.Dataset.from_dict({"label": [1, -1]}),  # -1 = unlabelled (GLUE test)
+    })
+    assert label_names(ints, "label") == ["0", "1"]
+    features = datasets.Features({"tags": datasets.Sequence(datasets.ClassLabel(names=["O", "B-X", "I-X"]))})
+    class_labels = datasets.DatasetDict({"train": datasets.Dataset.from_dict({"tags": [[0, 1]]}, features=features)})
+    assert label_names(class_labels, "tags") == ["O", "B-X", "I-X"]
+    assert label_names(tagging_dataset(), "tags") == ["B-LOC", "B-MISC", "B-PER", "O"]
+
+
+def test_is_bio():
+    assert is_bio(["O", "B-PER", "I-PER", "B-LOC"])
+    assert is_bio(["O", "S-PER", "E-LOC"])  # IOBES
+    assert not is_bio(["NOUN", "VERB", "DET"])  # UPOS
+    assert not is_bio(["O"])
+    assert not is_bio(["O", "B-PER", "NOUN"])
+
+
+def test_classification_labels_map_by_name_and_unlabelled_rows_go():
+    tokenizer = train_tokenizer(["a b c"], "word", vocab_size=20)
+    raw = datasets.DatasetDict({
+        "train": datasets.Dataset.from_dict({"sentence": ["a b", "c"], "label": [1, 0]}),
+        "validation": datasets.Dataset.from_dict({"sentence": ["a", "b", "c"], "label": [0, -1, 1]}),
+    })
+    labels = label_names(raw, "label")
+    tokenized = tokenize_for_classification(raw, tokenizer, "sentence", "label", labels, max_length=8)
+    assert tokenized["train"]["labels"] == [1, 0]
+    assert tokenized["validation"]["labels"] == [0, 1]
+    strings = datasets.DatasetDict({"train": datasets.Dataset.from_dict({"sentence": ["a", "b"], "label": ["y", "n"]})})
+    assert tokenize_for_classification(strings, tokenizer, "sentence", "label", ["n", "y"], 8)["train"]["labels"] == [1, 0]
+    with pytest.raises(ValueError, match="Column 'text' not found"):
+        tokenize_for_classification(raw, tokenizer, "text", "label", labels, max_length=8)
+
+
+def test_token_scores_by_hand():
+    labels = ["B-LOC", "B-PER", "I-PER", "O"]
+    ids = {tag: i for i, tag in enumerate(labels)}
+    references = [[ids[t] for t in ("B-PER", "I-PER", "O", "B-LOC")]]
+    predictions = [[ids[t] for t in ("B-PER", "O", "O", "B-LOC")]]
+    scores = token_scores({"predictions": predictions, "references": references}, labels)
+    assert scores["accuracy"] == pytest.approx(3 / 4)
+    # per tag F1: B-PER 1, I-PER 0, O (P 1/2, R 1) 2/3, B-LOC 1
+    assert scores["f1"] == pytest.approx((1 + 0 + 2 / 3 + 1) / 4)
+    # entities: reference {PER 0-1, LOC 3}, predicted {PER 0-0, LOC 3}: one of two right each way
+    assert scores["seqeval_precision"] == pytest.approx(0.5)
+    assert scores["seqeval_recall"] == pytest.approx(0.5)
+    assert scores["seqeval_f1"] == pytest.approx(0.5)
+    upos = token_scores({"predictions": [[0, 1]], "references": [[0, 0]]}, ["NOUN", "VERB"])
+    assert upos["accuracy"] == 0.5 and not any(key.startswith("seqeval") for key in upos)
+
+
+def test_predict_keeps_exactly_the_labelled_positions():
+    torch.manual_seed(0)
+    tokenizer = train_tokenizer([" ".join(words) for words in WORDS], "wordpiece", vocab_size=60)
+    raw = tagging_dataset()
+    labels = label_names(raw, "tags")
+    tokenized = tokenize_for_tagging(raw, tokenizer, "tokens", "tags", labels, max_length=64)["validation"]
+    config = RecurrentConfig(vocab_size=len(tokenizer), embedding_size=8, hidden_size=8, bidirectional=True,
+                             pad_token_id=tokenizer.pad_token_id, num_labels=len(labels))
+    model = RecurrentForTokenClassification(config).eval()
+    output = predict(Accelerator(cpu=True), model, tokenized, DataCollatorForTokenClassification(tokenizer), 2)
+    assert output["rows"] == 2
+    for row, words, tags, predicted, reference in zip(tokenized, WORDS, TAGS, output["predictions"],
+                                                      output["references"]):
+        assert reference == [labels.index(tag) for tag in tags]  # one per word, in order
+        logits = model(input_ids=torch.tensor([row["input_ids"]])).logits[0]  # alone: no padding
+        first = [i for i, label in enumerate(row["labels"]) if label != -100]
+        assert predicted == logits[first].argmax(-1).tolist()

@@ -1,0 +1,41 @@
+"""compare.py on a tiny budget: results/<suite>.json holds each run's results.json, the markdown table and the card
+rendered from the suite file state the same numbers, and the chart is written."""
+
+import json
+
+from test_run_classification_ner import script  # tests/scripts is on sys.path
+
+from hf_seqmodels.cards import format_metric, load_run, render_card
+
+
+def test_sentiment_suite_on_a_tiny_budget(tmp_path):
+    compare = script("compare")
+    results_dir, output_dir = tmp_path / "results", tmp_path / "outputs"
+    [report] = compare.main(["sentiment", "--models", "LSTM,GRU", "--max_train_steps", "2", "--max_train_samples", "32",
+                             "--max_eval_samples", "16", "--results_dir", str(results_dir), "--output_dir",
+                             str(output_dir), "--seed", "7"])
+    saved = json.loads((results_dir / "sentiment.json").read_text())
+    assert saved == json.loads(json.dumps(report))
+    assert [run["name"] for run in saved["runs"]] == ["LSTM", "GRU"]
+    assert saved["budget"] == {"time_budget_minutes": 3.5, "num_train_epochs": 1}
+    for run in saved["runs"]:
+        assert "error" not in run, run.get("log_tail")
+        folder = output_dir / "sentiment" / run["name"].lower()
+        own = json.loads((folder / "results.json").read_text())
+        assert {key: run[key] for key in own if key != "task"} == {key: own[key] for key in own if key != "task"}
+        assert run["steps"] == 2 and run["arguments"]["seed"] == 7 and run["arguments"]["max_train_samples"] == 32
+    assert saved["runs"][0]["arguments"]["cell_type"] == "lstm" and saved["runs"][1]["arguments"]["cell_type"] == "gru"
+
+    table = (results_dir / "sentiment.md").read_text()
+    for run in saved["runs"]:
+        row = next(line for line in table.splitlines() if line.startswith(f"| {run['name']} |"))
+        assert f"| {format_metric(run['eval_accuracy'], True)} | {format_metric(run['eval_f1'], True)} |" in row
+        assert f"{run['num_parameters'] / 1e6:.2f}M" in row and run["device"] in row
+    assert (results_dir / "sentiment.png").read_bytes()[:4] == b"\x89PNG"
+
+    # The card of a run, rendered from the suite file, states that file's numbers.
+    gru = load_run(results_dir / "sentiment.json", "GRU")
+    card = render_card(gru)
+    assert {r.metric_type: r.metric_value for r in card.data.eval_results} == {
+        "accuracy": gru["eval_accuracy"], "f1": gru["eval_f1"]}
+    assert f"| Accuracy | {format_metric(gru['eval_accuracy'], True)} |" in card.text

@@ -1,0 +1,149 @@
+"""run_classification.py and run_ner.py end to end on tiny slices: the bundled SST-2 and UD English-EWT with our
+models, a BIO-tagged file with seqeval, and a BERT checkpoint through the same pipeline. Each run's reported
+scores are recomputed here from the saved folder, reloaded through the Auto classes."""
+
+import importlib.util
+import json
+
+import datasets
+import pytest
+import torch
+from transformers import (
+    AutoModelForSequenceClassification,
+    AutoModelForTokenClassification,
+    AutoTokenizer,
+    BertConfig,
+    BertModel,
+)
+
+from hf_seqmodels.paths import REPO_ROOT
+
+TINY = ["--max_train_steps", "4", "--per_device_train_batch_size", "8", "--per_device_eval_batch_size", "16",
+        "--logging_steps", "2", "--embedding_size", "16", "--hidden_size", "16", "--num_heads", "2", "--ffn_dim", "32",
+        "--vocab_size", "300"]
+NER_ROWS = [
+    (["John", "Smith", "visited", "Paris", "."], ["B-PER", "I-PER", "O", "B-LOC", "O"]),
+    (["Mary", "lives", "in", "New", "York", "City"], ["B-PER", "O", "O", "B-LOC", "I-LOC", "I-LOC"]),
+    (["The", "United", "Nations", "met", "."], ["O", "B-ORG", "I-ORG", "O", "O"]),
+    (["Berlin", "is", "big"], ["B-LOC", "O", "O"]),
+]
+
+
+def script(name: str):
+    spec = importlib.util.spec_from_file_location(name, REPO_ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def first_piece_predictions(model, tokenizer, words: list[str]) -> list[int]:
+    """The reference tagging: each word's prediction is the one at its first sub-token."""
+    encoded = tokenizer([words], is_split_into_words=True, return_tensors="pt")
+    with torch.no_grad():
+        predicted = model(input_ids=encoded["input_ids"], attention_mask=encoded["attention_mask"]).logits[0].argmax(-1)
+    word_ids, seen, result = encoded.word_ids(0), set(), []
+    for position, word in enumerate(word_ids):
+        if word is not None and word not in seen:
+            seen.add(word)
+            result.append(predicted[position].item())
+    assert len(result) == len(words)
+    return result
+
+
+def write_ner_files(folder):
+    for split in ("train", "validation"):
+        with open(folder / f"{split}.jsonl", "w") as handle:
+            for words, tags in NER_ROWS:
+                handle.write(json.dumps({"tokens": words, "ner_tags": tags}) + "\n")
+    return ["--train_file", str(folder / "train.jsonl"), "--validation_file", str(folder / "validation.jsonl"),
+            "--label_column_name", "ner_tags"]
+
+
+def test_sst2_with_a_bidirectional_gru(tmp_path, data_dir):
+    output = tmp_path / "sst2"
+    results = script("run_classification").main(
+        ["--model_type", "recurrent", "--cell_type", "gru", "--bidirectional", "--tokenizer_type", "word",
+         "--classifier_pooling", "max", "--max_train_samples", "64", "--max_eval_samples", "24",
+         "--output_dir", str(output), *TINY])
+    assert results == json.loads((output / "results.json").read_text())
+    assert results["steps"] == 4 and results["eval_rows"] == 24 and results["labels"] == ["0", "1"]
+    assert results["arguments"]["cell_type"] == "gru"
+    # Recompute the accuracy from the saved folder, one sentence at a time (no padding).
+    tokenizer = AutoTokenizer.from_pretrained(output)
+    model = AutoModelForSequenceClassification.from_pretrained(output).eval()
+    assert model.config.bidirectional and model.config.num_labels == 2
+    validation = datasets.load_dataset("json", data_files=str(data_dir / "sst2" / "validation.jsonl.gz"))["train"]
+    correct = 0
+    for row in validation.select(range(24)):
+        with torch.no_grad():
+            logits = model(**tokenizer(row["sentence"], return_tensors="pt")).logits
+        correct += int(logits.argmax(-1).item() == row["label"])
+    assert results["eval_accuracy"] == pytest.approx(correct / 24)
+    assert 0 <= results["eval_f1"] <= 1 and results["num_parameters"] == model.num_parameters()
+
+
+def test_upos_with_a_bilstm(tmp_path, data_dir):
+    output = tmp_path / "upos"
+    results = script("run_ner").main(
+        ["--model_type", "recurrent", "--bidirectional", "--max_train_samples", "64", "--max_eval_samples", "16",
+         "--output_dir", str(output), *TINY])
+    assert results["tag_scheme"] == "tags" and "ADJ" in results["labels"] and len(results["labels"]) <= 17
+    assert not any(key.startswith("eval_seqeval") for key in results)
+    tokenizer = AutoTokenizer.from_pretrained(output)
+    model = AutoModelForTokenClassification.from_pretrained(output).eval()
+    validation = datasets.load_dataset("json", data_files=str(data_dir / "ud_english_ewt" / "validation.jsonl.gz"))
+    correct = total = 0
+    for row in validation["train"].select(range(16)):
+        predicted = first_piece_predictions(model, tokenizer, row["tokens"])
+        correct += sum(model.config.id2label[p] == tag for p, tag in zip(predicted, row["upos"]))
+        total += len(row["upos"])
+    assert results["eval_accuracy"] == pytest.approx(correct / total)
+
+
+def test_bio_file_with_a_transformer(tmp_path):
+    output = tmp_path / "ner"
+    results = script("run_ner").main(
+        ["--model_type", "transformer", "--num_layers", "1", "--output_dir", str(output),
+         *write_ner_files(tmp_path), *TINY])
+    assert results["tag_scheme"] == "BIO"
+    assert {"eval_seqeval_f1", "eval_seqeval_precision", "eval_seqeval_recall"} <= set(results)
+    assert results["labels"] == ["B-LOC", "B-ORG", "B-PER", "I-LOC", "I-ORG", "I-PER", "O"]
+    config = json.loads((output / "config.json").read_text())
+    assert config["model_type"] == "vanilla_transformer" and config["encoder_layers"] == 1
+
+
+def test_a_bert_checkpoint_through_the_same_pipeline(tmp_path, data_dir):
+    tokenizer_folder = data_dir / "models" / "all-MiniLM-L6-v2"
+    if not tokenizer_folder.is_dir():
+        pytest.skip("the bundled BERT checkpoint is absent")
+    # A tiny BERT with the real WordPiece tokenizer stands in for the 22M-parameter checkpoint.
+    checkpoint = tmp_path / "tiny-bert"
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_folder)
+    config = BertConfig(vocab_size=len(tokenizer), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=64)
+    BertModel(config).save_pretrained(checkpoint)  # an encoder without a head, like the real one
+    tokenizer.save_pretrained(checkpoint)
+    output = tmp_path / "ner-bert"
+    results = script("run_ner").main(
+        ["--model_name_or_path", str(checkpoint), "--output_dir", str(output), "--learning_rate", "1e-3",
+         *write_ner_files(tmp_path), *TINY])
+    assert results["model_type"] == "bert" and results["vocab_size"] == len(tokenizer)
+    model = AutoModelForTokenClassification.from_pretrained(output).eval()
+    reloaded = AutoTokenizer.from_pretrained(output)
+    correct = total = 0
+    for words, tags in NER_ROWS:
+        predicted = first_piece_predictions(model, reloaded, words)
+        correct += sum(model.config.id2label[p] == tag for p, tag in zip(predicted, tags))
+        total += len(tags)
+    assert results["eval_accuracy"] == pytest.approx(correct / total)
+
+
+def test_bad_arguments_fail_early(tmp_path):
+    with pytest.raises(ValueError, match="--model_type='lstm' is not supported"):
+        script("run_classification").main(["--model_type", "lstm", "--output_dir", str(tmp_path)])
+    with pytest.raises(ValueError, match="Column 'words' not found"):
+        script("run_ner").main(["--text_column_name", "words", "--output_dir", str(tmp_path / "x"),
+                                *write_ner_files(tmp_path), *TINY])
+    with pytest.raises(ValueError, match="config_overrides item 'nope=1'"):
+        script("run_classification").main(["--config_overrides", "nope=1", "--max_train_samples", "8",
+                                           "--max_eval_samples", "8", "--output_dir", str(tmp_path / "y"), *TINY])
