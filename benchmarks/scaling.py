@@ -94,6 +94,7 @@ def plot(rows: list[dict], path: Path) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     figure, axes = plt.subplots(2, 2, figsize=(9, 6.5), constrained_layout=True)
     models = list(dict.fromkeys(row["model"] for row in rows))
@@ -105,6 +106,9 @@ def plot(rows: list[dict], path: Path) -> Path:
                 ax.plot([p[axis] for p in points], [p[metric] for p in points], marker="o", label=model)
             ax.set_xscale("log", base=2)
             ax.set_yscale("log")
+            ax.set_xticks(sorted({p[axis] for p in rows if p["varied"] == axis}), minor=False)
+            ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+            ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
             ax.set_xlabel(axis.replace("_", " "))
             ax.set_ylabel({"ms_per_step": "ms per training step", "peak_memory_mb": "peak memory (MB)"}[metric])
             ax.grid(True, which="both", alpha=0.3)
