@@ -123,7 +123,11 @@ class AttentionSeq2SeqDecoder(nn.Module):
         self.hidden_size = config.hidden_size
         memory_size = config.encoder_output_size
         attention_size = config.attention_size or config.hidden_size
-        fed_size = {"bahdanau": memory_size}.get(config.attention_type, config.hidden_size if config.input_feeding else 0)
+        fed_size = 0  # what the recurrent layer reads besides the target embedding
+        if config.attention_type == "bahdanau":
+            fed_size = memory_size  # the context
+        elif config.input_feeding:
+            fed_size = config.hidden_size  # the previous attentional vector
 
         self.embed_tokens = nn.Embedding(config.vocab_size, config.embedding_size)
         self.dropout = nn.Dropout(config.dropout)
