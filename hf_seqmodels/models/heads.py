@@ -1,8 +1,10 @@
-"""Pooling, classifier heads and their losses, shared by the classification heads of every family."""
+"""Pooling, classifier heads and their losses, shared by the heads of every family."""
 
 import torch
 from torch import nn
 from torch.nn import functional as F
+
+from .masks import check_input_ids
 
 
 class SequencePooler(nn.Module):
@@ -87,6 +89,19 @@ def token_classification_loss(logits: torch.Tensor, labels: torch.Tensor) -> tor
     _check_label_shape(labels, {tuple(logits.shape[:2])})
     _check_label_range(labels[labels != -100], logits.shape[-1])
     return F.cross_entropy(logits.flatten(0, 1), labels.flatten().long(), ignore_index=-100)
+
+
+def check_lm_labels(labels: torch.Tensor, logits: torch.Tensor) -> None:
+    """Raise a clear error unless ``labels`` hold one token id (or -100, ignored) for every position of a language
+    model's ``logits`` ``(batch, length, vocab_size)``."""
+    if labels.shape != logits.shape[:2]:
+        raise ValueError(
+            f"`labels` has shape {tuple(labels.shape)}, expected {tuple(logits.shape[:2])}: one target token id per "
+            "position, -100 where the loss should not count."
+        )
+    targets = labels[labels != -100]
+    if targets.numel():
+        check_input_ids(targets, logits.shape[-1], "labels")
 
 
 def _check_label_shape(labels: torch.Tensor, expected: set[tuple[int, ...]]) -> None:

@@ -13,6 +13,7 @@ import copy
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 from transformers import GenerationMixin, PreTrainedModel
 from transformers import initialization as init
 from transformers.activations import ACT2FN
@@ -31,7 +32,7 @@ from transformers.models.bart.modeling_bart import shift_tokens_right
 from .attention import MultiHeadAttention
 from .configuration_transformer import TransformerConfig
 from .embeddings import TransformerEmbeddings, sinusoidal_positions
-from .heads import SequencePooler, sequence_classification_loss, token_classification_loss
+from .heads import SequencePooler, check_lm_labels, sequence_classification_loss, token_classification_loss
 from .masks import build_attention_mask, check_input_ids, check_no_empty_rows, prepare_padding_mask
 
 
@@ -508,8 +509,10 @@ class TransformerForConditionalGeneration(TransformerPreTrainedModel, Generation
         )
         hidden_states = outputs.last_hidden_state
         logits = self.lm_head(hidden_states[:, -logits_to_keep:] if logits_to_keep else hidden_states)
-        # Targets are aligned with the decoder inputs already: the same per-token cross-entropy as a tagger's.
-        loss = token_classification_loss(logits, labels) if labels is not None else None
+        loss = None
+        if labels is not None:  # aligned with the decoder inputs already: no shift
+            check_lm_labels(labels, logits)
+            loss = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=-100)
         result = Seq2SeqLMOutput(
             loss=loss,
             logits=logits,
@@ -589,11 +592,7 @@ class TransformerForCausalLM(TransformerPreTrainedModel, GenerationMixin):
         logits = self.lm_head(hidden_states[:, -logits_to_keep:] if logits_to_keep else hidden_states)
         loss = None
         if labels is not None:
-            if labels.shape != logits.shape[:2]:
-                raise ValueError(
-                    f"`labels` has shape {tuple(labels.shape)}, expected {tuple(logits.shape[:2])}: one target id "
-                    "per input token (pass the input ids; the shift happens inside)."
-                )
+            check_lm_labels(labels, logits)
             loss = self.loss_function(logits, labels, vocab_size=self.config.vocab_size, **kwargs)
         result = CausalLMOutputWithPast(
             loss=loss,

@@ -354,3 +354,10 @@ def test_bad_inputs_are_clear_errors():
         model(input_ids=torch.tensor([[5, VOCAB_SIZE]]), decoder_input_ids=torch.tensor([[BOS]]))
     with pytest.raises(ValueError, match="attention_mask"):
         model(input_ids=source, attention_mask=torch.ones(1, 2), decoder_input_ids=torch.tensor([[BOS]]))
+    with pytest.raises(ValueError, match="`labels` holds token ids"):
+        model(input_ids=source, labels=torch.tensor([[4, 5, VOCAB_SIZE]]))  # the last label is never an input
+    causal_lm = random_model(TransformerForCausalLM, tiny_config(is_encoder_decoder=False))
+    with pytest.raises(ValueError, match="`labels` holds token ids"):
+        causal_lm(input_ids=torch.tensor([[4, 5, 6]]), labels=torch.tensor([[4, 5, VOCAB_SIZE]]))
+    with pytest.raises(ValueError, match="`labels` has shape"):
+        causal_lm(input_ids=torch.tensor([[4, 5, 6]]), labels=torch.tensor([[4, 5]]))
