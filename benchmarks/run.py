@@ -69,6 +69,12 @@ def _cell(value) -> str:
     return str(value)
 
 
+def _summary_value(value) -> str:
+    if isinstance(value, dict):
+        return "; ".join(f"{key} = {_summary_value(inner)}" for key, inner in value.items())
+    return _cell(value)
+
+
 def markdown(results: dict) -> str:
     machine = results["machine"]
     lines = [
@@ -90,6 +96,9 @@ def markdown(results: dict) -> str:
             lines += ["| target | measured | wanted | met |", "|---|---|---|---|"]
             lines += [f"| {t['name']} | {_cell(t['value'])} | {t['target']} | "
                       f"{'n/a' if t['met'] is None else _cell(t['met'])} |" for t in entry["targets"]]
+            lines.append("")
+        if entry["summary"]:
+            lines += [f"- {key}: {_summary_value(value)}" for key, value in entry["summary"].items()]
             lines.append("")
         if entry["rows"]:
             columns = list(dict.fromkeys(key for row in entry["rows"] for key in row))
