@@ -69,10 +69,12 @@ def _cell(value) -> str:
     return str(value)
 
 
-def _summary_value(value) -> str:
-    if isinstance(value, dict):
-        return "; ".join(f"{key} = {_summary_value(inner)}" for key, inner in value.items())
-    return _cell(value)
+def _summary_value(value, nested: bool = False) -> str:
+    if not isinstance(value, dict):
+        return _cell(value)
+    if nested:
+        return "(" + ", ".join(f"{key} {_summary_value(inner, True)}" for key, inner in value.items()) + ")"
+    return "; ".join(f"{key} = {_summary_value(inner, True)}" for key, inner in value.items())
 
 
 def markdown(results: dict) -> str:
