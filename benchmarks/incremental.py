@@ -126,8 +126,10 @@ def run(settings: Settings) -> dict:
         model_rows = measure(model, sizes, settings.device)
         first, last = model_rows[0], model_rows[-1]
         growth = {
-            column: round(last[f"{column}_ms_per_token"] / first[f"{column}_ms_per_token"], 3)
+            # generate()'s per-token time is a difference of two timings: under load it can come out as 0.
+            column: round(last[key] / first[key], 3) if first[key] > 0 else None
             for column in ("cached", "generate", "recompute")
+            for key in (f"{column}_ms_per_token",)
         }
         summary[name] = {
             f"per_token_growth_{last['prefix_length']}_vs_{first['prefix_length']}": growth,
