@@ -29,4 +29,12 @@ def metrics_dir() -> Path:
 def load_metric(name: str) -> evaluate.EvaluationModule:
     """``evaluate.load`` from the local copy ``metrics_dir()/name`` when it exists, else from the Hub by name."""
     folder = metrics_dir() / name
-    return evaluate.load(str(folder) if folder.is_dir() else name)
+    if folder.is_dir():
+        return evaluate.load(str(folder))
+    try:
+        return evaluate.load(name)
+    except (FileNotFoundError, ConnectionError) as error:
+        raise FileNotFoundError(
+            f"The `evaluate` metric {name!r} is neither in {folder} nor reachable on the Hub: set "
+            "HF_SEQMODELS_METRICS to a folder of evaluate metric scripts (one sub-folder per metric)."
+        ) from error

@@ -1,11 +1,12 @@
 """Shared test settings: one torch thread (the machine is shared; tiny models gain nothing from more) and the
 bundled data folder."""
 
-import os
 from pathlib import Path
 
 import pytest
 import torch
+
+from hf_seqmodels import paths
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -14,8 +15,9 @@ torch.set_num_threads(1)
 
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
-    """The bundled data sets: ``$HF_SEQMODELS_DATA``, else ``<repo>/../shared/data``; skips when absent."""
-    path = Path(os.environ.get("HF_SEQMODELS_DATA", REPO_ROOT.parent / "shared" / "data"))
+    """The bundled data sets (``$HF_SEQMODELS_DATA``, else ``<repo>/../shared/data``). A missing folder fails the
+    tests that need it rather than skipping them, so that a run without the data cannot pass unnoticed."""
+    path = paths.data_dir()
     if not path.is_dir():
-        pytest.skip(f"data folder {path} not found; set HF_SEQMODELS_DATA")
+        pytest.fail(f"data folder {path} not found: set HF_SEQMODELS_DATA to the folder of the bundled data sets")
     return path
