@@ -171,7 +171,7 @@ def tokenize_for_classification(
     labels: list[str],
     max_length: int,
 ) -> datasets.DatasetDict:
-    """Tokenize ``text_column`` and turn ``label_column`` into ids (``labels`` order) under ``labels``.
+    """Tokenize ``text_column`` and turn ``label_column`` into the label ids (positions in ``labels``).
 
     Labels are mapped by name, so string labels and integer labels (whose names are their decimal strings, or a
     ClassLabel's names) give the same ids. Rows labelled -1 (unlabelled) are dropped.

@@ -86,7 +86,7 @@ SUITES = {
             "Transformer": TRANSFORMER + ["--tokenizer_type", "word", "--per_device_train_batch_size", "64"],
             "BERT (MiniLM-L6)": FINE_TUNED,
         },
-        cpu_budget={"time_budget_minutes": 3.5, "num_train_epochs": 1},
+        cpu_budget={"time_budget_minutes": 3.5, "num_train_epochs": 2},
         full_budget={"time_budget_minutes": 60, "num_train_epochs": 3},
         cpu_steps={"BERT (MiniLM-L6)": 110},
         targets={"BiLSTM": 0.85, "BERT (MiniLM-L6)": 0.88},
@@ -215,16 +215,17 @@ def markdown(suite_name: str, suite: Suite, report: dict) -> str:
         f"{budget.get('num_train_epochs')} epoch(s)"
         + (f"; step caps: {report['step_caps']}" if report.get("step_caps") else "")
         + f". Seed {report['seed']}, {report['num_threads'] or 'all'} thread(s) per run. "
-        f"Command: `python scripts/compare.py {suite_name}{' --full' if report['full'] else ''}`.",
+        f"Command: `python scripts/compare.py {suite_name}{' --full' if report['full'] else ''}`; the runs took "
+        f"{sum(run.get('process_wall_time_s', 0) for run in report['runs']) / 60:.1f} min of wall-clock time.",
         "",
     ]
     extra = [header for _, header in suite.extra_columns]
     lines.append("| model | " + " | ".join([suite.metric_label, *extra, "target", "parameters", "train time (min)",
                                             "steps (epochs)", "inference (rows/s)", "device"]) + " |")
-    lines.append("|---" * (len(extra) + 9) + "|")
+    lines.append("|---" * (len(extra) + 8) + "|")
     for run in report["runs"]:
         if "error" in run:
-            lines.append(f"| {run['name']} | failed: {run['error']} (log {run['log']}) |" + " |" * (len(extra) + 7))
+            lines.append(f"| {run['name']} | failed: {run['error']} (log {run['log']}) |" + " |" * (len(extra) + 6))
             continue
         target = suite.targets.get(run["name"])
         target_cell = "" if target is None else (

@@ -17,7 +17,7 @@ def test_sentiment_suite_on_a_tiny_budget(tmp_path):
     saved = json.loads((results_dir / "sentiment.json").read_text())
     assert saved == json.loads(json.dumps(report))
     assert [run["name"] for run in saved["runs"]] == ["LSTM", "GRU"]
-    assert saved["budget"] == {"time_budget_minutes": 3.5, "num_train_epochs": 1}
+    assert saved["budget"] == {"time_budget_minutes": 3.5, "num_train_epochs": 2}
     for run in saved["runs"]:
         assert "error" not in run, run.get("log_tail")
         folder = output_dir / "sentiment" / run["name"].lower()
