@@ -13,9 +13,10 @@ and draw the attention of one of them.
         --config_overrides d_model=256,ffn_dim=1024,encoder_layers=3,decoder_layers=3,num_heads=4
 
 The defaults (a bidirectional GRU encoder, a GRU decoder with Luong attention, 256 units, a joint BPE vocabulary of
-6000; Adam at 3e-3 with warmup and linear decay over 3 epochs, label smoothing 0.1) stop training after 7 minutes
-(evaluations included) if the 3 epochs are not done by then; with test decoding the whole run takes about 10
-minutes on 2 CPU cores.
+6000; Adam at 3e-3 with warmup and linear decay over 3 epochs, label smoothing 0.1) train for 3 epochs, about 17
+CPU-minutes: some 10 minutes on 2 free CPU cores. Training stops after 9 minutes (evaluations included) if the
+epochs are not done by then, which costs BLEU on a slower or busy machine (raise --time_budget_minutes there).
+The 3 epochs reach test2016 BLEU 35.1 / chrF 59.5 with 5 beams (validation BLEU 33.5 greedy).
 """
 
 import json
@@ -140,7 +141,7 @@ def main():
     # Translation defaults for the shared training options (tuned for the attention GRU on 2 CPU cores).
     parser.set_defaults(per_device_train_batch_size=64, per_device_eval_batch_size=128, learning_rate=3e-3,
                         max_grad_norm=1.0, lr_scheduler_type="linear", num_warmup_steps=200, num_train_epochs=3,
-                        time_budget_minutes=7.0, logging_steps=50, checkpointing_steps="500",
+                        time_budget_minutes=9.0, logging_steps=50, checkpointing_steps="500",
                         label_smoothing_factor=0.1, metric_for_best_model="eval_bleu", early_stopping_patience=3)
     model_args, data_args, generation_args, training_args = parser.parse_args_into_dataclasses()
     accelerator = make_accelerator(training_args)
