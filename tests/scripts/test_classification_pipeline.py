@@ -37,14 +37,19 @@ def test_align_labels_hand_made(word_ids, word_labels, expected):
     assert align_labels_with_word_ids(word_ids, word_labels) == expected
 
 
-def expected_alignment(tokenizer, words, tags, special_first: bool, special_last: bool):
-    """The reference: tokenize every word on its own and label its first piece."""
-    labels = [-100] if special_first else []
-    for word, tag in zip(words, tags):
-        pieces = tokenizer(word, add_special_tokens=False)["input_ids"]
-        assert pieces, word
-        labels += [tag] + [-100] * (len(pieces) - 1)
-    return labels + ([-100] if special_last else [])
+def check_alignment(tokenizer, specials: bool) -> list[list[int]]:
+    """Align WORDS/TAGS with ``tokenizer`` and compare with the reference: every word tokenized on its own, its
+    first piece labelled, the other pieces and the special tokens (one at each end when ``specials``) -100."""
+    raw = tagging_dataset()
+    labels = label_names(raw, "tags")
+    rows = tokenize_for_tagging(raw, tokenizer, "tokens", "tags", labels, max_length=64)["train"]["labels"]
+    for row, words, tags in zip(rows, WORDS, TAGS):
+        expected = [-100] if specials else []
+        for word, tag in zip(words, tags):
+            pieces = tokenizer(word, add_special_tokens=False)["input_ids"]
+            expected += [labels.index(tag)] + [-100] * (len(pieces) - 1)
+        assert row == expected + ([-100] if specials else [])
+    return rows
 
 
 def tagging_dataset():
@@ -57,27 +62,15 @@ def test_alignment_with_the_bert_tokenizer(data_dir):
     folder = data_dir / "models" / "all-MiniLM-L6-v2"
     if not folder.is_dir():
         pytest.skip("the bundled BERT checkpoint is absent")
-    tokenizer = AutoTokenizer.from_pretrained(folder)
-    raw = tagging_dataset()
-    labels = label_names(raw, "tags")
-    tokenized = tokenize_for_tagging(raw, tokenizer, "tokens", "tags", labels, max_length=64)
-    for row, words, tags in zip(tokenized["train"], WORDS, TAGS):
-        tag_ids = [labels.index(tag) for tag in tags]
-        assert row["labels"] == expected_alignment(tokenizer, words, tag_ids, special_first=True, special_last=True)
-    # The words were really split, so the continuation case is exercised: "johanson" -> several pieces.
-    assert tokenized["train"][0]["labels"].count(-100) > 2
+    rows = check_alignment(AutoTokenizer.from_pretrained(folder), specials=True)
+    assert rows[0].count(-100) > 2  # "johanson" is split into pieces: the continuation case is exercised
 
 
 def test_alignment_with_a_trained_wordpiece_tokenizer():
     # A vocabulary this small keeps "lives" whole but splits the rarer words into pieces.
     tokenizer = train_tokenizer([" ".join(words) for words in WORDS] + ["lives in good"], "wordpiece", vocab_size=60)
-    raw = tagging_dataset()
-    labels = label_names(raw, "tags")
-    tokenized = tokenize_for_tagging(raw, tokenizer, "tokens", "tags", labels, max_length=64)
-    for row, words, tags in zip(tokenized["train"], WORDS, TAGS):
-        tag_ids = [labels.index(tag) for tag in tags]
-        assert row["labels"] == expected_alignment(tokenizer, words, tag_ids, special_first=False, special_last=False)
-        assert len(row["labels"]) > len(words)  # some words are split into several pieces
+    rows = check_alignment(tokenizer, specials=False)
+    assert all(len(row) > len(words) for row, words in zip(rows, WORDS))  # some words are split into pieces
 
 
 def test_truncation_drops_the_labels_of_cut_words():
