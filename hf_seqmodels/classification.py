@@ -30,6 +30,7 @@ from transformers import (
     PreTrainedTokenizerBase,
 )
 
+from .cli import parse_config_overrides
 from .data import first_rows, load_text_dataset
 from .evaluation import classification_metrics, tagging_metrics
 from .tokenization import KINDS, train_tokenizer
@@ -228,30 +229,6 @@ def make_tokenizer(model_args: ModelArguments, texts) -> PreTrainedTokenizerBase
     return train_tokenizer(texts, model_args.tokenizer_type, model_args.vocab_size)
 
 
-def _parse_overrides(overrides: str | None, config_class) -> dict:
-    """``"a=1,b=pre,c=true"`` -> ``{"a": 1, "b": "pre", "c": True}``, typed like the config's defaults."""
-    if not overrides:
-        return {}
-    defaults = config_class()
-    parsed = {}
-    for item in overrides.split(","):
-        key, sep, value = item.partition("=")
-        key = key.strip()
-        if not sep or not hasattr(defaults, key):
-            raise ValueError(f"--config_overrides item {item!r} is not 'field=value' with a field of "
-                             f"{config_class.__name__}.")
-        default = getattr(defaults, key)
-        if isinstance(default, bool):
-            if value.lower() not in ("true", "false"):
-                raise ValueError(f"--config_overrides {key}={value!r}: expected true or false.")
-            parsed[key] = value.lower() == "true"
-        elif isinstance(default, (int, float)):
-            parsed[key] = type(default)(value)
-        else:
-            parsed[key] = value
-    return parsed
-
-
 def make_model(model_args: ModelArguments, auto_class, tokenizer: PreTrainedTokenizerBase, labels: list[str]):
     """Load the pretrained checkpoint with a new head for ``labels``, or build a new model of ``--model_type``
     sized to the tokenizer. ``auto_class`` is `AutoModelForSequenceClassification` or
@@ -290,7 +267,7 @@ def make_model(model_args: ModelArguments, auto_class, tokenizer: PreTrainedToke
         }
     if model_args.classifier_pooling is not None:
         options["classifier_pooling"] = model_args.classifier_pooling
-    options.update(_parse_overrides(model_args.config_overrides, config_class))
+    options.update(parse_config_overrides(config_class.model_type, model_args.config_overrides))
     config = config_class(
         vocab_size=len(tokenizer),
         pad_token_id=tokenizer.pad_token_id,

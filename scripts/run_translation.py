@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 from transformers import AutoConfig, AutoModelForSeq2SeqLM, DataCollatorForSeq2Seq, HfArgumentParser
 
 import hf_seqmodels  # noqa: F401  (registers the models with the Auto classes)
+from hf_seqmodels.cli import parse_config_overrides
 from hf_seqmodels.data import first_rows, load_text_dataset
 from hf_seqmodels.translation import (
     CUSTOM_PIPELINES,
@@ -94,39 +95,6 @@ class GenerationArguments:
     eval_num_beams: int = field(default=1, metadata={"help": "Beam size for the validation BLEU of each epoch."})
 
 
-def parse_overrides(model_type: str, text: str | None) -> dict:
-    """'a=1,b=x' -> {'a': 1, 'b': 'x'}, each value typed like the field's default (None defaults: int, float or
-    str). The config's own __init__ then validates them."""
-    if not text:
-        return {}
-    defaults = AutoConfig.for_model(model_type)
-    overrides = {}
-    for item in text.split(","):
-        name, sep, value = item.partition("=")
-        if not sep or not hasattr(defaults, name.strip()):
-            raise ValueError(f"--config_overrides: {item!r} is not 'field=value' for a field of {model_type}.")
-        name, value = name.strip(), value.strip()
-        default = getattr(defaults, name)
-        if isinstance(default, bool):
-            if value.lower() not in ("true", "false", "1", "0"):
-                raise ValueError(f"--config_overrides: {name} takes true or false, got {value!r}.")
-            overrides[name] = value.lower() in ("true", "1")
-        elif isinstance(default, (int, float)) or default is None:
-            for kind in ((type(default),) if default is not None else (int, float)):
-                try:
-                    overrides[name] = kind(value)
-                    break
-                except ValueError:
-                    continue
-            else:
-                if default is not None:
-                    raise ValueError(f"--config_overrides: {name} takes a {type(default).__name__}, got {value!r}.")
-                overrides[name] = value
-        else:
-            overrides[name] = value
-    return overrides
-
-
 def show_examples(model_dir: str, sentences: list[str]) -> None:
     """Reload the saved folder through the Auto classes and translate ``sentences`` with its saved defaults."""
     model = AutoModelForSeq2SeqLM.from_pretrained(model_dir)
@@ -166,7 +134,7 @@ def main():
         bos_token_id=target.bos_token_id,
         eos_token_id=target.eos_token_id,
         decoder_start_token_id=target.bos_token_id,
-        **parse_overrides(model_args.model_type, model_args.config_overrides),
+        **parse_config_overrides(model_args.model_type, model_args.config_overrides),
     )
     config.custom_pipelines = CUSTOM_PIPELINES  # pipeline("translation", model=folder, trust_remote_code=True)
     model = AutoModelForSeq2SeqLM.from_config(config)

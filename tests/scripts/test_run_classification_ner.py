@@ -144,6 +144,6 @@ def test_bad_arguments_fail_early(tmp_path):
     with pytest.raises(ValueError, match="Column 'words' not found"):
         script("run_ner").main(["--text_column_name", "words", "--output_dir", str(tmp_path / "x"),
                                 *write_ner_files(tmp_path), *TINY])
-    with pytest.raises(ValueError, match="config_overrides item 'nope=1'"):
+    with pytest.raises(ValueError, match="'nope=1' is not 'field=value'"):
         script("run_classification").main(["--config_overrides", "nope=1", "--max_train_samples", "8",
                                            "--max_eval_samples", "8", "--output_dir", str(tmp_path / "y"), *TINY])

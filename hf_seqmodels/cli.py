@@ -1,0 +1,40 @@
+"""Command-line helpers shared by the scripts."""
+
+from transformers import AutoConfig
+
+
+def parse_config_overrides(model_type: str, text: str | None) -> dict:
+    """``--config_overrides "a=1,b=pre,c=true"`` -> ``{"a": 1, "b": "pre", "c": True}``.
+
+    Each value is typed like the field's default in the ``model_type`` config (a field whose default is None takes an
+    int, else a float, else the string). The config's own ``__init__`` validates the values afterwards.
+    """
+    if not text:
+        return {}
+    defaults = AutoConfig.for_model(model_type)
+    overrides = {}
+    for item in text.split(","):
+        name, sep, value = (part.strip() for part in item.partition("="))
+        if not sep or not hasattr(defaults, name):
+            raise ValueError(f"--config_overrides: {item!r} is not 'field=value' for a field of {model_type}.")
+        overrides[name] = _typed_like(getattr(defaults, name), name, value)
+    return overrides
+
+
+def _typed_like(default, name: str, value: str):
+    if isinstance(default, bool):
+        if value.lower() not in ("true", "false", "1", "0"):
+            raise ValueError(f"--config_overrides: {name} takes true or false, got {value!r}.")
+        return value.lower() in ("true", "1")
+    if isinstance(default, (int, float)):
+        try:
+            return type(default)(value)
+        except ValueError:
+            raise ValueError(f"--config_overrides: {name} takes a {type(default).__name__}, got {value!r}.") from None
+    if default is None:
+        for kind in (int, float):
+            try:
+                return kind(value)
+            except ValueError:
+                pass
+    return value
