@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Train a recurrent language model (word-level PTB by default) and report its perplexity.
+"""Train a language model (a word-level LSTM on PTB by default) and report its perplexity.
 
 The steps follow transformers' examples/pytorch/language-modeling/run_clm_no_trainer.py: load the data, train
 a tokenizer, tokenize and group into blocks, train with Accelerate, evaluate, save, and generate a few samples
@@ -7,6 +7,8 @@ from the saved folder.
 
     python scripts/run_clm.py --output_dir outputs/ptb-lstm
     accelerate launch --num_processes 2 --cpu scripts/run_clm.py --output_dir outputs/ptb-lstm
+    python scripts/run_clm.py --output_dir outputs/ptb-transformer --model_type vanilla_transformer \\
+        --config_overrides d_model=256,ffn_dim=1024,decoder_layers=3,num_heads=4
 
 The defaults (a 1-layer LSTM, 256 units, tied embeddings, 1 epoch) train on 2 CPU cores in a few minutes.
 """
@@ -25,11 +27,13 @@ from transformers import (
 )
 
 import hf_seqmodels  # noqa: F401  (registers the models with the Auto classes)
+from hf_seqmodels.cli import parse_config_overrides
 from hf_seqmodels.data import check_column, first_rows, load_text_dataset, tokenize_for_lm
 from hf_seqmodels.evaluation import perplexity
 from hf_seqmodels.tokenization import KINDS, train_tokenizer
 from hf_seqmodels.training import TrainingArguments, evaluate_loss, make_accelerator, save_model, train
 
+CLM_MODEL_TYPES = ("recurrent", "vanilla_transformer")
 PROMPTS = ["the company said", "the market", "in the first quarter"]
 # One epoch of PTB for the default model on 2 CPU cores; the budget keeps a slow machine under 10 minutes in all.
 CLM_TRAINING_DEFAULTS = {"learning_rate": 3e-3, "num_warmup_steps": 100, "per_device_train_batch_size": 20,
@@ -60,21 +64,37 @@ class DataArguments:
 
 @dataclass
 class ModelArguments:
-    model_type: str = field(default="recurrent", metadata={"help": "The model family; only 'recurrent' for now."})
-    cell_type: str = field(default="lstm", metadata={"help": "'lstm', 'gru' or 'rnn'."})
-    embedding_size: int = field(default=256, metadata={"help": "Size of the token embeddings."})
-    hidden_size: int = field(default=256, metadata={"help": "Size of each recurrent layer's state."})
-    num_layers: int = field(default=1, metadata={"help": "Number of stacked recurrent layers."})
-    embedding_dropout: float = field(default=0.0, metadata={"help": "Dropout on the embeddings."})
-    dropout: float = field(default=0.0, metadata={"help": "Dropout between recurrent layers."})
+    model_type: str = field(
+        default="recurrent", metadata={"help": f"The model family: one of {CLM_MODEL_TYPES}."}
+    )
+    config_overrides: str | None = field(
+        default=None,
+        metadata={"help": "More config fields as 'field=value,...' (e.g. 'd_model=256,num_heads=4' for "
+                          "vanilla_transformer); they win over the recurrent options below."},
+    )
+    cell_type: str = field(default="lstm", metadata={"help": "Recurrent only: 'lstm', 'gru' or 'rnn'."})
+    embedding_size: int = field(default=256, metadata={"help": "Recurrent only: size of the token embeddings."})
+    hidden_size: int = field(default=256, metadata={"help": "Recurrent only: size of each layer's state."})
+    num_layers: int = field(default=1, metadata={"help": "Recurrent only: number of stacked layers."})
+    embedding_dropout: float = field(default=0.0, metadata={"help": "Recurrent only: dropout on the embeddings."})
+    dropout: float = field(default=0.0, metadata={"help": "Recurrent only: dropout between recurrent layers."})
     output_dropout: float = field(
-        default=0.0, metadata={"help": "Dropout before the output layer (one epoch does not overfit; raise for more)."}
+        default=0.0,
+        metadata={"help": "Recurrent only: dropout before the output layer (one epoch does not overfit)."},
     )
     tie_word_embeddings: bool = field(default=True, metadata={"help": "Share input and output embeddings."})
 
     def __post_init__(self):
-        if self.model_type != "recurrent":
-            raise ValueError(f"--model_type={self.model_type!r} is not supported by run_clm.py yet; use 'recurrent'.")
+        if self.model_type not in CLM_MODEL_TYPES:
+            raise ValueError(f"--model_type={self.model_type!r} is not supported; choose one of {CLM_MODEL_TYPES}.")
+
+    def config_options(self) -> dict:
+        """The config fields these arguments set for ``model_type``."""
+        if self.model_type == "recurrent":
+            options = {k: v for k, v in asdict(self).items() if k not in ("model_type", "config_overrides")}
+        else:
+            options = {"tie_word_embeddings": self.tie_word_embeddings}
+        return {**options, **parse_config_overrides(self.model_type, self.config_overrides)}
 
 
 def load_data(data_args: DataArguments):
@@ -113,14 +133,13 @@ def main():
         lm_datasets = tokenize_for_lm(raw, tokenizer, data_args.block_size, data_args.text_column_name,
                                       data_args.preprocessing_num_workers)
 
-    model_options = {k: v for k, v in asdict(model_args).items() if k != "model_type"}
     config = AutoConfig.for_model(
         model_args.model_type,
         vocab_size=len(tokenizer),
         pad_token_id=tokenizer.pad_token_id,
         bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id,
-        **model_options,
+        **model_args.config_options(),
     )
     model = AutoModelForCausalLM.from_config(config)
 
