@@ -125,12 +125,11 @@ def run(settings: Settings) -> dict:
         model.to(settings.device).eval()
         model_rows = measure(model, sizes, settings.device)
         first, last = model_rows[0], model_rows[-1]
-        growth = {
+        growth = {}
+        for column in ("cached", "generate", "recompute"):
+            before, after = first[f"{column}_ms_per_token"], last[f"{column}_ms_per_token"]
             # generate()'s per-token time is a difference of two timings: under load it can come out as 0.
-            column: round(last[key] / first[key], 3) if first[key] > 0 else None
-            for column in ("cached", "generate", "recompute")
-            for key in (f"{column}_ms_per_token",)
-        }
+            growth[column] = round(after / before, 3) if before > 0 else None
         summary[name] = {
             f"per_token_growth_{last['prefix_length']}_vs_{first['prefix_length']}": growth,
             f"cache_speedup_at_{last['prefix_length']}": last["cache_speedup"],
