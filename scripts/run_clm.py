@@ -6,11 +6,13 @@ a tokenizer, tokenize and group into blocks, train with Accelerate, evaluate, sa
 from the saved folder.
 
     python scripts/run_clm.py --output_dir outputs/ptb-lstm
-    accelerate launch --num_processes 2 --cpu scripts/run_clm.py --output_dir outputs/ptb-lstm
+    torchrun --nproc_per_node 2 scripts/run_clm.py --output_dir outputs/ptb-lstm   # 2 processes on a CPU
     python scripts/run_clm.py --output_dir outputs/ptb-transformer --model_type vanilla_transformer \\
         --config_overrides d_model=256,ffn_dim=1024,decoder_layers=3,num_heads=4
 
 The defaults (a 1-layer LSTM, 256 units, tied embeddings, 1 epoch) train on 2 CPU cores in a few minutes.
+`accelerate launch --cpu --num_processes 2` starts only one process (huggingface/accelerate#2741); `torchrun` or
+`accelerate launch --multi_gpu --num_processes 2` start two, which `training.make_accelerator` puts on the CPU.
 """
 
 import json
