@@ -8,5 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export HF_HUB_OFFLINE="${HF_HUB_OFFLINE:-1}" HF_DATASETS_OFFLINE="${HF_DATASETS_OFFLINE:-1}"  # data is bundled
+# Idle OpenMP threads sleep instead of spinning: on a machine busy with other work, spinning threads waiting for a
+# descheduled peer made each training step several times slower.
+export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"
 .venv/bin/python scripts/run_translation.py --output_dir outputs/multi30k-gru "$@"
 echo "Attention picture: outputs/multi30k-gru/attention.png"
