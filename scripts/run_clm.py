@@ -16,8 +16,13 @@ The defaults (a 1-layer LSTM, 256 units, tied embeddings, 1 epoch) train on 2 CP
 """
 
 import json
+import os
 import time
 from dataclasses import asdict, dataclass, field
+
+# Before torch starts OpenMP: idle threads sleep instead of spinning. On a shared machine a spinning thread waits
+# for a descheduled peer at every parallel region; with 2 threads on 2 busy cores a step took 7x longer.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import torch
 from transformers import (

@@ -33,6 +33,7 @@ def check_clm_output(output_dir: Path, num_processes: int) -> None:
 def test_run_clm(data_dir, tmp_path, monkeypatch, capsys):
     """In-process (no interpreter start-up): train 3 steps, save, reload, generate."""
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.setenv("OMP_WAIT_POLICY", "PASSIVE")  # the script sets it when unset; keep it out of other tests
     monkeypatch.setattr(sys, "argv", [str(RUN_CLM), "--output_dir", str(tmp_path / "lm"), *TINY_CLM])
     runpy.run_path(str(RUN_CLM), run_name="__main__")
     check_clm_output(tmp_path / "lm", num_processes=1)
