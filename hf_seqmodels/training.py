@@ -1,6 +1,6 @@
 """The Accelerate training loop the scripts share.
 
-It runs unchanged on one process or under ``accelerate launch --num_processes N [--cpu]``: Accelerate shards
+It runs unchanged on one process or under ``accelerate launch --multi_gpu --num_processes N`` (CPU-only too): Accelerate shards
 the training batches and averages the gradients, evaluation sums losses and token counts over processes, and
 only the main process logs, shows progress bars and writes the final model.
 

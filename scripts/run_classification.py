@@ -10,7 +10,7 @@ pipeline and metric code fine-tune a pretrained encoder:
         --output_dir outputs/sst2-bilstm
     python scripts/run_classification.py --model_name_or_path ../shared/data/models/all-MiniLM-L6-v2 \\
         --learning_rate 5e-5 --output_dir outputs/sst2-minilm
-    accelerate launch --num_processes 2 --cpu scripts/run_classification.py --output_dir outputs/sst2-lstm
+    accelerate launch --multi_gpu --num_processes 2 scripts/run_classification.py --output_dir outputs/sst2-lstm
 """
 
 from dataclasses import dataclass, field
