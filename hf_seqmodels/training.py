@@ -1,8 +1,8 @@
 """The Accelerate training loop the scripts share.
 
-It runs unchanged on one process or under ``accelerate launch --multi_gpu --num_processes N`` (CPU-only too): Accelerate shards
-the training batches and averages the gradients, evaluation sums losses and token counts over processes, and
-only the main process logs, shows progress bars and writes the final model.
+It runs unchanged on one process or under ``accelerate launch --multi_gpu --num_processes N`` (CPU-only
+machines too): Accelerate shards the training batches and averages the gradients, evaluation sums losses and
+token counts over processes, and only the main process logs, shows progress bars and writes the final model.
 
 Files: the final model goes to ``output_dir`` through `save_model`, which builds a complete folder next to it
 and renames it into place. Checkpoints (``accelerator.save_state``: weights, optimizer, scheduler, RNG states)
