@@ -180,7 +180,7 @@ class AttentionSeq2SeqDecoder(nn.Module):
         states = cache.states or self.initial_state(encoder_final_state)
         keys = None
         if self.attention is not None:
-            keys = cache.extras.get("projected_keys")
+            keys = cache.per_input.get("projected_keys")
             if keys is None:
                 keys = self.attention.project_keys(memory)  # once per source, reused at every step
 
@@ -198,7 +198,7 @@ class AttentionSeq2SeqDecoder(nn.Module):
 
         cache.states = states
         if keys is not None:
-            cache.extras["projected_keys"] = keys
+            cache.per_input["projected_keys"] = keys
         cache.seen_tokens += input_ids.shape[1]
         hidden_states = None
         if output_hidden_states:
