@@ -31,6 +31,7 @@ def fork(cache: RecurrentCache | None) -> RecurrentCache:
     new = RecurrentCache()
     if cache is not None:
         new.states, new.extras, new.seen_tokens = list(cache.states), dict(cache.extras), cache.seen_tokens
+        new.per_input = dict(cache.per_input)
     return new
 
 
