@@ -66,8 +66,9 @@ def test_translation_searches_agree(results):
         # generate()'s best hypotheses; the naive tutorial search may differ, but is reported.
         assert summary["agreement_matched"] == 1.0
         assert summary["agreement_hand_batched"] == 1.0
+        assert summary["agreement_sorted_batches"] == 1.0
         assert 0.0 <= summary["agreement_naive"] <= 1.0
-    assert len(entry["rows"]) == 4 * len(entry["summary"])
+    assert len(entry["rows"]) == 5 * len(entry["summary"])
 
 
 def test_batch1_overhead_outputs_agree(results):
