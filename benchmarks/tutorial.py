@@ -27,7 +27,9 @@ class TutorialCellLM(nn.Module):
     def from_recurrent_lm(cls, model) -> "TutorialCellLM":
         config = model.config
         if config.hidden_size != config.embedding_size or not config.tie_word_embeddings or config.bidirectional:
-            raise ValueError("The tutorial baseline copies a tied, unidirectional LM with embedding_size == hidden_size.")
+            raise ValueError(
+                "The tutorial baseline copies a tied, unidirectional LM with embedding_size == hidden_size."
+            )
         tutorial = cls(config.cell_type, config.vocab_size, config.hidden_size, config.num_layers)
         with torch.no_grad():
             tutorial.embed.weight.copy_(model.model.embed_tokens.weight)
