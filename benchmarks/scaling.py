@@ -6,6 +6,8 @@ log-log axes: a slope of 1 means linear growth.
 """
 
 import dataclasses
+import functools
+import statistics
 from pathlib import Path
 
 import torch
@@ -21,11 +23,17 @@ class Sizes(LMSizes):
     fixed_length: int = 32
     lengths: tuple[int, ...] = (16, 32, 64, 128, 256)
     fixed_batch_size: int = 8
-    repeats: int = 2
+    repeats: int = 3
 
 
 SMOKE = Sizes(vocab_size=50, hidden_size=16, num_layers=1, batch_sizes=(1, 2), fixed_length=4, lengths=(4, 8),
               fixed_batch_size=2, repeats=1)
+
+
+def train_step(model, loss_fn, optimizer, ids: torch.Tensor) -> None:
+    optimizer.zero_grad(set_to_none=True)
+    loss_fn(ids).backward()
+    optimizer.step()
 
 
 def build_models(sizes: Sizes, device: str) -> dict:
@@ -40,34 +48,34 @@ def build_models(sizes: Sizes, device: str) -> dict:
     }
 
 
-def measure_point(model, loss_fn, ids: torch.Tensor, repeats: int, device: str) -> dict:
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
-
-    def step():
-        optimizer.zero_grad(set_to_none=True)
-        loss_fn(ids).backward()
-        optimizer.step()
-
-    seconds = time_call(step, device, repeats)
-    optimizer.zero_grad(set_to_none=True)
-    peak = peak_memory_bytes(step, device)
-    return {"ms_per_step": round(seconds * 1e3, 2), "tokens_per_s": round(ids.numel() / seconds, 1),
-            "peak_memory_mb": mb(peak)}
-
-
 def run(settings: Settings) -> dict:
     sizes = resolve_sizes(Sizes(), SMOKE, settings)
+    device = settings.device
     torch.manual_seed(settings.seed)
     generator = torch.Generator().manual_seed(settings.seed)
     grid = [("batch_size", batch, sizes.fixed_length) for batch in sizes.batch_sizes]
     grid += [("length", sizes.fixed_batch_size, length) for length in sizes.lengths]
+    models = build_models(sizes, device)
+    optimizers = {name: torch.optim.Adam(model.parameters(), lr=1e-4) for name, (model, _) in models.items()}
     rows = []
-    for name, (model, loss_fn) in build_models(sizes, settings.device).items():
-        model.train()
-        for axis, batch, length in grid:
-            ids = torch.randint(0, sizes.vocab_size, (batch, length), generator=generator).to(settings.device)
-            point = measure_point(model, loss_fn, ids, sizes.repeats, settings.device)
-            rows.append({"model": name, "varied": axis, "batch_size": batch, "length": length, **point})
+    for axis, batch, length in grid:
+        ids = torch.randint(0, sizes.vocab_size, (batch, length), generator=generator).to(device)
+        steps = {}
+        for name, (model, loss_fn) in models.items():
+            steps[name] = functools.partial(train_step, model.train(), loss_fn, optimizers[name], ids)
+            steps[name]()  # warm-up
+        # The models alternate (order flipped every repeat), so that a shared machine's load falls on all alike.
+        seconds = {name: [] for name in models}
+        for repeat in range(sizes.repeats):
+            for name in list(models) if repeat % 2 == 0 else list(models)[::-1]:
+                seconds[name].append(time_call(steps[name], device, repeats=1, warmup=0))
+        for name in models:
+            optimizers[name].zero_grad(set_to_none=True)  # so that the measured step starts without gradients
+            median = statistics.median(seconds[name])
+            rows.append({"model": name, "varied": axis, "batch_size": batch, "length": length,
+                         "ms_per_step": round(median * 1e3, 2), "tokens_per_s": round(ids.numel() / median, 1),
+                         "peak_memory_mb": mb(peak_memory_bytes(steps[name], device))})
+    rows.sort(key=lambda row: list(models).index(row["model"]))  # one model after the other in the table
     summary = {}
     for name in dict.fromkeys(row["model"] for row in rows):
         for axis in ("batch_size", "length"):

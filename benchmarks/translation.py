@@ -44,11 +44,11 @@ class Sizes:
     attention_type: str = "luong_general"
     train_steps: int = 500  # enough for sentences that end (with EOS) at realistic lengths
     train_batch_size: int = 64
-    num_sentences: int = 128  # of test2016's 1000, for every search (the per-sentence ones are slow)
+    num_sentences: int = 256  # of test2016's 1000, for every search (the per-sentence ones are slow)
     batch_size: int = 64
     num_beams: int = 5
     max_new_tokens: int = 40
-    batch1_sentences: int = 24
+    batch1_sentences: int = 48
 
 
 SMOKE = Sizes(cell_types=("gru",), vocab_size=300, embedding_size=16, hidden_size=16, train_steps=2,
