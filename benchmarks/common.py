@@ -100,6 +100,18 @@ def count_ops(fn: Callable[[], object]) -> int:
                event.cpu_parent.name.startswith("aten::")) for event in prof.events())
 
 
+def op_profile(fn: Callable[[], object], limit: int = 10) -> list[str]:
+    """torch.profiler's operators with the most own time while ``fn()`` runs, as text lines."""
+    with profile(activities=[ProfilerActivity.CPU, *([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])]) \
+            as prof:
+        fn()
+    averages = prof.key_averages()
+    total = sum(event.self_cpu_time_total for event in averages) or 1
+    top = sorted(averages, key=lambda event: event.self_cpu_time_total, reverse=True)[:limit]
+    return [f"{event.self_cpu_time_total / total:6.1%} {event.self_cpu_time_total / 1e3:9.1f} ms own CPU "
+            f"{event.count:6d} calls {event.key}" for event in top]
+
+
 def read_jsonl(path: Path) -> list[dict]:
     with gzip.open(path, "rt", encoding="utf-8") as handle:
         return [json.loads(line) for line in handle]

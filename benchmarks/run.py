@@ -111,7 +111,7 @@ def markdown(results: dict) -> str:
         for figure in entry.get("figures", []):
             lines += [f"![{name}]({figure})", ""]
         for title, profile in entry.get("profiles", {}).items():
-            lines += [f"Profile, {title} (cProfile, own time):", "", "```", *profile, "```", ""]
+            lines += [f"Profile, {title}:", "", "```", *profile, "```", ""]
     return "\n".join(lines)
 
 

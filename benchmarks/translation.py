@@ -30,7 +30,9 @@ from hf_seqmodels import AttentionSeq2SeqConfig, AttentionSeq2SeqForConditionalG
 from hf_seqmodels.tokenization import train_tokenizer
 
 from .beam_search import hand_beam_search, hand_greedy, matched_beam_search, naive_beam_search, strip
-from .common import DATA_DIR, Settings, count_ops, entry_result, read_jsonl, resolve_sizes, synchronize, target
+from .common import (
+    DATA_DIR, Settings, count_ops, entry_result, op_profile, read_jsonl, resolve_sizes, synchronize, target,
+)
 
 MULTI30K = DATA_DIR / "multi30k_en_de"
 
@@ -169,7 +171,7 @@ def agreement(ours: list[list[int]], other: list[list[int]]) -> float:
 def run_translation(settings: Settings) -> dict:
     sizes = resolve_sizes(Sizes(), SMOKE, settings)
     device = settings.device
-    rows, summary, targets = [], {}, []
+    rows, summary, targets, profiles = [], {}, [], {}
     for cell_type in sizes.cell_types:
         model, tokenizer, train_loss = trained_model(cell_type, sizes, device, settings.seed, not settings.smoke)
         sources = test2016_sources(tokenizer, sizes.num_sentences)
@@ -195,8 +197,13 @@ def run_translation(settings: Settings) -> dict:
                     result, elapsed = timed(lambda: method(model, ids, mask, sizes), device)
                     outputs[name].update(zip(chosen, result))
                     seconds[name] += elapsed
+            ids, mask = next(batches(sources[: sizes.batch_size], sizes.batch_size, model.config.pad_token_id, device))
+            label = f"attention {cell_type.upper()} ({sizes.attention_type})"
+            profiles[f"{label}, generate() on the first batch (torch.profiler)"] = op_profile(
+                lambda: generate_beam(model, ids, mask, sizes))
+            profiles[f"{label}, matched per-sentence search, 4 sentences (torch.profiler)"] = op_profile(
+                lambda: per_sentence(matched_beam_search, model, ids[:4], mask[:4], sizes))
         outputs = {name: [found[i] for i in range(len(sources))] for name, found in outputs.items()}
-        label = f"attention {cell_type.upper()} ({sizes.attention_type})"
         names = {"generate": f"generate(num_beams={sizes.num_beams}), batches of {sizes.batch_size} in test order",
                  "generate_sorted": f"generate(num_beams={sizes.num_beams}), batches of {sizes.batch_size} sorted "
                                     "by source length",
@@ -225,7 +232,7 @@ def run_translation(settings: Settings) -> dict:
                                   "matched search", summary[label][key], minimum=wanted))
         targets.append(target(f"{label}: same best hypothesis as the matched search",
                               summary[label]["agreement_matched"], minimum=0.99))
-    return entry_result(
+    result = entry_result(
         "Translation decoding: batched generate() vs per-sentence beam search (Multi30k test2016)",
         sizes, rows, summary, targets,
         notes=(f"first {sizes.num_sentences} test2016 sentences, beam {sizes.num_beams}, max_new_tokens "
@@ -233,6 +240,8 @@ def run_translation(settings: Settings) -> dict:
                f"{sizes.train_steps} steps. time_vs_generate = that search's time / generate()'s on batches in test "
                "order."),
     )
+    result["profiles"] = profiles
+    return result
 
 
 def profile_top(fn, limit: int = 12) -> list[str]:
@@ -281,7 +290,8 @@ def run_batch1(settings: Settings) -> dict:
                     result, elapsed = timed(lambda: hand_fn(source), device)
                     hand.append(result)
                     hand_time += elapsed
-                profiles[f"{label}, {mode}, generate()"] = profile_top(lambda: [ours_fn(s) for s in sources[:4]])
+                profiles[f"{label}, {mode}, generate() (cProfile, own time)"] = profile_top(
+                    lambda: [ours_fn(s) for s in sources[:4]])
                 first_tokens = len(ours[0]) + 1
                 ops = {name: count_ops(lambda: fn(sources[0])) / first_tokens
                        for name, fn in (("generate", ours_fn), ("hand", hand_fn))}
