@@ -92,7 +92,8 @@ def markdown(results: dict) -> str:
     for name, entry in results["entries"].items():
         lines += [f"## {entry['title']} (`{name}`)", ""]
         lines += [f"Run {entry['ran_at']} on {entry['device']}{' (smoke sizes)' if entry['smoke'] else ''}, "
-                  f"{entry['seconds']:.0f} s. {entry['notes']}", ""]
+                  f"{entry['seconds']:.0f} s, load average after {entry.get('load_average_after')}. "
+                  f"{entry['notes']}", ""]
         lines += ["Sizes: " + ", ".join(f"{key}={value}" for key, value in entry["sizes"].items()), ""]
         if entry["targets"]:
             lines += ["| target | measured | wanted | met |", "|---|---|---|---|"]
@@ -149,6 +150,7 @@ def main(argv: list[str] | None = None) -> dict:
         entry = getattr(importlib.import_module(module), function or "run")(settings)
         entry.update(
             seconds=round(time.perf_counter() - start, 1),
+            load_average_after=[round(value, 2) for value in os.getloadavg()],
             device=args.device,
             smoke=args.smoke,
             ran_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
