@@ -16,7 +16,13 @@ from transformers.modeling_outputs import (
 
 from .cache import RecurrentCache
 from .configuration_recurrent import RecurrentConfig
-from .heads import SequencePooler, lm_output_layers, sequence_classification_loss, token_classification_loss
+from .heads import (
+    SequencePooler,
+    check_lm_labels,
+    lm_output_layers,
+    sequence_classification_loss,
+    token_classification_loss,
+)
 from .masks import check_input_ids, check_no_empty_rows, prepare_padding_mask
 from .recurrent_layers import RecurrentStack
 
@@ -227,14 +233,7 @@ class RecurrentForCausalLM(RecurrentPreTrainedModel, GenerationMixin):
 
         loss = None
         if labels is not None:
-            if labels.shape != logits.shape[:2]:
-                raise ValueError(
-                    f"`labels` has shape {tuple(labels.shape)}, expected {tuple(logits.shape[:2])}: one target id "
-                    "per input token (pass the input ids; the shift happens inside)."
-                )
-            targets = labels[labels != -100]
-            if targets.numel():
-                check_input_ids(targets, self.config.vocab_size, "labels")
+            check_lm_labels(labels, logits)
             loss = self.loss_function(logits, labels, vocab_size=self.config.vocab_size, **kwargs)
         result = CausalLMOutputWithPast(
             loss=loss, logits=logits, past_key_values=outputs.past_key_values, hidden_states=outputs.hidden_states
