@@ -11,8 +11,6 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-DATA_DIR = Path("/work/shared/data")
-
 
 @dataclasses.dataclass
 class Settings:

@@ -20,9 +20,10 @@ import time
 from collections.abc import Callable
 
 import torch
+from hf_seqmodels.paths import data_dir
 
 from .common import (
-    DATA_DIR, Settings, entry_result, mb, peak_memory_bytes, read_jsonl, resolve_sizes, synchronize, word_vocab,
+    Settings, entry_result, mb, peak_memory_bytes, read_jsonl, resolve_sizes, synchronize, word_vocab,
 )
 from .models import LMSizes, recurrent_lm
 from .tutorial import TutorialCellLM
@@ -41,7 +42,7 @@ SMOKE = Sizes(vocab_size=60, hidden_size=16, num_layers=1, batch_size=4, batches
 
 def ptb_batches(sizes: Sizes, seed: int) -> list[dict[str, torch.Tensor]]:
     """``batches`` random batches of PTB training sentences as right-padded ids, mask and labels (-100 = pad)."""
-    sentences = [row["sentence"] for row in read_jsonl(DATA_DIR / "ptb" / "train.jsonl.gz") if row["sentence"]]
+    sentences = [row["sentence"] for row in read_jsonl(data_dir() / "ptb" / "train.jsonl.gz") if row["sentence"]]
     vocab = word_vocab(sentences, sizes.vocab_size)
     chosen = random.Random(seed).sample(sentences, sizes.batches * sizes.batch_size)
     batches = []

@@ -32,8 +32,9 @@ from torch.profiler import ProfilerActivity, profile
 from transformers import MarianConfig, MarianMTModel
 
 from hf_seqmodels import TransformerConfig, TransformerForConditionalGeneration
+from hf_seqmodels.paths import data_dir
 
-from .common import DATA_DIR, Settings, entry_result, read_jsonl, resolve_sizes, synchronize, target, word_vocab
+from .common import Settings, entry_result, read_jsonl, resolve_sizes, synchronize, target, word_vocab
 from .run import machine_info
 
 PAD, UNK, EOS = 0, 1, 2  # word_vocab's pad and unk; EOS reuses an id only generate() cares about
@@ -83,7 +84,7 @@ def build_models(sizes: Sizes, device: str) -> dict[str, torch.nn.Module]:
 
 def batches(sizes: Sizes, device: str) -> tuple[list[dict], dict]:
     """Training batches and one generation batch of Multi30k pairs as word ids, padded on the right."""
-    pairs = read_jsonl(DATA_DIR / "multi30k_en_de" / "train.jsonl.gz")
+    pairs = read_jsonl(data_dir() / "multi30k_en_de" / "train.jsonl.gz")
     vocab = word_vocab([pair["en"] for pair in pairs] + [pair["de"] for pair in pairs], sizes.vocab_size)
 
     def encode(sentences: list[str]) -> tuple[torch.Tensor, torch.Tensor]:

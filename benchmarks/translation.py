@@ -27,14 +27,13 @@ import torch
 from transformers import PreTrainedTokenizerFast
 
 from hf_seqmodels import AttentionSeq2SeqConfig, AttentionSeq2SeqForConditionalGeneration
+from hf_seqmodels.paths import data_dir
 from hf_seqmodels.tokenization import train_tokenizer
 
 from .beam_search import hand_beam_search, hand_greedy, matched_beam_search, naive_beam_search, strip
 from .common import (
-    DATA_DIR, Settings, count_ops, entry_result, op_profile, read_jsonl, resolve_sizes, synchronize, target,
+    Settings, count_ops, entry_result, op_profile, read_jsonl, resolve_sizes, synchronize, target,
 )
-
-MULTI30K = DATA_DIR / "multi30k_en_de"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,7 +59,7 @@ SMOKE = Sizes(cell_types=("gru",), vocab_size=300, embedding_size=16, hidden_siz
 @functools.lru_cache(maxsize=1)
 def tokenizer_for(vocab_size: int):
     """A joint English/German BPE tokenizer trained on Multi30k train (a few seconds)."""
-    rows = read_jsonl(MULTI30K / "train.jsonl.gz")
+    rows = read_jsonl(data_dir() / "multi30k_en_de" / "train.jsonl.gz")
     return train_tokenizer((row[lang] for row in rows for lang in ("en", "de")), kind="bpe", vocab_size=vocab_size)
 
 
@@ -106,7 +105,7 @@ def trained_model(cell_type: str, sizes: Sizes, device: str, seed: int, use_disk
         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
     )
     model = AttentionSeq2SeqForConditionalGeneration(config).to(device)
-    rows = read_jsonl(MULTI30K / "train.jsonl.gz")
+    rows = read_jsonl(data_dir() / "multi30k_en_de" / "train.jsonl.gz")
     rows = random.Random(seed).sample(rows, min(len(rows), sizes.train_steps * sizes.train_batch_size))
     optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
     model.train()
@@ -129,7 +128,7 @@ def trained_model(cell_type: str, sizes: Sizes, device: str, seed: int, use_disk
 
 
 def test2016_sources(tokenizer, count: int) -> list[list[int]]:
-    rows = read_jsonl(MULTI30K / "test.jsonl.gz")[:count]
+    rows = read_jsonl(data_dir() / "multi30k_en_de" / "test.jsonl.gz")[:count]
     return encode_texts(tokenizer, [row["en"] for row in rows])
 
 
