@@ -16,6 +16,7 @@ import os
 import platform
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import torch
@@ -30,24 +31,30 @@ def main():
     parser.add_argument("--time_budget_minutes", type=float, default=9.0)
     parser.add_argument("--config_overrides", default="", help="more config fields, e.g. 'hidden_size=512'")
     parser.add_argument("--out", default=str(REPO_ROOT / "results"))
+    parser.add_argument("--jobs", type=int, default=1, help="models trained at once (on a GPU; their times then "
+                                                              "include the contention)")
     parser.add_argument("extra", nargs="*", help="arguments for run_translation.py (after --)")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
 
-    rows = []
-    for cell in args.cells:
+    def train(cell: str) -> dict:
         folder = out / f"multi30k-attention-{cell}"
         overrides = ",".join(filter(None, [f"cell_type={cell}", args.config_overrides]))
         command = [sys.executable, str(RUN_TRANSLATION), "--output_dir", str(folder), "--config_overrides", overrides,
                    "--time_budget_minutes", str(args.time_budget_minutes), *args.extra]
         subprocess.run(command, check=True, cwd=REPO_ROOT)
         results = json.loads((folder / "results.json").read_text())
-        rows.append({"cell_type": cell, **{k: v for k, v in results.items() if k not in ("eval_history", "arguments")},
-                     "config_overrides": results["arguments"]["config_overrides"]})
+        return {"cell_type": cell, **{k: v for k, v in results.items() if k not in ("eval_history", "arguments")},
+                "config_overrides": results["arguments"]["config_overrides"]}
+
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        rows = list(pool.map(train, args.cells))
 
     device = torch.cuda.get_device_name() if torch.cuda.is_available() else f"CPU {platform.processor() or ''}"
     machine = f"{device}, {os.cpu_count()} cores, torch {torch.__version__}, {torch.get_num_threads()} threads"
+    if args.jobs > 1:
+        machine += f", {args.jobs} models trained at once"
     (out / "translation_bleu.json").write_text(json.dumps({"machine": machine, "rows": rows}, indent=2) + "\n")
     lines = [f"Multi30k En->De test2016, sacreBLEU (13a, cased) on detokenized text; {machine}.", "",
              "| model | params | epochs | train min | test BLEU | test chrF | beams | valid BLEU (greedy) | wall min |",

@@ -24,6 +24,7 @@ import os
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -152,6 +153,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=42, help="The seed of every run.")
     parser.add_argument("--num_threads", type=int, default=1,
                         help="Torch threads per run (OMP_NUM_THREADS); 1 suits a shared CPU, 0 = all cores.")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="Models trained at once (a GPU has room for several small ones; their train times and "
+                             "throughputs then include the contention).")
     parser.add_argument("--results_dir", default=str(REPO_ROOT / "results"), help="Where <suite>.json/.md/.png go.")
     parser.add_argument("--output_dir", default=str(REPO_ROOT / "outputs" / "compare"),
                         help="Where each model folder goes: <output_dir>/<suite>/<model>.")
@@ -214,7 +218,8 @@ def markdown(suite_name: str, suite: Suite, report: dict) -> str:
         f"Budget per model: at most {budget.get('time_budget_minutes')} min of training and "
         f"{budget.get('num_train_epochs')} epoch(s)"
         + (f"; step caps: {report['step_caps']}" if report.get("step_caps") else "")
-        + f". Seed {report['seed']}, {report['num_threads'] or 'all'} thread(s) per run. "
+        + f". Seed {report['seed']}, {report['num_threads'] or 'all'} thread(s) per run"
+        + (f", {report['jobs']} runs at once" if report.get("jobs", 1) > 1 else "") + ". "
         f"Command: `python scripts/compare.py {suite_name}{' --full' if report['full'] else ''}`; the runs took "
         f"{sum(run.get('process_wall_time_s', 0) for run in report['runs']) / 60:.1f} min of wall-clock time.",
         "",
@@ -281,20 +286,25 @@ def run_suite(suite_name: str, args: argparse.Namespace) -> dict:
     report = {
         "suite": suite_name, "task": suite.task, "metric": suite.metric, "budget": budget, "full": args.full,
         "step_caps": {} if args.full else {n: s for n, s in suite.cpu_steps.items() if n in names},
-        "seed": args.seed, "num_threads": args.num_threads, "runs": [],
+        "seed": args.seed, "num_threads": args.num_threads, "jobs": args.jobs, "runs": [],
     }
     if args.max_train_steps:
         report["step_caps"] = {name: args.max_train_steps for name in names}
-    for name in names:
+
+    def run_one(name: str) -> dict:
         output_dir = Path(args.output_dir) / suite_name / slug(name)
         cmd = command(suite, name, budget, args, output_dir)
         print(f"[{suite_name}] {name}: {' '.join(cmd[1:])}", flush=True)
         run = run_model(suite, name, cmd, output_dir, args.num_threads)
-        report["runs"].append(run)
         if "error" not in run:
-            print(f"  {suite.metric} = {format_metric(run[suite.metric], suite.percent)}, "
+            print(f"  {name}: {suite.metric} = {format_metric(run[suite.metric], suite.percent)}, "
                   f"{run['train_runtime_s'] / 60:.1f} min, {run['steps']} steps", flush=True)
-        write_json(results_dir / f"{suite_name}.json", report)
+        return run
+
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        for run in pool.map(run_one, names):  # in the suite's order, each written as soon as it and those before are
+            report["runs"].append(run)
+            write_json(results_dir / f"{suite_name}.json", report)
     (results_dir / f"{suite_name}.md").write_text(markdown(suite_name, suite, report))
     bar_chart(results_dir / f"{suite_name}.png", suite, report["runs"])
     return report

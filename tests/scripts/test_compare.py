@@ -13,10 +13,11 @@ def test_sentiment_suite_on_a_tiny_budget(tmp_path):
     results_dir, output_dir = tmp_path / "results", tmp_path / "outputs"
     [report] = compare.main(["sentiment", "--models", "LSTM,GRU", "--max_train_steps", "2", "--max_train_samples", "32",
                              "--max_eval_samples", "16", "--results_dir", str(results_dir), "--output_dir",
-                             str(output_dir), "--seed", "7"])
+                             str(output_dir), "--seed", "7", "--jobs", "2"])
     saved = json.loads((results_dir / "sentiment.json").read_text())
     assert saved == json.loads(json.dumps(report))
-    assert [run["name"] for run in saved["runs"]] == ["LSTM", "GRU"]
+    assert [run["name"] for run in saved["runs"]] == ["LSTM", "GRU"]  # the suite's order, though they ran at once
+    assert saved["jobs"] == 2
     assert saved["budget"] == {"time_budget_minutes": 3.5, "num_train_epochs": 2}
     for run in saved["runs"]:
         assert "error" not in run, run.get("log_tail")

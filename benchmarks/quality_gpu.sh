@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The quality runs on one GPU, all at once (the models are small: a GPU has room for all of them, and 16 CPU cores
+# feed them). Training times in the tables therefore include the contention between the runs.
+#
+#   bash benchmarks/quality_gpu.sh OUT_DIR [SECONDS]
+#
+# OUT_DIR gets translation_bleu.{json,md} (attention GRU and LSTM), transformer-*/results.json (three Transformer
+# recipes on Multi30k), sentiment.* and ner.* (scripts/compare.py --full) and logs/. Every run stops after SECONDS
+# (default 540), its training budget being a minute less. EXTRA_ARGS go to every training script (smoke runs).
+set -u
+out=$1
+seconds=${2:-540}
+minutes=$(python -c "print(max(0.2, ($seconds - 60) / 60))")
+extra=${EXTRA_ARGS:-}
+mkdir -p "$out/logs"
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1
+
+# run NAME COMMAND...: in the background, logged, killed after $seconds.
+run() { local name=$1; shift; timeout "$seconds" "$@" >"$out/logs/$name.log" 2>&1 & }
+
+run rnn-bleu python -m benchmarks.translation_bleu --cells gru lstm --jobs 2 --time_budget_minutes "$minutes" \
+    --out "$out" -- --num_train_epochs 10 $extra
+transformer="d_model=256,ffn_dim=1024,encoder_layers=3,decoder_layers=3,num_heads=4,share_encoder_decoder_embeddings=true"
+run transformer-post python scripts/run_translation.py --model_type vanilla_transformer \
+    --output_dir "$out/transformer-post" --config_overrides "$transformer" --learning_rate 5e-4 \
+    --num_warmup_steps 1000 --num_train_epochs 25 --time_budget_minutes "$minutes" $extra
+run transformer-pre python scripts/run_translation.py --model_type vanilla_transformer \
+    --output_dir "$out/transformer-pre" --config_overrides "$transformer,norm_position=pre,dropout=0.2" \
+    --learning_rate 1e-3 --num_warmup_steps 1000 --num_train_epochs 25 --time_budget_minutes "$minutes" $extra
+run transformer-512 python scripts/run_translation.py --model_type vanilla_transformer \
+    --output_dir "$out/transformer-512" \
+    --config_overrides "d_model=512,ffn_dim=2048,encoder_layers=3,decoder_layers=3,num_heads=8,dropout=0.3,share_encoder_decoder_embeddings=true" \
+    --learning_rate 5e-4 --num_warmup_steps 1000 --num_train_epochs 25 --time_budget_minutes "$minutes" $extra
+for suite in sentiment ner; do
+    run "$suite" python scripts/compare.py "$suite" --full --jobs 6 --time_budget_minutes "$minutes" \
+        --results_dir "$out" --output_dir "$out/compare" $extra
+done
+wait
+tail -n 3 "$out"/logs/*.log
