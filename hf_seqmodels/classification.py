@@ -34,7 +34,7 @@ from .cli import parse_config_overrides
 from .data import first_rows, load_text_dataset
 from .evaluation import classification_metrics, tagging_metrics
 from .tokenization import KINDS, train_tokenizer
-from .training import TrainingArguments, make_accelerator, save_model, train
+from .training import TrainingArguments, make_accelerator, run_tokenizer, save_model, train
 from .translation import LengthGroupedSampler
 
 # --model_type name -> the config's model_type (the transformers registry name).
@@ -394,7 +394,8 @@ def run(task: str, model_args: ModelArguments, data_args: DataArguments, trainin
         raw = first_rows(raw, data_args.max_train_samples, data_args.max_eval_samples)
         _check_columns(raw, (data_args.text_column_name, data_args.label_column_name))
         labels = label_names(raw, data_args.label_column_name)
-        tokenizer = make_tokenizer(model_args, raw["train"][data_args.text_column_name])
+        tokenizer = run_tokenizer(training_args,
+                                  lambda: make_tokenizer(model_args, raw["train"][data_args.text_column_name]))
         tokenized = tokenize(raw, tokenizer, data_args.text_column_name, data_args.label_column_name, labels,
                              model_args.max_seq_length)
     model = make_model(model_args, auto_class, tokenizer, labels)
@@ -407,7 +408,8 @@ def run(task: str, model_args: ModelArguments, data_args: DataArguments, trainin
     if data_args.group_by_length:
         sampler = LengthGroupedSampler([len(ids) for ids in tokenized["train"]["input_ids"]],
                                        training_args.per_device_train_batch_size, seed=training_args.seed)
-    results = train(accelerator, model, tokenized["train"], validation, collator, training_args, train_sampler=sampler)
+    results = train(accelerator, model, tokenized["train"], validation, collator, training_args, train_sampler=sampler,
+                    tokenizer=tokenizer)
     output = predict(accelerator, model, validation, collator, training_args.per_device_eval_batch_size)
     results.update(evaluation_results(accelerator, output, score(output, labels), model))
     results.update(

@@ -6,7 +6,9 @@ token counts over processes, and only the main process logs, shows progress bars
 
 Files: the final model goes to ``output_dir`` through `save_model`, which builds a complete folder next to it
 and renames it into place. Checkpoints (``accelerator.save_state``: weights, optimizer, scheduler, RNG states)
-go to ``<checkpoint_dir>/step_<n>``, also renamed into place once complete.
+go to ``<checkpoint_dir>/step_<n>``, also renamed into place once complete. A checkpoint also holds the run's
+tokenizer in ``step_<n>/tokenizer/`` (when `train` is given one), and `run_tokenizer` loads it from there on
+``--resume_from_checkpoint``, so a resumed run uses exactly the vocabulary the checkpoint's model was trained with.
 """
 
 import json
@@ -15,6 +17,7 @@ import math
 import os
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,7 +29,7 @@ from accelerate.logging import get_logger
 from accelerate.utils import set_seed
 from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
-from transformers import PreTrainedModel, PreTrainedTokenizerBase, SchedulerType, get_scheduler
+from transformers import AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase, SchedulerType, get_scheduler
 from transformers.trainer_pt_utils import LabelSmoother
 
 from .evaluation import perplexity
@@ -34,6 +37,7 @@ from .evaluation import perplexity
 logger = get_logger(__name__)
 
 OPTIMIZERS = ("adamw", "sgd")
+CHECKPOINT_TOKENIZER_DIR = "tokenizer"  # the run's tokenizer, inside every step_<n> checkpoint
 
 
 @dataclass
@@ -203,8 +207,9 @@ def save_model(
     accelerator.wait_for_everyone()
 
 
-def save_checkpoint(accelerator: Accelerator, checkpoint_dir: str, step: int) -> None:
-    """``accelerator.save_state`` into ``<checkpoint_dir>/step_<step>``, renamed into place once complete."""
+def save_checkpoint(accelerator: Accelerator, checkpoint_dir: str, step: int, tokenizer=None) -> None:
+    """``accelerator.save_state`` into ``<checkpoint_dir>/step_<step>``, renamed into place once complete, with
+    ``tokenizer`` (anything with ``save_pretrained``, if given) in its ``tokenizer/`` sub-folder."""
     target = Path(checkpoint_dir) / f"step_{step}"
     temp = target.with_name(f".{target.name}.tmp")  # the same name on every process: each writes its RNG state
     if accelerator.is_main_process:
@@ -213,11 +218,14 @@ def save_checkpoint(accelerator: Accelerator, checkpoint_dir: str, step: int) ->
     accelerator.save_state(str(temp))
     accelerator.wait_for_everyone()
     if accelerator.is_main_process:
+        if tokenizer is not None:
+            tokenizer.save_pretrained(temp / CHECKPOINT_TOKENIZER_DIR)
         _replace_dir(temp, target)
     accelerator.wait_for_everyone()
 
 
-def _find_checkpoint(args: TrainingArguments) -> Path:
+def find_checkpoint(args: TrainingArguments) -> Path:
+    """The checkpoint folder that ``args.resume_from_checkpoint`` names (the newest one for 'latest')."""
     if args.resume_from_checkpoint != "latest":
         path = Path(args.resume_from_checkpoint)
         if not (path.is_dir() and path.name.startswith("step_")):
@@ -228,6 +236,34 @@ def _find_checkpoint(args: TrainingArguments) -> Path:
     if not found:
         raise ValueError(f"--resume_from_checkpoint=latest, but {args.checkpoint_dir} has no step_<n> checkpoint.")
     return found[-1]
+
+
+def run_tokenizer(
+    args: TrainingArguments,
+    make_tokenizer: Callable[[], object],
+    load_tokenizer: Callable[[Path], object] = AutoTokenizer.from_pretrained,
+):
+    """The tokenizer of a run: ``make_tokenizer()`` (e.g. trained on the data) for a new run; on
+    ``--resume_from_checkpoint``, the one saved in the checkpoint (``load_tokenizer(<checkpoint>/tokenizer)``),
+    never a retrained one, so the resumed model sees the ids it was trained with. Pass the result to `train`
+    (``tokenizer=``), which saves it into every checkpoint.
+
+    A 'latest' ``args.resume_from_checkpoint`` is replaced by the checkpoint it names, so that `train` resumes
+    from the checkpoint whose tokenizer this is.
+    """
+    if not args.resume_from_checkpoint:
+        return make_tokenizer()
+    checkpoint = find_checkpoint(args)
+    args.resume_from_checkpoint = str(checkpoint)
+    folder = checkpoint / CHECKPOINT_TOKENIZER_DIR
+    if not folder.is_dir():
+        raise ValueError(
+            f"--resume_from_checkpoint: {checkpoint} has no {CHECKPOINT_TOKENIZER_DIR}/ folder, so the tokenizer its "
+            f"model was trained with is unknown (checkpoints written before they held their tokenizer lack it). "
+            f"Resume from a checkpoint that has one, put that run's tokenizer there (tokenizer.save_pretrained("
+            f"'{folder}')), or start a new run without --resume_from_checkpoint."
+        )
+    return load_tokenizer(folder)
 
 
 class BestModel:
@@ -266,6 +302,7 @@ def train(
     args: TrainingArguments,
     evaluate_fn=None,
     train_sampler=None,
+    tokenizer=None,
 ) -> dict:
     """Train ``model`` (in place) on ``train_dataset``, evaluating on ``eval_dataset`` after every epoch and at
     the end. Batches are dicts the model takes as keyword arguments, including ``labels``.
@@ -277,10 +314,11 @@ def train(
     ``evaluate_fn(model)``, if given, returns more metrics for each evaluation (e.g. ``{"eval_bleu": 35.2}`` from
     decoding the validation set); it gets the unwrapped model. ``train_sampler`` replaces the uniform shuffling of
     the training rows (e.g. batches of similar lengths); give it a ``set_epoch(epoch)`` that fixes its order per
-    epoch, so that a resumed run sees the same batches.
+    epoch, so that a resumed run sees the same batches. ``tokenizer`` (anything with ``save_pretrained``), if
+    given, is saved into every checkpoint, where `run_tokenizer` finds it on resuming.
 
     Returns:
-        ``steps``, ``epochs`` (fractional), ``train_runtime_s``, ``stopped_by_time_budget``, ``train_loss``
+        ``steps``, ``resumed_from_step`` (0 for a new run), ``epochs`` (fractional), ``train_runtime_s``, ``stopped_by_time_budget``, ``train_loss``
         (mean over the last logging window), the final ``eval_loss`` and ``eval_perplexity``, and
         ``eval_history`` (one entry per evaluation); with ``metric_for_best_model`` the ``eval_*`` values are
         those of the best evaluation, whose step is ``best_step``.
@@ -306,10 +344,11 @@ def train(
 
     step = 0
     if args.resume_from_checkpoint:
-        checkpoint = _find_checkpoint(args)
+        checkpoint = find_checkpoint(args)
         accelerator.load_state(str(checkpoint))
         step = int(checkpoint.name.removeprefix("step_"))
         logger.info(f"Resumed from {checkpoint} at step {step}", main_process_only=True)
+    resumed_from_step = step
     logger.info(
         f"{len(train_dataset)} training rows, {accelerator.num_processes} process(es) x batch "
         f"{args.per_device_train_batch_size}, {steps_per_epoch} steps per epoch, {max_steps} steps planned",
@@ -354,7 +393,7 @@ def train(
                 window_loss, window_steps = torch.zeros(()), 0
                 progress.set_postfix(loss=f"{train_loss:.3f}", lr=f"{scheduler.get_last_lr()[0]:.2e}")
             if args.checkpointing_steps not in (None, "epoch") and step % int(args.checkpointing_steps) == 0:
-                save_checkpoint(accelerator, args.checkpoint_dir, step)
+                save_checkpoint(accelerator, args.checkpoint_dir, step, tokenizer)
             if args.time_budget_minutes is not None:
                 if time.monotonic() - start > 60 * args.time_budget_minutes:
                     accelerator.set_trigger()
@@ -371,7 +410,7 @@ def train(
             logger.info(f"No better {best.metric} for {best.evaluations_since} evaluations: stopping at step {step}",
                         main_process_only=True)
         if args.checkpointing_steps is not None and (stopped_by_time_budget or args.checkpointing_steps == "epoch"):
-            save_checkpoint(accelerator, args.checkpoint_dir, step)
+            save_checkpoint(accelerator, args.checkpoint_dir, step, tokenizer)
     progress.close()
     if not history:  # resumed from a checkpoint of a finished run
         history.append(evaluate())
@@ -381,6 +420,7 @@ def train(
         final = best.entry
     return {
         "steps": step,
+        "resumed_from_step": resumed_from_step,
         "epochs": step / steps_per_epoch,
         "train_runtime_s": time.monotonic() - start,
         "stopped_by_time_budget": stopped_by_time_budget,

@@ -38,7 +38,14 @@ from hf_seqmodels.cli import parse_config_overrides
 from hf_seqmodels.data import check_column, first_rows, load_text_dataset, tokenize_for_lm
 from hf_seqmodels.evaluation import perplexity
 from hf_seqmodels.tokenization import KINDS, train_tokenizer
-from hf_seqmodels.training import TrainingArguments, evaluate_loss, make_accelerator, save_model, train
+from hf_seqmodels.training import (
+    TrainingArguments,
+    evaluate_loss,
+    make_accelerator,
+    run_tokenizer,
+    save_model,
+    train,
+)
 
 CLM_MODEL_TYPES = ("recurrent", "vanilla_transformer")
 PROMPTS = ["the company said", "the market", "in the first quarter"]
@@ -137,8 +144,8 @@ def main():
 
     with accelerator.main_process_first():
         raw = load_data(data_args)
-        tokenizer = train_tokenizer(raw["train"][data_args.text_column_name], data_args.tokenizer_type,
-                                    data_args.vocab_size)
+        tokenizer = run_tokenizer(training_args, lambda: train_tokenizer(
+            raw["train"][data_args.text_column_name], data_args.tokenizer_type, data_args.vocab_size))
         lm_datasets = tokenize_for_lm(raw, tokenizer, data_args.block_size, data_args.text_column_name,
                                       data_args.preprocessing_num_workers)
 
@@ -153,7 +160,7 @@ def main():
     model = AutoModelForCausalLM.from_config(config)
 
     results = train(accelerator, model, lm_datasets["train"], lm_datasets["validation"], default_data_collator,
-                    training_args)
+                    training_args, tokenizer=tokenizer)
     if "test" in lm_datasets:
         test_loss = evaluate_loss(accelerator, model, lm_datasets["test"], default_data_collator,
                                   training_args.per_device_eval_batch_size)

@@ -2,10 +2,10 @@
 """Train a translation model (an attention GRU on Multi30k English -> German by default) and report its test BLEU.
 
 The steps follow transformers' examples/pytorch/translation/run_translation_no_trainer.py: load the sentence
-pairs, train BPE tokenizers, tokenize, train with Accelerate (label smoothing, warmup, gradient clipping, the best
-checkpoint by validation BLEU, early stopping), translate the test set with beam search and score it with
-sacreBLEU's BLEU and chrF, save, reload the folder through `AutoModelForSeq2SeqLM` and translate a few sentences,
-and draw the attention of one of them.
+pairs, train BPE tokenizers (or, with --resume_from_checkpoint, load the checkpoint's), tokenize, train with
+Accelerate (label smoothing, warmup, gradient clipping, the best checkpoint by validation BLEU, early stopping),
+translate the test set with beam search and score it with sacreBLEU's BLEU and chrF, save, reload the folder
+through `AutoModelForSeq2SeqLM` and translate a few sentences, and draw the attention of one of them.
 
     python scripts/run_translation.py --output_dir outputs/multi30k-gru
     python scripts/run_translation.py --output_dir outputs/multi30k-lstm --config_overrides cell_type=lstm
@@ -38,7 +38,7 @@ from hf_seqmodels.translation import (
     translate,
     translation_scores,
 )
-from hf_seqmodels.training import TrainingArguments, make_accelerator, save_model, train
+from hf_seqmodels.training import TrainingArguments, make_accelerator, run_tokenizer, save_model, train
 
 VOCABULARIES = ("joint", "separate")
 SEQ2SEQ_MODEL_TYPES = ("attention_seq2seq", "vanilla_transformer")
@@ -119,8 +119,12 @@ def main():
         raw = load_text_dataset(data_args.dataset_name, data_args.dataset_config_name,
                                 {split: path for split, path in files.items() if path})
         raw = first_rows(raw, data_args.max_train_samples, data_args.max_eval_samples)
-        tokenizers = train_tokenizers(raw["train"], data_args.source_lang, data_args.target_lang,
-                                      data_args.vocab_size, joint=data_args.vocabulary == "joint")
+        tokenizers = run_tokenizer(
+            training_args,
+            lambda: train_tokenizers(raw["train"], data_args.source_lang, data_args.target_lang,
+                                     data_args.vocab_size, joint=data_args.vocabulary == "joint"),
+            load_tokenizers,
+        )
         tokenized = tokenize_pairs(raw, tokenizers, data_args.source_lang, data_args.target_lang,
                                    data_args.max_source_length, data_args.max_target_length,
                                    data_args.preprocessing_num_workers)
@@ -155,7 +159,7 @@ def main():
                                    training_args.per_device_train_batch_size, seed=training_args.seed)
     collator = DataCollatorForSeq2Seq(tokenizers.source, label_pad_token_id=-100)
     results = train(accelerator, model, train_rows, tokenized["validation"], collator, training_args,
-                    evaluate_fn=validation_bleu, train_sampler=sampler)
+                    evaluate_fn=validation_bleu, train_sampler=sampler, tokenizer=tokenizers)
 
     model = accelerator.unwrap_model(model)
     if "test" in raw and accelerator.is_main_process:
