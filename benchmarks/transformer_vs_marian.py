@@ -10,9 +10,11 @@ embeddings and dropout 0.1; they read the same Multi30k batches (word ids, padde
 - ``train``: time of one forward + backward pass on a training batch of ``batch_size`` pairs (labels given,
   dropout on; no optimizer step);
 - ``greedy`` and ``beam``: generate() tokens per second, with ``min_new_tokens == max_new_tokens`` so that both
-  models make exactly the same number of steps whatever their (random) weights predict.
+  models make exactly the same number of steps whatever their (random) weights predict;
+- ``greedy`` also for the batched greedy loop of PyTorch's nn.Transformer translation tutorial
+  (``benchmarks.tutorial.TutorialTransformer``), which recomputes the whole prefix at every step instead of caching.
 
-In each round the two models run back to back (the order flips every round); a ratio is the median over the rounds
+In each round the models run back to back (the order flips every round); a ratio is the median over the rounds
 of that round's Marian time / our time, so that the load of a shared machine falls on both alike, and its
 quartiles show the spread. A ratio above 1 means ours is faster.
 Results go to ``results/benchmarks_transformer.json`` with the machine's description. ``run(settings)`` is also a
@@ -36,6 +38,7 @@ from hf_seqmodels.paths import data_dir
 
 from .common import Settings, entry_result, read_jsonl, resolve_sizes, synchronize, target, word_vocab
 from .run import machine_info
+from .tutorial import TutorialTransformer
 
 PAD, UNK, EOS = 0, 1, 2  # word_vocab's pad and unk; EOS reuses an id only generate() cares about
 
@@ -62,7 +65,7 @@ BIG = Sizes(vocab_size=32000, d_model=512, num_heads=8, layers=6, ffn_dim=2048, 
 
 
 def build_models(sizes: Sizes, device: str) -> dict[str, torch.nn.Module]:
-    """The two models with the same sizes and options, by name; their weights are drawn independently."""
+    """Ours, Marian and the tutorial's nn.Transformer with the same sizes, by name; weights drawn independently."""
     ours = TransformerForConditionalGeneration(TransformerConfig(
         vocab_size=sizes.vocab_size, d_model=sizes.d_model, num_heads=sizes.num_heads,
         encoder_layers=sizes.layers, decoder_layers=sizes.layers, ffn_dim=sizes.ffn_dim, activation="relu",
@@ -79,7 +82,8 @@ def build_models(sizes: Sizes, device: str) -> dict[str, torch.nn.Module]:
         share_encoder_decoder_embeddings=True, tie_word_embeddings=True, pad_token_id=PAD, eos_token_id=EOS,
         decoder_start_token_id=PAD, forced_eos_token_id=None,
     ))
-    return {"ours": ours.to(device), "marian": marian.to(device)}
+    tutorial = TutorialTransformer(sizes.vocab_size, sizes.d_model, sizes.num_heads, sizes.layers, sizes.ffn_dim)
+    return {"ours": ours.to(device), "marian": marian.to(device), "tutorial": tutorial.to(device)}
 
 
 def batches(sizes: Sizes, device: str) -> tuple[list[dict], dict]:
@@ -128,22 +132,28 @@ def timed(fn, device: str) -> float:
 
 
 def measure(models: dict, sizes: Sizes, device: str) -> dict[str, dict[str, list[float]]]:
-    """Seconds per task, model and round: in each round both models run back to back (the order flips every
-    round), after a warm-up, so that each round's Marian / ours ratio compares runs under the same load."""
+    """Seconds per task, model and round: in each round the models run back to back (the order flips every
+    round), after a warm-up, so that each round's ratios compare runs under the same load. The tutorial model
+    only takes part in greedy decoding, with its own loop."""
     train, source = batches(sizes, device)
+    tutorial = models["tutorial"]
     tasks = {
-        "train": lambda model: train_step(model, train),
-        "greedy": lambda model: generate(model, source, sizes, 1),
-        "beam": lambda model: generate(model, source, sizes, sizes.num_beams),
+        "train": {name: (lambda m=models[name]: train_step(m, train)) for name in ("ours", "marian")},
+        "greedy": {
+            **{name: (lambda m=models[name]: generate(m, source, sizes, 1)) for name in ("ours", "marian")},
+            "tutorial": lambda: tutorial.greedy_decode(**source, start_id=PAD, new_tokens=sizes.new_tokens),
+        },
+        "beam": {name: (lambda m=models[name]: generate(m, source, sizes, sizes.num_beams))
+                 for name in ("ours", "marian")},
     }
-    times = {task: {name: [] for name in models} for task in tasks}
-    for task, fn in tasks.items():
-        for model in models.values():
-            fn(model)  # warm-up
+    times = {task: {name: [] for name in fns} for task, fns in tasks.items()}
+    for task, fns in tasks.items():
+        for fn in fns.values():
+            fn()  # warm-up
         for round_index in range(sizes.rounds):
-            order = list(models.items()) if round_index % 2 == 0 else list(models.items())[::-1]
-            for name, model in order:
-                times[task][name].append(timed(lambda: fn(model), device))
+            order = list(fns.items()) if round_index % 2 == 0 else list(fns.items())[::-1]
+            for name, fn in order:
+                times[task][name].append(timed(fn, device))
     return times
 
 
@@ -156,7 +166,8 @@ def profile_tables(models: dict, sizes: Sizes, device: str, rows: int = 15) -> d
     train, _ = batches(sizes, device)
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.startswith("cuda") else [])
     tables = {}
-    for name, model in models.items():
+    for name in ("ours", "marian"):
+        model = models[name]
         train_step(model, train)
         with profile(activities=activities) as prof:
             train_step(model, train)
@@ -171,8 +182,6 @@ def run(settings: Settings, big: bool = False) -> dict:
     models = build_models(sizes, settings.device)
     rows, summary, targets = [], {}, []
     for task, per_model in measure(models, sizes, settings.device).items():
-        ratios = [theirs / ours for theirs, ours in zip(per_model["marian"], per_model["ours"])]
-        low, ratio, high = quartiles(ratios)
         for name, values in per_model.items():
             seconds = statistics.median(values)
             if task == "train":
@@ -182,13 +191,21 @@ def run(settings: Settings, big: bool = False) -> dict:
                 tokens = sizes.generate_batch_size * sizes.new_tokens
                 rows.append({"task": f"generate, {sizes.num_beams if task == 'beam' else 1} beam(s)", "model": name,
                              "tokens_per_s": round(tokens / seconds, 1)})
-        summary[task] = {"ratio": round(ratio, 3), "quartiles": [round(low, 3), round(high, 3)]}
         label = "forward+backward" if task == "train" else f"generate() tokens/s, {task}"
-        targets.append(target(f"{label}: ours / Marian speed (median of paired rounds)", ratio, minimum=1.0))
+        for baseline, title in (("marian", "Marian"), ("tutorial", "the tutorial's nn.Transformer loop (no cache)")):
+            if baseline not in per_model:
+                continue
+            ratios = [theirs / ours for theirs, ours in zip(per_model[baseline], per_model["ours"])]
+            low, ratio, high = quartiles(ratios)
+            key = task if baseline == "marian" else f"{task}_vs_tutorial"
+            summary[key] = {"ratio": round(ratio, 3), "quartiles": [round(low, 3), round(high, 3)]}
+            targets.append(target(f"{label}: ours / {title} speed (median of paired rounds)", ratio, minimum=1.0))
     return entry_result(
         "Transformer vs MarianMTModel of identical sizes", sizes, rows, summary, targets,
-        notes=f"{sizes.rounds} rounds, both models back to back in each (order alternating); the ratio is the median "
-              "of the rounds' Marian / ours time ratios, with its quartiles; > 1 means ours is faster.",
+        notes=f"{sizes.rounds} rounds, the models back to back in each (order alternating); a ratio is the median "
+              "of the rounds' baseline / ours time ratios, with its quartiles; > 1 means ours is faster. The "
+              "tutorial loop (PyTorch's nn.Transformer translation tutorial, batched) recomputes the prefix at "
+              "every step; greedy only.",
     )
 
 

@@ -62,3 +62,42 @@ class TutorialCellLM(nn.Module):
                 logits[:, :-1].reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1), ignore_index=-100
             )
         return logits, loss
+
+
+class TutorialTransformer(nn.Module):
+    """PyTorch's "Language Translation with nn.Transformer" tutorial model (``Seq2SeqTransformer``): ``nn.Transformer``
+    with batch-first inputs, scaled token embeddings plus a sinusoidal table, and a linear generator; without the
+    final LayerNorms ``nn.Transformer`` adds, so that it has the paper's post-norm layout like ours. Its weights are
+    its own (only the speed of the decoding loop is compared)."""
+
+    def __init__(self, vocab_size: int, d_model: int, num_heads: int, layers: int, ffn_dim: int, max_len: int = 256):
+        super().__init__()
+        self.d_model = d_model
+        self.transformer = nn.Transformer(d_model, num_heads, layers, layers, ffn_dim, dropout=0.1, batch_first=True)
+        self.transformer.encoder.norm = self.transformer.decoder.norm = None
+        self.embed = nn.Embedding(vocab_size, d_model)
+        self.generator = nn.Linear(d_model, vocab_size)
+        position = torch.arange(max_len).unsqueeze(1)
+        frequencies = torch.exp(torch.arange(0, d_model, 2) * (-torch.log(torch.tensor(10000.0)) / d_model))
+        table = torch.zeros(max_len, d_model)
+        table[:, 0::2], table[:, 1::2] = torch.sin(position * frequencies), torch.cos(position * frequencies)
+        self.register_buffer("positions", table, persistent=False)
+
+    def embed_tokens(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.embed(ids) * self.d_model**0.5 + self.positions[: ids.shape[1]]
+
+    @torch.no_grad()
+    def greedy_decode(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, start_id: int,
+                      new_tokens: int) -> torch.Tensor:
+        """The tutorial's ``greedy_decode``, batched: encode once, then at every step run the decoder over the whole
+        prefix again (no cache) and append the argmax of the last position."""
+        self.eval()
+        padding = attention_mask == 0
+        memory = self.transformer.encoder(self.embed_tokens(input_ids), src_key_padding_mask=padding)
+        ys = torch.full((input_ids.shape[0], 1), start_id, dtype=torch.long, device=input_ids.device)
+        for _ in range(new_tokens):
+            causal = nn.Transformer.generate_square_subsequent_mask(ys.shape[1], device=ys.device)
+            out = self.transformer.decoder(self.embed_tokens(ys), memory, tgt_mask=causal,
+                                           memory_key_padding_mask=padding)
+            ys = torch.cat([ys, self.generator(out[:, -1]).argmax(-1, keepdim=True)], dim=1)
+        return ys
