@@ -263,6 +263,7 @@ def run_tokenizer(
             f"Resume from a checkpoint that has one, put that run's tokenizer there (tokenizer.save_pretrained("
             f"'{folder}')), or start a new run without --resume_from_checkpoint."
         )
+    logger.info(f"Loading the tokenizer of {checkpoint} from {folder} (not training one)", main_process_only=True)
     return load_tokenizer(folder)
 
 

@@ -1,0 +1,151 @@
+"""Issue 4: killing run_translation.py with SIGKILL and resuming loses at most the steps since the last checkpoint,
+never leaves a half-written model folder, and the resumed run uses the tokenizer saved in the checkpoint.
+
+The run is a real subprocess on a slice of the bundled Multi30k with a tiny model and a checkpoint every 2 steps
+(about 40 ms a step here, so 120 steps keep it training for seconds after the first checkpoints appear).
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from accelerate import PartialState
+from safetensors.torch import load_file
+from transformers import AutoModelForSeq2SeqLM
+
+import hf_seqmodels  # noqa: F401  (registers the Auto classes for the reload)
+from hf_seqmodels.training import CHECKPOINT_TOKENIZER_DIR, TrainingArguments, run_tokenizer
+from hf_seqmodels.translation import load_tokenizers
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+RUN_TRANSLATION = REPO_ROOT / "scripts" / "run_translation.py"
+MAX_STEPS = 120
+KILL_AFTER_STEP = 6  # kill once a checkpoint of at least this step exists
+ARGUMENTS = ["--max_train_samples", "1000", "--max_eval_samples", "12", "--vocab_size", "300",
+             "--per_device_train_batch_size", "8", "--max_train_steps", str(MAX_STEPS), "--num_warmup_steps", "1",
+             "--checkpointing_steps", "2", "--logging_steps", "10", "--max_new_tokens", "8", "--num_beams", "2",
+             "--config_overrides", "embedding_size=16,hidden_size=16"]
+MODEL_FILES = ("config.json", "model.safetensors", "tokenizer.json", "results.json")
+CHECKPOINT_FILES = ("model.safetensors", "optimizer.bin", "random_states_0.pkl", "custom_checkpoint_0.pkl",
+                    f"{CHECKPOINT_TOKENIZER_DIR}/tokenizer.json", f"{CHECKPOINT_TOKENIZER_DIR}/tokenizer_config.json")
+
+
+def checkpoint_steps(checkpoint_dir: Path) -> list[int]:
+    """Steps of the complete checkpoints (``step_<n>``; the hidden ``.step_<n>.tmp`` ones are being written)."""
+    if not checkpoint_dir.is_dir():
+        return []
+    return sorted(int(p.name.removeprefix("step_")) for p in checkpoint_dir.glob("step_*"))
+
+
+def tokenizer_file(folder: Path) -> dict:
+    """``tokenizer.json`` of ``folder`` without ``truncation`` and ``padding``: `save_pretrained` writes whatever
+    the backend tokenizer was last called with there (the checkpoints' copy is saved before any padded call).
+    The vocabulary and merges are compared byte for byte, as written."""
+    text = (folder / "tokenizer.json").read_text()
+    data = json.loads(text)
+    data.pop("truncation"), data.pop("padding")
+    data["model_bytes"] = text[text.index('"model":'):]  # vocab and merges: the file's last section
+    return data
+
+
+def start(output_dir: Path, *extra: str, log: Path) -> subprocess.Popen:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "TQDM_DISABLE": "1"}
+    with log.open("w") as stream:
+        return subprocess.Popen([sys.executable, str(RUN_TRANSLATION), "--output_dir", str(output_dir), *ARGUMENTS,
+                                 *extra], stdout=stream, stderr=subprocess.STDOUT, env=env, cwd=REPO_ROOT)
+
+
+def test_kill_9_then_resume(data_dir, tmp_path):
+    output_dir, checkpoint_dir = tmp_path / "out", tmp_path / "out-checkpoints"
+    first_log, resumed_log = tmp_path / "first.log", tmp_path / "resumed.log"
+
+    process = start(output_dir, log=first_log)
+    try:
+        deadline = time.monotonic() + 120
+        while not any(step >= KILL_AFTER_STEP for step in checkpoint_steps(checkpoint_dir)):
+            if process.poll() is not None:
+                pytest.fail(f"run_translation.py exited ({process.returncode}) before checkpoint step "
+                            f"{KILL_AFTER_STEP}:\n{first_log.read_text()[-3000:]}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"no checkpoint of step {KILL_AFTER_STEP} within 120 s:\n{first_log.read_text()[-3000:]}")
+            time.sleep(0.02)
+        assert process.poll() is None, "the run finished before it could be killed: raise MAX_STEPS"
+        process.send_signal(signal.SIGKILL)
+        assert process.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+    # Killed while training: no final model folder at all (save_model renames a complete one into place).
+    assert not output_dir.exists(), sorted(p.name for p in output_dir.iterdir())
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith("out") and p not in
+                (output_dir, checkpoint_dir)], "a half-written model folder next to the output"
+    # Every visible checkpoint is complete and loadable; a half-written one can only be a hidden .step_<n>.tmp.
+    steps = checkpoint_steps(checkpoint_dir)
+    assert steps and steps == list(range(2, steps[-1] + 1, 2)) and KILL_AFTER_STEP <= steps[-1] < MAX_STEPS, steps
+    assert all(p.name.startswith(("step_", ".step_")) for p in checkpoint_dir.iterdir())
+    last = checkpoint_dir / f"step_{steps[-1]}"
+    for name in CHECKPOINT_FILES:
+        assert (last / name).is_file(), f"{last} lacks {name}"
+    weights = load_file(last / "model.safetensors")
+    optimizer = torch.load(last / "optimizer.bin", weights_only=False)
+    assert weights and optimizer["state"]
+    checkpoint_tokenizers = load_tokenizers(last / CHECKPOINT_TOKENIZER_DIR)
+    tokenizer_json = tokenizer_file(last / CHECKPOINT_TOKENIZER_DIR)
+
+    resumed = start(output_dir, "--resume_from_checkpoint", "latest", log=resumed_log)
+    try:
+        assert resumed.wait(timeout=300) == 0, resumed_log.read_text()[-3000:]
+    finally:
+        if resumed.poll() is None:
+            resumed.kill()
+            resumed.wait()
+
+    log = resumed_log.read_text()
+    assert f"Resumed from {last} at step {steps[-1]}" in log
+    assert f"Loading the tokenizer of {last}" in log
+    results = json.loads((output_dir / "results.json").read_text())
+    assert results["resumed_from_step"] == steps[-1] and results["steps"] == MAX_STEPS
+    assert results["arguments"]["resume_from_checkpoint"] == str(last)
+    for name in MODEL_FILES:
+        assert (output_dir / name).is_file(), f"{output_dir} lacks {name}"
+    # The resumed run kept the checkpoint's tokenizer: the same tokenizer.json (byte-identical vocabulary and
+    # merges) in its later checkpoints and the final model, and a model sized to it.
+    assert tokenizer_file(output_dir) == tokenizer_json
+    assert tokenizer_file(checkpoint_dir / f"step_{MAX_STEPS}" / CHECKPOINT_TOKENIZER_DIR) == tokenizer_json
+    model = AutoModelForSeq2SeqLM.from_pretrained(output_dir)
+    assert model.config.vocab_size == len(checkpoint_tokenizers.target) == results["vocab_size"]
+
+
+@pytest.fixture
+def accelerate_state():
+    """The accelerate logger needs a PartialState (the scripts' make_accelerator sets one up); reset it after if
+    this test made it."""
+    made = not PartialState._shared_state
+    yield PartialState()
+    if made:
+        PartialState._reset_state()
+
+
+def test_resume_needs_the_checkpoint_tokenizer(tmp_path, accelerate_state):
+    """A checkpoint without tokenizer/ cannot be resumed (the vocabulary would be guessed); the error says what to
+    do. A new run trains its tokenizer; a resumed one loads the checkpoint's and never trains one."""
+    checkpoint = tmp_path / "out-checkpoints" / "step_4"
+    checkpoint.mkdir(parents=True)
+    args = TrainingArguments(output_dir=str(tmp_path / "out"), resume_from_checkpoint="latest")
+    never = lambda: pytest.fail("a resumed run must not train a tokenizer")  # noqa: E731
+    with pytest.raises(ValueError, match=r"step_4 has no tokenizer/ folder.*start a new run without "
+                                         r"--resume_from_checkpoint"):
+        run_tokenizer(args, never)
+
+    (checkpoint / CHECKPOINT_TOKENIZER_DIR).mkdir()
+    assert run_tokenizer(args, never, load_tokenizer=lambda folder: folder) == checkpoint / CHECKPOINT_TOKENIZER_DIR
+    assert args.resume_from_checkpoint == str(checkpoint)  # 'latest' pinned to the checkpoint train() resumes
+    assert run_tokenizer(TrainingArguments(output_dir=str(tmp_path / "new")), lambda: "trained") == "trained"
