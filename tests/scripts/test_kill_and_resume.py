@@ -7,6 +7,7 @@ The run is a real subprocess on a slice of the bundled Multi30k with a tiny mode
 
 import json
 import os
+import runpy
 import signal
 import subprocess
 import sys
@@ -149,3 +150,37 @@ def test_resume_needs_the_checkpoint_tokenizer(tmp_path, accelerate_state):
     assert run_tokenizer(args, never, load_tokenizer=lambda folder: folder) == checkpoint / CHECKPOINT_TOKENIZER_DIR
     assert args.resume_from_checkpoint == str(checkpoint)  # 'latest' pinned to the checkpoint train() resumes
     assert run_tokenizer(TrainingArguments(output_dir=str(tmp_path / "new")), lambda: "trained") == "trained"
+
+
+OTHER_SCRIPTS = {  # script -> its tiny options, and the training slice that would give another vocabulary
+    "run_clm": (["--embedding_size", "16", "--hidden_size", "16", "--block_size", "20", "--max_eval_samples", "20",
+                 "--per_device_train_batch_size", "8"], "200", "100"),
+    "run_classification": (["--embedding_size", "16", "--hidden_size", "16", "--vocab_size", "300",
+                            "--max_eval_samples", "16", "--per_device_train_batch_size", "8"], "64", "32"),
+    "run_ner": (["--embedding_size", "16", "--hidden_size", "16", "--vocab_size", "300", "--max_eval_samples", "16",
+                 "--per_device_train_batch_size", "8"], "64", "32"),
+}
+
+
+@pytest.mark.parametrize("name", OTHER_SCRIPTS)
+def test_other_scripts_resume_with_the_checkpoint_tokenizer(name, data_dir, tmp_path, monkeypatch):
+    """run_clm, run_classification and run_ner resume with the tokenizer of the checkpoint: even on another slice
+    of the data, whose own tokenizer would have another vocabulary (and so a model the checkpoint cannot fill)."""
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.setenv("OMP_WAIT_POLICY", "PASSIVE")  # run_clm sets it when unset; keep it out of other tests
+    options, samples, other_samples = OTHER_SCRIPTS[name]
+    path = REPO_ROOT / "scripts" / f"{name}.py"
+
+    def run(output_dir, *extra):
+        monkeypatch.setattr(sys, "argv", [str(path), "--output_dir", str(output_dir), "--max_train_steps", "4",
+                                          "--checkpointing_steps", "2", *options, *extra])
+        runpy.run_path(str(path), run_name="__main__")
+        return json.loads((output_dir / "results.json").read_text())
+
+    assert run(tmp_path / "first", "--max_train_samples", samples)["resumed_from_step"] == 0
+    checkpoint = tmp_path / "first-checkpoints" / "step_2"
+    results = run(tmp_path / "resumed", "--max_train_samples", other_samples, "--resume_from_checkpoint",
+                  str(checkpoint))
+    assert results["resumed_from_step"] == 2 and results["steps"] == 4
+    expected = tokenizer_file(checkpoint / CHECKPOINT_TOKENIZER_DIR)
+    assert tokenizer_file(tmp_path / "resumed") == tokenizer_file(tmp_path / "first") == expected
