@@ -319,10 +319,10 @@ def train(
     given, is saved into every checkpoint, where `run_tokenizer` finds it on resuming.
 
     Returns:
-        ``steps``, ``resumed_from_step`` (0 for a new run), ``epochs`` (fractional), ``train_runtime_s``, ``stopped_by_time_budget``, ``train_loss``
-        (mean over the last logging window), the final ``eval_loss`` and ``eval_perplexity``, and
-        ``eval_history`` (one entry per evaluation); with ``metric_for_best_model`` the ``eval_*`` values are
-        those of the best evaluation, whose step is ``best_step``.
+        ``steps``, ``resumed_from_step`` (0 for a new run), ``epochs`` (fractional), ``train_runtime_s``,
+        ``stopped_by_time_budget``, ``train_loss`` (mean over the last logging window), the final ``eval_loss``
+        and ``eval_perplexity``, and ``eval_history`` (one entry per evaluation); with ``metric_for_best_model``
+        the ``eval_*`` values are those of the best evaluation, whose step is ``best_step``.
     """
     # Its own generator keeps the global RNG (dropout) untouched by starting an epoch, so a resumed run matches.
     order = {"shuffle": True} if train_sampler is None else {"sampler": train_sampler}

@@ -19,6 +19,7 @@ def labelled_cache() -> RecurrentCache:
         for layer in range(LAYERS)
     ]
     cache.extras = {"input_feed": rows.view(BATCH, 1).expand(BATCH, 5).clone()}
+    cache.per_input = {"projected_keys": rows.view(BATCH, 1, 1).expand(BATCH, 6, 5).clone()}
     cache.seen_tokens = 7
     return cache
 
@@ -46,16 +47,29 @@ def test_reorder_cache_follows_beam_indices():
     assert rows_of(cache) == [0, 0, 2]
 
 
+def per_input_rows(cache: RecurrentCache) -> list[int]:
+    keys = cache.per_input["projected_keys"]
+    assert bool((keys == keys[:, :1, :1]).all()), "a row mixes values from different rows"
+    return [int(row) for row in keys[:, 0, 0].tolist()]
+
+
+def test_reorder_cache_leaves_per_input_tensors():
+    """Beam search moves beams within their input only, so the per-input tensors stay where they are."""
+    cache = labelled_cache()
+    cache.reorder_cache(torch.tensor([2, 0, 0]))
+    assert rows_of(cache) == [2, 0, 0] and per_input_rows(cache) == [0, 1, 2]
+
+
 def test_batch_repeat_interleave():
     cache = labelled_cache()
     cache.batch_repeat_interleave(2)
-    assert rows_of(cache) == [0, 0, 1, 1, 2, 2]
+    assert rows_of(cache) == per_input_rows(cache) == [0, 0, 1, 1, 2, 2]
 
 
 def test_batch_select_indices():
     cache = labelled_cache()
     cache.batch_select_indices(torch.tensor([2, 0]))
-    assert rows_of(cache) == [2, 0]
+    assert rows_of(cache) == per_input_rows(cache) == [2, 0]
 
 
 def test_crop_reset_and_flags():
@@ -66,7 +80,7 @@ def test_crop_reset_and_flags():
         cache.crop(6)
     assert not cache.is_croppable and not cache.is_compileable
     cache.reset()
-    assert cache.states == [] and cache.extras == {} and cache.get_seq_length() == 0
+    assert cache.states == [] and cache.extras == {} and cache.per_input == {} and cache.get_seq_length() == 0
 
 
 def test_seq_length_counts_padding_and_continuing_equals_one_pass():
