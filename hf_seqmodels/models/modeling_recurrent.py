@@ -33,10 +33,10 @@ class RecurrentModelOutput(ModelOutput):
     Args:
         last_hidden_state (`torch.FloatTensor` of shape `(batch, length, output_size)`):
             Top layer outputs at every position (zeros at padded positions).
-        final_state (`tuple` of one tuple per layer):
+        final_state (`tuple` of one tuple per layer, *optional*):
             Each layer's state after each sequence's last real token: `(h,)` or `(h, c)` for the LSTM, each of
             shape `(num_directions, batch, hidden_size)`. For a bidirectional layer the backward direction's
-            state is the one after reading the sequence right to left.
+            state is the one after reading the sequence right to left. `None` with `output_final_state=False`.
         past_key_values (`RecurrentCache`, *optional*):
             The same states in a cache, returned when `use_cache=True`, to continue from in the next call.
         hidden_states (`tuple(torch.FloatTensor)`, *optional*):
@@ -96,6 +96,7 @@ class RecurrentModel(RecurrentPreTrainedModel):
         inputs_embeds: torch.FloatTensor | None = None,
         past_key_values: Cache | None = None,
         use_cache: bool | None = None,
+        output_final_state: bool = True,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
         **kwargs,
@@ -107,6 +108,8 @@ class RecurrentModel(RecurrentPreTrainedModel):
                 may also cover the cached prefix: its last `length` columns are used.
             past_key_values: a `RecurrentCache` to continue from (the state after the previous chunk).
             use_cache: return the final states in a `RecurrentCache`.
+            output_final_state: return `final_state`. The heads that do not read it pass False, which lets a
+                left-to-right model skip packing a right-padded batch (see `recurrent_layers`).
         """
         if (input_ids is None) == (inputs_embeds is None):
             raise ValueError("Pass exactly one of `input_ids` and `inputs_embeds`.")
@@ -137,7 +140,8 @@ class RecurrentModel(RecurrentPreTrainedModel):
                 mask = None  # no padding: take the fused kernel's fast path
 
         outputs, final_state, hidden_states = self.rnn(
-            self.embedding_dropout(inputs_embeds), mask, states, output_hidden_states
+            self.embedding_dropout(inputs_embeds), mask, states, output_hidden_states,
+            need_states=bool(use_cache) or output_final_state,
         )
         if use_cache:
             cache = cache if cache is not None else RecurrentCache()
@@ -147,7 +151,7 @@ class RecurrentModel(RecurrentPreTrainedModel):
             cache = None
         result = RecurrentModelOutput(
             last_hidden_state=outputs,
-            final_state=tuple(final_state),
+            final_state=tuple(final_state) if output_final_state else None,
             past_key_values=cache,
             hidden_states=hidden_states,
         )
@@ -220,6 +224,7 @@ class RecurrentForCausalLM(RecurrentPreTrainedModel, GenerationMixin):
             inputs_embeds=inputs_embeds,
             past_key_values=past_key_values,
             use_cache=use_cache,
+            output_final_state=False,
             output_hidden_states=output_hidden_states,
             return_dict=True,
         )
@@ -269,11 +274,14 @@ class RecurrentForSequenceClassification(RecurrentPreTrainedModel):
             input_ids=input_ids,
             attention_mask=attention_mask,
             inputs_embeds=inputs_embeds,
+            output_final_state=self.pooler.pooling == "last",
             output_hidden_states=output_hidden_states,
             return_dict=True,
         )
-        top_state = outputs.final_state[-1][0]  # (num_directions, batch, hidden_size)
-        last = top_state.transpose(0, 1).reshape(top_state.shape[1], -1)
+        last = None
+        if outputs.final_state is not None:
+            top_state = outputs.final_state[-1][0]  # (num_directions, batch, hidden_size)
+            last = top_state.transpose(0, 1).reshape(top_state.shape[1], -1)
         mask = None if attention_mask is None else attention_mask.bool()
         pooled = self.pooler(outputs.last_hidden_state, mask, last)
         logits = self.classifier(self.dropout(pooled))
@@ -309,6 +317,7 @@ class RecurrentForTokenClassification(RecurrentPreTrainedModel):
             input_ids=input_ids,
             attention_mask=attention_mask,
             inputs_embeds=inputs_embeds,
+            output_final_state=False,
             output_hidden_states=output_hidden_states,
             return_dict=True,
         )

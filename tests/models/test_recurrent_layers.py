@@ -84,11 +84,12 @@ def zero_state(cell_type, directions):
     return tuple(torch.zeros(directions, HIDDEN_SIZE, dtype=torch.float64) for _ in range(state_parts(cell_type)))
 
 
+@pytest.mark.parametrize("need_states", [True, False], ids=["states", "no-states"])
 @pytest.mark.parametrize("with_state", [False, True], ids=["zero-state", "given-state"])
 @pytest.mark.parametrize("padding", list(MASKS))
 @pytest.mark.parametrize("bidirectional", [False, True], ids=["uni", "bi"])
 @pytest.mark.parametrize("cell_type,nonlinearity", CELLS, ids=["rnn-tanh", "rnn-relu", "lstm", "gru"])
-def test_stack_equals_equations(cell_type, nonlinearity, bidirectional, padding, with_state):
+def test_stack_equals_equations(cell_type, nonlinearity, bidirectional, padding, with_state, need_states):
     torch.manual_seed(0)
     directions = 2 if bidirectional else 1
     stack = RecurrentStack(cell_type, INPUT_SIZE, HIDDEN_SIZE, num_layers=2, bidirectional=bidirectional,
@@ -100,7 +101,9 @@ def test_stack_equals_equations(cell_type, nonlinearity, bidirectional, padding,
         states = [tuple(torch.randn(directions, BATCH, HIDDEN_SIZE) for _ in range(state_parts(cell_type)))
                   for _ in stack.layers]
     with torch.no_grad():
-        outputs, final_states, all_hidden = stack(inputs, mask, states, output_hidden_states=True)
+        outputs, final_states, all_hidden = stack(inputs, mask, states, output_hidden_states=True,
+                                                  need_states=need_states)
+    assert need_states or final_states is None
 
     assert len(all_hidden) == 3 and torch.equal(all_hidden[0], inputs) and torch.equal(all_hidden[-1], outputs)
     for b in range(BATCH):
@@ -111,7 +114,7 @@ def test_stack_equals_equations(cell_type, nonlinearity, bidirectional, padding,
             hidden, final = reference_layer(layer, cell_type, nonlinearity, hidden, start)
             torch.testing.assert_close(all_hidden[i + 1][b][keep], hidden.float(), rtol=0, atol=1e-5)
             assert not all_hidden[i + 1][b][~keep].any(), "padded positions must be zeros"
-            for got, expected in zip(final_states[i], final):
+            for got, expected in zip(final_states[i] if need_states else (), final):
                 torch.testing.assert_close(got[:, b], expected.float(), rtol=0, atol=1e-5)
 
 
@@ -136,3 +139,25 @@ def test_row_without_tokens_keeps_its_state(cell_type, nonlinearity, bidirection
     torch.testing.assert_close(outputs[1, :2], expected_outputs.float(), rtol=0, atol=1e-5)
     for new, expected in zip(new_state, expected_state):
         torch.testing.assert_close(new[:, 1], expected.float(), rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("cell_type,need_state,padding,bidirectional,packs", [
+    ("lstm", False, "right", False, False),  # the fast path: the padded batch as it is
+    ("gru", True, "right", False, False),  # the state is read off the outputs
+    ("rnn", True, "right", False, False),
+    ("lstm", True, "right", False, True),  # the cell state is not in the outputs
+    ("gru", False, "left", False, True),  # left padding would run before the real tokens
+    ("gru", False, "right", True, True),  # the backward direction would start in the padding
+])
+def test_packing_only_where_padding_would_change_a_result(monkeypatch, cell_type, need_state, padding,
+                                                          bidirectional, packs):
+    from hf_seqmodels.models import recurrent_layers
+
+    calls = []
+    real = recurrent_layers.pack_padded_sequence
+    monkeypatch.setattr(recurrent_layers, "pack_padded_sequence", lambda *a, **k: calls.append(1) or real(*a, **k))
+    layer = RecurrentLayer(cell_type, INPUT_SIZE, HIDDEN_SIZE, bidirectional, "tanh")
+    with torch.no_grad():
+        layer(torch.randn(BATCH, LENGTH, INPUT_SIZE), torch.tensor(MASKS[padding], dtype=torch.bool),
+              need_state=need_state)
+    assert bool(calls) == packs
