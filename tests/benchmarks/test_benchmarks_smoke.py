@@ -54,7 +54,7 @@ def test_incremental_decoding_agrees(results):
 
 def test_training_variants_agree(results):
     entry = results[1]["entries"]["training"]
-    assert len(entry["rows"]) == 3
+    assert len(entry["rows"]) == 4
     assert entry["summary"]["losses_agree"] is True
     assert all(row["tokens_per_s"] > 0 and row["peak_memory_mb"] > 0 for row in entry["rows"])
 

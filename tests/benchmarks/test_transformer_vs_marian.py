@@ -16,6 +16,7 @@ def test_smoke_run_writes_ratios_and_machine(tmp_path):
     results = json.loads(out.read_text())
     assert {"cpu", "torch", "torch_threads"} <= set(results["machine"])
     entry = results["entry"]
-    assert set(entry["summary"]) == {"train", "greedy", "beam"}
+    assert set(entry["summary"]) == {"train", "greedy", "greedy_vs_tutorial", "beam"}
     assert all(item["ratio"] > 0 for item in entry["summary"].values())
-    assert {row["model"] for row in entry["rows"]} == {"ours", "marian"} and len(entry["rows"]) == 6
+    # ours and Marian in every task (train, greedy, beam); the tutorial's nn.Transformer loop in greedy only
+    assert {row["model"] for row in entry["rows"]} == {"ours", "marian", "tutorial"} and len(entry["rows"]) == 7
