@@ -13,13 +13,14 @@ the machine and on what else runs on it: the table records the device, threads a
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import torch
+
+from .run import machine_info
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RUN_TRANSLATION = REPO_ROOT / "scripts" / "run_translation.py"
@@ -51,7 +52,7 @@ def main():
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         rows = list(pool.map(train, args.cells))
 
-    device = torch.cuda.get_device_name() if torch.cuda.is_available() else f"CPU {platform.processor() or ''}"
+    device = torch.cuda.get_device_name() if torch.cuda.is_available() else f"CPU {machine_info('cpu')['cpu']}"
     machine = f"{device}, {os.cpu_count()} cores, torch {torch.__version__}, {torch.get_num_threads()} threads"
     if args.jobs > 1:
         machine += f", {args.jobs} models trained at once"
