@@ -13,6 +13,7 @@ the learning-rate schedule completes within the time on the reference CPU). Writ
     python scripts/compare.py sentiment                  # CPU budget (minutes per model), 1 thread
     python scripts/compare.py ner --models BiLSTM,BERT   # a subset
     python scripts/compare.py sentiment ner --full       # GPU budget: full epochs
+    python scripts/compare.py sentiment --full --jobs 7  # the same, all seven models at once on one GPU
 
 Suites: sentiment (SST-2, run_classification.py), ner (UD English-EWT UPOS, run_ner.py), lm (PTB,
 run_clm.py) and translation (Multi30k, run_translation.py), the last two when their scripts are present.
