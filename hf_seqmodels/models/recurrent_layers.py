@@ -69,11 +69,11 @@ class RecurrentLayer(nn.Module):
         lengths = mask.sum(dim=1)
         if self._padding_is_harmless(mask, lengths, need_state):
             outputs, _ = self.rnn(inputs, hx)
-            if not need_state:
-                return outputs * mask.unsqueeze(-1), None
-            last = (lengths - 1).clamp(min=0).view(-1, 1, 1).expand(-1, 1, outputs.shape[-1])
-            new = (outputs.gather(1, last).transpose(0, 1).contiguous(),)  # h after the last real token
-            return outputs * mask.unsqueeze(-1), self._keep_state_of_empty_rows(lengths, state, new)
+            new = None
+            if need_state:  # h after the last real token
+                last = (lengths - 1).clamp(min=0).view(-1, 1, 1).expand(-1, 1, outputs.shape[-1])
+                new = self._keep_state_of_empty_rows(lengths, state, (outputs.gather(1, last).transpose(0, 1),))
+            return outputs * mask.unsqueeze(-1), new
 
         order = compaction_index(mask)
         compact = inputs.gather(1, order.unsqueeze(-1).expand_as(inputs))
