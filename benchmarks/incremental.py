@@ -100,14 +100,13 @@ def measure(model, sizes: Sizes, device: str) -> list[dict]:
     # during the run fall on all of them alike rather than on whichever length ran then.
     for prefix in prefixes.values():
         cached_loop(model, prefix, sizes.new_tokens)  # warm-up
-    cached_times = {length: [] for length in prefixes}
+    cached_times, cached_tokens = {length: [] for length in prefixes}, {}
     for _ in range(sizes.repeats):
         for length, prefix in prefixes.items():
-            cached_tokens, seconds = cached_loop(model, prefix, sizes.new_tokens)
+            cached_tokens[length], seconds = cached_loop(model, prefix, sizes.new_tokens)
             cached_times[length].append(seconds)
     rows = []
     for length, prefix in prefixes.items():
-        cached_tokens, _ = cached_loop(model, prefix, sizes.new_tokens)
         cached = statistics.median(cached_times[length])
         recompute_tokens, recompute = median_of(
             sizes.repeats, lambda: recompute_loop(model, prefix, sizes.recompute_tokens)
@@ -116,8 +115,8 @@ def measure(model, sizes: Sizes, device: str) -> list[dict]:
         _, short_call = median_of(sizes.repeats, lambda: generate_time(model, prefix, 1))
         generate = max(long_call - short_call, 0.0) / sizes.new_tokens
         agree = bool(
-            torch.equal(cached_tokens[:, : sizes.recompute_tokens], recompute_tokens)
-            and torch.equal(cached_tokens, generated[:, : sizes.new_tokens])
+            torch.equal(cached_tokens[length][:, : sizes.recompute_tokens], recompute_tokens)
+            and torch.equal(cached_tokens[length], generated[:, : sizes.new_tokens])
         )
         rows.append({
             "prefix_length": length,
