@@ -1,8 +1,10 @@
-"""Baselines written the way the classic tutorials write them, loaded with our models' weights."""
+"""Baselines written the way the classic tutorials write them (the recurrent one loaded with our models' weights)."""
 
 import torch
 from torch import nn
 from torch.nn import functional as F
+
+from hf_seqmodels.models.embeddings import sinusoidal_positions
 
 _CELLS = {"rnn": nn.RNNCell, "lstm": nn.LSTMCell, "gru": nn.GRUCell}
 
@@ -77,11 +79,7 @@ class TutorialTransformer(nn.Module):
         self.transformer.encoder.norm = self.transformer.decoder.norm = None
         self.embed = nn.Embedding(vocab_size, d_model)
         self.generator = nn.Linear(d_model, vocab_size)
-        position = torch.arange(max_len).unsqueeze(1)
-        frequencies = torch.exp(torch.arange(0, d_model, 2) * (-torch.log(torch.tensor(10000.0)) / d_model))
-        table = torch.zeros(max_len, d_model)
-        table[:, 0::2], table[:, 1::2] = torch.sin(position * frequencies), torch.cos(position * frequencies)
-        self.register_buffer("positions", table, persistent=False)
+        self.register_buffer("positions", sinusoidal_positions(max_len, d_model), persistent=False)
 
     def embed_tokens(self, ids: torch.Tensor) -> torch.Tensor:
         return self.embed(ids) * self.d_model**0.5 + self.positions[: ids.shape[1]]
