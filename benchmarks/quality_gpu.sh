@@ -20,19 +20,19 @@ run() { local name=$1; shift; timeout "$seconds" "$@" >"$out/logs/$name.log" 2>&
 
 run rnn-bleu python -m benchmarks.translation_bleu --cells gru lstm --jobs 2 --time_budget_minutes "$minutes" \
     --out "$out" -- --num_train_epochs 10 $extra
-transformer="d_model=256,ffn_dim=1024,encoder_layers=3,decoder_layers=3,num_heads=4,share_encoder_decoder_embeddings=true"
-run transformer-post python scripts/run_translation.py --model_type vanilla_transformer \
-    --output_dir "$out/transformer-post" --config_overrides "$transformer" --learning_rate 5e-4 \
-    --num_warmup_steps 1000 --num_train_epochs 25 --time_budget_minutes "$minutes" $extra
-run transformer-pre python scripts/run_translation.py --model_type vanilla_transformer \
-    --output_dir "$out/transformer-pre" --config_overrides "$transformer,norm_position=pre,dropout=0.2" \
-    --learning_rate 1e-3 --num_warmup_steps 1000 --num_train_epochs 25 --time_budget_minutes "$minutes" $extra
-run transformer-512 python scripts/run_translation.py --model_type vanilla_transformer \
-    --output_dir "$out/transformer-512" \
-    --config_overrides "d_model=512,ffn_dim=2048,encoder_layers=3,decoder_layers=3,num_heads=8,dropout=0.3,share_encoder_decoder_embeddings=true" \
-    --learning_rate 5e-4 --num_warmup_steps 1000 --num_train_epochs 25 --time_budget_minutes "$minutes" $extra
+# transformer NAME CONFIG_OVERRIDES LEARNING_RATE: one Transformer recipe through run_translation.py.
+transformer() {
+    run "transformer-$1" python scripts/run_translation.py --model_type vanilla_transformer \
+        --output_dir "$out/transformer-$1" --config_overrides "$2" --learning_rate "$3" --num_warmup_steps 1000 \
+        --num_train_epochs 25 --time_budget_minutes "$minutes" $extra
+}
+small="d_model=256,ffn_dim=1024,encoder_layers=3,decoder_layers=3,num_heads=4,share_encoder_decoder_embeddings=true"
+transformer post "$small" 5e-4
+transformer pre "$small,norm_position=pre,dropout=0.2" 1e-3
+transformer 512 "d_model=512,ffn_dim=2048,encoder_layers=3,decoder_layers=3,num_heads=8,dropout=0.3,\
+share_encoder_decoder_embeddings=true" 5e-4
 for suite in sentiment ner; do
-    run "$suite" python scripts/compare.py "$suite" --full --jobs 6 --time_budget_minutes "$minutes" \
+    run "$suite" python scripts/compare.py "$suite" --full --jobs 7 --time_budget_minutes "$minutes" \
         --results_dir "$out" --output_dir "$out/compare" $extra
 done
 wait
