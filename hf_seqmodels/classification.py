@@ -18,9 +18,11 @@ from pathlib import Path
 import datasets
 import torch
 from accelerate import Accelerator
+from accelerate.logging import get_logger
 from torch.utils.data import DataLoader
 from transformers import (
     AutoConfig,
+    AutoModel,
     AutoModelForSequenceClassification,
     AutoModelForTokenClassification,
     AutoTokenizer,
@@ -39,6 +41,7 @@ from .translation import LengthGroupedSampler
 
 # --model_type name -> the config's model_type (the transformers registry name).
 MODEL_TYPES = {"recurrent": "recurrent", "transformer": "vanilla_transformer"}
+logger = get_logger(__name__)
 BIO_TAG = re.compile(r"^[BIES]-.+$")
 
 
@@ -52,6 +55,19 @@ class ModelArguments:
                           "weights are fine-tuned; the options below are then ignored. Default: a new model."},
     )
     model_type: str = field(default="recurrent", metadata={"help": f"New model family: one of {list(MODEL_TYPES)}."})
+    embeddings_from: str | None = field(
+        default=None,
+        metadata={"help": "A pretrained checkpoint folder or Hub name (e.g. the bundled BERT encoder) whose input word "
+                          "embeddings start the new model, as Tai et al. start from GloVe: each token of the new "
+                          "model's vocabulary takes the row of the same token (or of its lowercase form); the others "
+                          "keep their random start. All are fine-tuned. A recurrent model's --embedding_size becomes "
+                          "the checkpoint's."},
+    )
+    tokenizer_name: str | None = field(
+        default=None,
+        metadata={"help": "Use this tokenizer (a folder or Hub name) for the new model instead of training one, e.g. "
+                          "the --embeddings_from checkpoint's, so that every token finds its pretrained row."},
+    )
     cell_type: str = field(default="lstm", metadata={"help": "Recurrent cell: 'rnn', 'lstm' or 'gru'."})
     bidirectional: bool = field(default=False, metadata={"help": "Recurrent: read the text in both directions."})
     num_layers: int = field(default=1, metadata={"help": "Recurrent layers, or Transformer encoder layers."})
@@ -80,6 +96,9 @@ class ModelArguments:
             raise ValueError(f"--model_type={self.model_type!r} is not supported; choose one of {list(MODEL_TYPES)}.")
         if self.tokenizer_type not in KINDS:
             raise ValueError(f"--tokenizer_type={self.tokenizer_type!r} is not supported; choose one of {KINDS}.")
+        if self.model_name_or_path and (self.embeddings_from or self.tokenizer_name):
+            raise ValueError("--embeddings_from and --tokenizer_name are for a new model; --model_name_or_path "
+                             "fine-tunes a pretrained one with its own embeddings and tokenizer: pass one or the other.")
         if self.max_seq_length < 2:
             raise ValueError(f"--max_seq_length must be at least 2, got {self.max_seq_length}.")
 
@@ -221,10 +240,10 @@ def tokenize_for_tagging(
 
 
 def make_tokenizer(model_args: ModelArguments, texts) -> PreTrainedTokenizerBase:
-    """The pretrained checkpoint's tokenizer, or a new one trained on ``texts`` (strings, or lists of words,
-    which are joined with spaces)."""
-    if model_args.model_name_or_path:
-        return AutoTokenizer.from_pretrained(model_args.model_name_or_path)
+    """The pretrained checkpoint's tokenizer (``--model_name_or_path``), the one named by ``--tokenizer_name``, or
+    a new one trained on ``texts`` (strings, or lists of words, which are joined with spaces)."""
+    if model_args.model_name_or_path or model_args.tokenizer_name:
+        return AutoTokenizer.from_pretrained(model_args.model_name_or_path or model_args.tokenizer_name)
     texts = (" ".join(text) if isinstance(text, list) else text for text in texts)
     return train_tokenizer(texts, model_args.tokenizer_type, model_args.vocab_size)
 
@@ -244,9 +263,11 @@ def make_model(model_args: ModelArguments, auto_class, tokenizer: PreTrainedToke
         raise ValueError("The tokenizer has no pad_token: batches of different lengths need one.")
     model_type = MODEL_TYPES[model_args.model_type]
     config_class = type(AutoConfig.for_model(model_type))
+    table, table_vocab = pretrained_word_embeddings(model_args.embeddings_from) if model_args.embeddings_from \
+        else (None, None)
     if model_args.model_type == "recurrent":
         options = {
-            "embedding_size": model_args.embedding_size,
+            "embedding_size": model_args.embedding_size if table is None else table.shape[1],
             "hidden_size": model_args.hidden_size,
             "num_layers": model_args.num_layers,
             "cell_type": model_args.cell_type,
@@ -276,7 +297,40 @@ def make_model(model_args: ModelArguments, auto_class, tokenizer: PreTrainedToke
         **options,
         **label_options,
     )
-    return auto_class.from_config(config)
+    model = auto_class.from_config(config)
+    if table is not None:
+        embeddings = model.get_input_embeddings().weight
+        if embeddings.shape[1] != table.shape[1]:
+            raise ValueError(f"{model_args.embeddings_from} has {table.shape[1]}-dimensional word embeddings but the "
+                             f"new model's are {embeddings.shape[1]}-dimensional: pass --hidden_size "
+                             f"{table.shape[1]} (the Transformer's d_model is its embedding size).")
+        rows = pretrained_rows(tokenizer.get_vocab(), table_vocab)
+        with torch.no_grad():
+            embeddings[list(rows)] = table[list(rows.values())]
+        logger.info(f"{len(rows)} of {len(tokenizer)} tokens start from {model_args.embeddings_from}'s embeddings")
+    return model
+
+
+def pretrained_word_embeddings(name_or_path: str) -> tuple[torch.Tensor, dict[str, int]]:
+    """The input word-embedding table ``(vocab, dim)`` of a pretrained checkpoint (e.g. BERT's word-piece
+    embeddings) and its tokenizer's vocabulary (token -> row); the rest of the checkpoint is dropped."""
+    table = AutoModel.from_pretrained(name_or_path).get_input_embeddings().weight.detach()
+    vocab = {token: i for token, i in AutoTokenizer.from_pretrained(name_or_path).get_vocab().items() if i < len(table)}
+    return table, vocab
+
+
+def pretrained_rows(vocab: dict[str, int], pretrained_vocab: dict[str, int]) -> dict[int, int]:
+    """Token id -> pretrained row, for the tokens of ``vocab`` found in ``pretrained_vocab``: the same string, or
+    else its lowercase form (so "Paris" and "paris" both start from an uncased model's "paris"). A leading
+    SentencePiece "▁" is dropped first, so word-initial BPE pieces find whole words."""
+    rows = {}
+    for token, i in vocab.items():
+        bare = token[1:] if token.startswith("\u2581") and len(token) > 1 else token
+        for candidate in (bare, bare.lower()):
+            if candidate in pretrained_vocab:
+                rows[i] = pretrained_vocab[candidate]
+                break
+    return rows
 
 
 @torch.no_grad()
@@ -439,6 +493,8 @@ __all__ = [
     "make_model",
     "make_tokenizer",
     "predict",
+    "pretrained_rows",
+    "pretrained_word_embeddings",
     "run",
     "sequence_scores",
     "token_scores",
