@@ -73,6 +73,11 @@ class ModelArguments:
     num_layers: int = field(default=1, metadata={"help": "Recurrent layers, or Transformer encoder layers."})
     embedding_size: int = field(default=128, metadata={"help": "Recurrent: size of the token embeddings."})
     hidden_size: int = field(default=256, metadata={"help": "Recurrent state size, or the Transformer's d_model."})
+    spelling_features: int = field(
+        default=0,
+        metadata={"help": "Recurrent: size of the character-CNN features of each token's spelling, concatenated to "
+                          "its embedding (0 = none); they help with rare words."},
+    )
     num_heads: int = field(default=4, metadata={"help": "Transformer: attention heads."})
     ffn_dim: int = field(default=512, metadata={"help": "Transformer: feed-forward hidden size."})
     dropout: float = field(
@@ -99,6 +104,8 @@ class ModelArguments:
         if self.model_name_or_path and (self.embeddings_from or self.tokenizer_name):
             raise ValueError("--embeddings_from and --tokenizer_name are for a new model; --model_name_or_path "
                              "fine-tunes a pretrained one with its own embeddings and tokenizer: pass one or the other.")
+        if self.spelling_features and self.model_type != "recurrent":
+            raise ValueError("--spelling_features is an option of --model_type recurrent.")
         if self.max_seq_length < 2:
             raise ValueError(f"--max_seq_length must be at least 2, got {self.max_seq_length}.")
 
@@ -275,6 +282,7 @@ def make_model(model_args: ModelArguments, auto_class, tokenizer: PreTrainedToke
             "embedding_dropout": model_args.dropout,
             "dropout": model_args.dropout if model_args.num_layers > 1 else 0.0,
             "output_dropout": model_args.dropout,
+            "spelling_features": model_args.spelling_features,
         }
     else:
         options = {
@@ -298,6 +306,8 @@ def make_model(model_args: ModelArguments, auto_class, tokenizer: PreTrainedToke
         **label_options,
     )
     model = auto_class.from_config(config)
+    if model_args.spelling_features:
+        model.base_model.set_token_spellings(tokenizer.convert_ids_to_tokens(list(range(len(tokenizer)))))
     if table is not None:
         embeddings = model.get_input_embeddings().weight
         if embeddings.shape[1] != table.shape[1]:

@@ -51,6 +51,16 @@ class RecurrentConfig(PretrainedConfig):
         tie_word_embeddings (`bool`, *optional*, defaults to `True`):
             Share the input embedding matrix with the language-model output layer (Press & Wolf, 2017). When
             `hidden_size != embedding_size`, a linear projection maps the outputs to the embedding size first.
+        spelling_features (`int`, *optional*, defaults to 0):
+            Size of the character-CNN features of each token's spelling (Ma & Hovy, 2016), concatenated to its
+            embedding before the first recurrent layer; 0 = none. The spellings are saved with the weights and set
+            from the tokenizer with `set_token_spellings`.
+        spelling_embedding_size (`int`, *optional*, defaults to 16):
+            Size of the byte embeddings the spelling CNN reads (UTF-8 bytes).
+        spelling_kernel_size (`int`, *optional*, defaults to 3):
+            Width of the spelling CNN's window, in bytes (odd).
+        max_spelling_length (`int`, *optional*, defaults to 20):
+            Bytes kept of each token's spelling; a longer one keeps its first and last half (prefix and suffix).
         classifier_pooling (`str`, *optional*, defaults to `"last"`):
             How sequence classification turns the outputs into one vector: `"last"` (final state of each
             direction), `"mean"` or `"max"` over real tokens, or `"attention"` (learned attention weights).
@@ -89,6 +99,10 @@ class RecurrentConfig(PretrainedConfig):
         dropout: float = 0.0,
         output_dropout: float = 0.0,
         tie_word_embeddings: bool = True,
+        spelling_features: int = 0,
+        spelling_embedding_size: int = 16,
+        spelling_kernel_size: int = 3,
+        max_spelling_length: int = 20,
         classifier_pooling: str = "last",
         initializer_range: float = 0.02,
         use_cache: bool = True,
@@ -103,6 +117,15 @@ class RecurrentConfig(PretrainedConfig):
         for name, value in (("vocab_size", vocab_size), ("embedding_size", embedding_size),
                             ("hidden_size", hidden_size), ("num_layers", num_layers)):
             check_positive(name, value)
+        if not isinstance(spelling_features, int) or spelling_features < 0:
+            raise ValueError(f"`spelling_features`={spelling_features!r} must be a non-negative integer (0 = none).")
+        for name, value in (("spelling_embedding_size", spelling_embedding_size),
+                            ("spelling_kernel_size", spelling_kernel_size),
+                            ("max_spelling_length", max_spelling_length)):
+            check_positive(name, value)
+        if spelling_kernel_size % 2 == 0:
+            raise ValueError(f"`spelling_kernel_size`={spelling_kernel_size} must be odd, so that the window is "
+                             "centred on a byte.")
         for name, value in (("embedding_dropout", embedding_dropout), ("dropout", dropout),
                             ("output_dropout", output_dropout)):
             check_dropout(name, value)
@@ -120,6 +143,10 @@ class RecurrentConfig(PretrainedConfig):
         self.embedding_dropout = embedding_dropout
         self.dropout = dropout
         self.output_dropout = output_dropout
+        self.spelling_features = spelling_features
+        self.spelling_embedding_size = spelling_embedding_size
+        self.spelling_kernel_size = spelling_kernel_size
+        self.max_spelling_length = max_spelling_length
         self.classifier_pooling = classifier_pooling
         self.initializer_range = initializer_range
         self.use_cache = use_cache
@@ -130,6 +157,11 @@ class RecurrentConfig(PretrainedConfig):
             tie_word_embeddings=tie_word_embeddings,
             **kwargs,
         )
+
+    @property
+    def input_size(self) -> int:
+        """Size of the vectors the first recurrent layer reads: the token embedding and its spelling features."""
+        return self.embedding_size + self.spelling_features
 
     @property
     def output_size(self) -> int:

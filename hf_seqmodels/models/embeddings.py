@@ -1,7 +1,9 @@
-"""Input embeddings of the Transformer: tokens (optionally scaled by sqrt(d_model)) plus positions.
+"""Input embeddings.
 
-Vaswani et al. (2017), sections 3.4 and 3.5. Positions are either the fixed sinusoidal encodings or a learned table;
-both are a ``(max_positions, d_model)`` table built once, from which every forward takes rows.
+* `TransformerEmbeddings`: tokens (optionally scaled by sqrt(d_model)) plus positions, Vaswani et al. (2017),
+  sections 3.4 and 3.5. Positions are either the fixed sinusoidal encodings or a learned table; both are a
+  ``(max_positions, d_model)`` table built once, from which every forward takes rows.
+* `SpellingFeatures`: character-CNN features of each token's spelling, to concatenate to its embedding.
 """
 
 import math
@@ -89,3 +91,51 @@ class TransformerEmbeddings(nn.Module):
         else:
             positions = table[(key_mask.cumsum(dim=1) - 1).clamp(min=0)[:, -length:]]
         return self.dropout(embeds * self.scale + positions)
+
+
+class SpellingFeatures(nn.Module):
+    """Character-CNN features of each vocabulary token's spelling (Ma & Hovy, 2016): byte embeddings, a
+    convolution, and a max over the bytes. Rare tokens then share what their characters say (capitals, digits,
+    affixes) with frequent ones.
+
+    The spellings live in the ``spellings`` buffer, ``(vocab_size, max_length)`` UTF-8 byte values plus one (0 =
+    no byte), saved with the weights, so that the model needs only ``input_ids``, as any transformers model;
+    `set_spellings` fills it from the tokenizer's tokens. Each forward convolves the distinct tokens of the batch
+    only.
+
+    Args:
+        vocab_size: number of tokens.
+        num_features: convolution filters, the size of each token's features.
+        byte_embedding_size: size of the byte embeddings.
+        kernel_size: width of the convolution window, in bytes (odd).
+        max_length: bytes kept of each spelling; a longer one keeps its first and last ``max_length // 2``.
+    """
+
+    def __init__(self, vocab_size: int, num_features: int, byte_embedding_size: int, kernel_size: int,
+                 max_length: int):
+        super().__init__()
+        self.register_buffer("spellings", torch.zeros(vocab_size, max_length, dtype=torch.long))
+        self.embed_bytes = nn.Embedding(257, byte_embedding_size, padding_idx=0)
+        self.conv = nn.Conv1d(byte_embedding_size, num_features, kernel_size, padding=kernel_size // 2)
+
+    def set_spellings(self, tokens: list[str]) -> None:
+        """Spell token ``i`` as ``tokens[i]`` (e.g. ``tokenizer.convert_ids_to_tokens(range(len(tokenizer)))``)."""
+        vocab_size, max_length = self.spellings.shape
+        if len(tokens) != vocab_size:
+            raise ValueError(f"Got {len(tokens)} tokens to spell but the vocabulary has {vocab_size}: pass one "
+                             "string per token id.")
+        spellings = torch.zeros_like(self.spellings, device="cpu")
+        for i, token in enumerate(tokens):
+            values = list(token.encode("utf-8"))
+            if len(values) > max_length:
+                values = values[: max_length // 2] + values[len(values) - max_length // 2 :]
+            spellings[i, : len(values)] = torch.tensor(values, dtype=torch.long) + 1
+        self.spellings.copy_(spellings)
+
+    def forward(self, input_ids: torch.LongTensor) -> torch.FloatTensor:
+        """``(batch, length)`` ids -> ``(batch, length, num_features)``; a token spelled with no byte gets zeros."""
+        distinct, inverse = input_ids.unique(return_inverse=True)
+        spellings = self.spellings[distinct]  # (n, max_length)
+        features = self.conv(self.embed_bytes(spellings).transpose(1, 2))  # (n, num_features, max_length)
+        features = features.masked_fill((spellings == 0).unsqueeze(1), float("-inf")).amax(dim=-1)
+        return features.masked_fill(features == float("-inf"), 0.0)[inverse]

@@ -16,6 +16,7 @@ from transformers.modeling_outputs import (
 
 from .cache import RecurrentCache
 from .configuration_recurrent import RecurrentConfig
+from .embeddings import SpellingFeatures
 from .heads import (
     SequencePooler,
     check_lm_labels,
@@ -71,10 +72,15 @@ class RecurrentModel(RecurrentPreTrainedModel):
     def __init__(self, config: RecurrentConfig):
         super().__init__(config)
         self.embed_tokens = nn.Embedding(config.vocab_size, config.embedding_size)
+        self.spelling = None
+        if config.spelling_features:
+            self.spelling = SpellingFeatures(config.vocab_size, config.spelling_features,
+                                             config.spelling_embedding_size, config.spelling_kernel_size,
+                                             config.max_spelling_length)
         self.embedding_dropout = nn.Dropout(config.embedding_dropout)
         self.rnn = RecurrentStack(
             config.cell_type,
-            config.embedding_size,
+            config.input_size,
             config.hidden_size,
             config.num_layers,
             bidirectional=config.bidirectional,
@@ -88,6 +94,13 @@ class RecurrentModel(RecurrentPreTrainedModel):
 
     def set_input_embeddings(self, value):
         self.embed_tokens = value
+
+    def set_token_spellings(self, tokens: list[str]) -> None:
+        """Spell token ``i`` as ``tokens[i]`` for the spelling features (``config.spelling_features > 0``), e.g.
+        ``model.set_token_spellings(tokenizer.convert_ids_to_tokens(range(len(tokenizer))))``."""
+        if self.spelling is None:
+            raise ValueError("This model has no spelling features: set `spelling_features` in its config.")
+        self.spelling.set_spellings(tokens)
 
     def forward(
         self,
@@ -103,7 +116,8 @@ class RecurrentModel(RecurrentPreTrainedModel):
     ) -> RecurrentModelOutput | tuple:
         """
         Args:
-            input_ids: `(batch, length)` token ids; or pass `inputs_embeds` `(batch, length, embedding_size)`.
+            input_ids: `(batch, length)` token ids; or pass `inputs_embeds` `(batch, length, input_size)`, the
+                token embeddings and, with `spelling_features`, the spelling features after them.
             attention_mask: `(batch, length)`, 1 for tokens and 0 for padding, on either side. During generation it
                 may also cover the cached prefix: its last `length` columns are used.
             past_key_values: a `RecurrentCache` to continue from (the state after the previous chunk).
@@ -118,9 +132,11 @@ class RecurrentModel(RecurrentPreTrainedModel):
                 raise ValueError(f"`input_ids` must have shape (batch, length), got {tuple(input_ids.shape)}.")
             check_input_ids(input_ids, self.config.vocab_size)
             inputs_embeds = self.embed_tokens(input_ids)
-        elif inputs_embeds.dim() != 3 or inputs_embeds.shape[-1] != self.config.embedding_size:
+            if self.spelling is not None:
+                inputs_embeds = torch.cat([inputs_embeds, self.spelling(input_ids)], dim=-1)
+        elif inputs_embeds.dim() != 3 or inputs_embeds.shape[-1] != self.config.input_size:
             raise ValueError(
-                f"`inputs_embeds` must have shape (batch, length, {self.config.embedding_size}), "
+                f"`inputs_embeds` must have shape (batch, length, {self.config.input_size}), "
                 f"got {tuple(inputs_embeds.shape)}."
             )
         batch_size, length = inputs_embeds.shape[:2]

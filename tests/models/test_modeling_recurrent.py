@@ -184,11 +184,39 @@ def test_token_classification_pipeline():
         ({"pad_token_id": VOCAB_SIZE}, rf"`pad_token_id`={VOCAB_SIZE} is outside the vocabulary \(0..{VOCAB_SIZE - 1}\)"),
         ({"bos_token_id": -1}, "`bos_token_id`=-1 is outside the vocabulary"),
         ({"eos_token_id": 99}, "`eos_token_id`=99 is outside the vocabulary"),
+        ({"spelling_features": -1}, "`spelling_features`=-1 must be a non-negative integer"),
+        ({"spelling_features": 4, "spelling_kernel_size": 2}, "`spelling_kernel_size`=2 must be odd"),
     ],
 )
 def test_bad_config(changes, match):
     with pytest.raises(ValueError, match=match):
         RecurrentModelTester("lstm").get_config(**changes)
+
+
+def test_spelling_features_feed_the_first_layer_and_are_saved(tmp_path):
+    config = RecurrentModelTester("lstm").get_config(RecurrentForTokenClassification, spelling_features=5)
+    model = make_model(RecurrentForTokenClassification, config)
+    tokens = [f"tok{i}" if i % 3 else f"Tok-{i}" for i in range(VOCAB_SIZE)]
+    model.model.set_token_spellings(tokens)
+    input_ids = torch.tensor([[4, 5, 6, 7], [8, 9, 10, PAD]])
+    mask = (input_ids != PAD).long()
+    with torch.no_grad():
+        logits = model(input_ids=input_ids, attention_mask=mask).logits
+        # The same inputs as embeddings: each token's embedding, then its spelling features.
+        embeds = torch.cat([model.model.embed_tokens(input_ids), model.model.spelling(input_ids)], dim=-1)
+        torch.testing.assert_close(model(inputs_embeds=embeds, attention_mask=mask).logits, logits)
+        model.model.set_token_spellings(list(reversed(tokens)))  # the spellings change the output
+        assert not torch.allclose(model(input_ids=input_ids, attention_mask=mask).logits, logits)
+    model.model.set_token_spellings(tokens)
+    model.save_pretrained(tmp_path)
+    reloaded = RecurrentForTokenClassification.from_pretrained(tmp_path).eval()
+    assert torch.equal(reloaded.model.spelling.spellings, model.model.spelling.spellings)
+    with torch.no_grad():
+        torch.testing.assert_close(reloaded(input_ids=input_ids, attention_mask=mask).logits, logits)
+    with pytest.raises(ValueError, match=r"`inputs_embeds` must have shape \(batch, length, 13\)"):
+        model(inputs_embeds=embeds[..., :8])
+    with pytest.raises(ValueError, match="no spelling features: set `spelling_features`"):
+        make_model(RecurrentModel, RecurrentModelTester("gru").get_config()).set_token_spellings(tokens)
 
 
 def test_bidirectional_causal_lm_is_rejected():

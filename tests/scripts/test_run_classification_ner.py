@@ -181,15 +181,20 @@ def test_a_new_model_starts_from_pretrained_word_embeddings(tiny_bert, model_typ
 def test_word_embeddings_through_the_script(tmp_path, tiny_bert):
     output = tmp_path / "ner-emb"
     results = script("run_ner").main(["--model_type", "recurrent", "--bidirectional", "--embeddings_from",
-                                      str(tiny_bert), "--tokenizer_name", str(tiny_bert), "--output_dir", str(output),
-                                      *write_ner_files(tmp_path), *TINY])
+                                      str(tiny_bert), "--tokenizer_name", str(tiny_bert), "--spelling_features", "4",
+                                      "--output_dir", str(output), *write_ner_files(tmp_path), *TINY])
     assert results["vocab_size"] == len(AutoTokenizer.from_pretrained(tiny_bert))
     assert AutoTokenizer.from_pretrained(output).get_vocab() == AutoTokenizer.from_pretrained(tiny_bert).get_vocab()
     model = AutoModelForTokenClassification.from_pretrained(output)
     assert model.config.model_type == "recurrent" and model.config.embedding_size == 16
+    token_id = AutoTokenizer.from_pretrained(output).convert_tokens_to_ids("##ing")
+    spelled = model.model.spelling.spellings[token_id]
+    assert bytes((spelled[spelled > 0] - 1).tolist()).decode() == "##ing"  # the spellings came with the folder
 
 
 def test_bad_arguments_fail_early(tmp_path):
+    with pytest.raises(ValueError, match="--spelling_features is an option of --model_type recurrent"):
+        ModelArguments(model_type="transformer", spelling_features=8)
     with pytest.raises(ValueError, match="pass one or the other"):
         ModelArguments(model_name_or_path="a", embeddings_from="b")
     with pytest.raises(ValueError, match="--model_type='lstm' is not supported"):
