@@ -78,11 +78,6 @@ class ModelArguments:
         metadata={"help": "Recurrent: size of the character-CNN features of each token's spelling, concatenated to "
                           "its embedding (0 = none); they help with rare words."},
     )
-    spelling_scope: str = field(
-        default="word",
-        metadata={"help": "Recurrent: 'word' pools the spelling features over the pieces of each word (the "
-                          "tokenizer's continuation pieces), 'token' keeps each token's own."},
-    )
     num_heads: int = field(default=4, metadata={"help": "Transformer: attention heads."})
     ffn_dim: int = field(default=512, metadata={"help": "Transformer: feed-forward hidden size."})
     dropout: float = field(
@@ -288,7 +283,6 @@ def make_model(model_args: ModelArguments, auto_class, tokenizer: PreTrainedToke
             "dropout": model_args.dropout if model_args.num_layers > 1 else 0.0,
             "output_dropout": model_args.dropout,
             "spelling_features": model_args.spelling_features,
-            "spelling_scope": model_args.spelling_scope,
         }
     else:
         options = {
@@ -313,8 +307,7 @@ def make_model(model_args: ModelArguments, auto_class, tokenizer: PreTrainedToke
     )
     model = auto_class.from_config(config)
     if model_args.spelling_features:
-        tokens = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
-        model.base_model.set_token_spellings(tokens, continuation_flags(tokenizer, tokens))
+        model.base_model.set_token_spellings(tokenizer.convert_ids_to_tokens(list(range(len(tokenizer)))))
     if table is not None:
         embeddings = model.get_input_embeddings().weight
         if embeddings.shape[1] != table.shape[1]:
@@ -326,19 +319,6 @@ def make_model(model_args: ModelArguments, auto_class, tokenizer: PreTrainedToke
             embeddings[list(rows)] = table[list(rows.values())]
         logger.info(f"{len(rows)} of {len(tokenizer)} tokens start from {model_args.embeddings_from}'s embeddings")
     return model
-
-
-def continuation_flags(tokenizer: PreTrainedTokenizerBase, tokens: list[str]) -> list[bool]:
-    """Whether each token continues the word before it: WordPiece's "##" pieces, or the pieces of a
-    SentencePiece-style (Metaspace) tokenizer that do not start with "▁"; none for other tokenizers."""
-    backend = getattr(tokenizer, "backend_tokenizer", None)
-    prefix = getattr(getattr(backend, "model", None), "continuing_subword_prefix", None)
-    if prefix:
-        return [token.startswith(prefix) for token in tokens]
-    if type(getattr(backend, "pre_tokenizer", None)).__name__ == "Metaspace":
-        special = set(tokenizer.all_special_tokens)
-        return [not token.startswith("\u2581") and token not in special for token in tokens]
-    return [False] * len(tokens)
 
 
 def pretrained_word_embeddings(name_or_path: str) -> tuple[torch.Tensor, dict[str, int]]:
@@ -516,7 +496,6 @@ __all__ = [
     "DataArguments",
     "ModelArguments",
     "align_labels_with_word_ids",
-    "continuation_flags",
     "describe_device",
     "evaluation_results",
     "is_bio",

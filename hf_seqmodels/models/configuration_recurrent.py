@@ -5,7 +5,6 @@ from transformers import PretrainedConfig
 CELL_TYPES = ("rnn", "lstm", "gru")
 NONLINEARITIES = ("tanh", "relu")
 POOLINGS = ("last", "mean", "max", "attention")
-SPELLING_SCOPES = ("token", "word")
 
 
 def check_choice(name: str, value, allowed) -> None:
@@ -62,10 +61,6 @@ class RecurrentConfig(PretrainedConfig):
             Width of the spelling CNN's window, in bytes (odd).
         max_spelling_length (`int`, *optional*, defaults to 20):
             Bytes kept of each token's spelling; a longer one keeps its first and last half (prefix and suffix).
-        spelling_scope (`str`, *optional*, defaults to `"token"`):
-            `"token"`: each token's own spelling; `"word"`: the features pooled over the pieces of each word (the
-            tokens that continue a word are set with `set_token_spellings`), so the first piece of a word, which
-            carries its tag, sees the word's suffix too. `"word"` looks ahead within a word: not for a causal LM.
         classifier_pooling (`str`, *optional*, defaults to `"last"`):
             How sequence classification turns the outputs into one vector: `"last"` (final state of each
             direction), `"mean"` or `"max"` over real tokens, or `"attention"` (learned attention weights).
@@ -108,7 +103,6 @@ class RecurrentConfig(PretrainedConfig):
         spelling_embedding_size: int = 16,
         spelling_kernel_size: int = 3,
         max_spelling_length: int = 20,
-        spelling_scope: str = "token",
         classifier_pooling: str = "last",
         initializer_range: float = 0.02,
         use_cache: bool = True,
@@ -120,7 +114,6 @@ class RecurrentConfig(PretrainedConfig):
         check_choice("cell_type", cell_type, CELL_TYPES)
         check_choice("nonlinearity", nonlinearity, NONLINEARITIES)
         check_choice("classifier_pooling", classifier_pooling, POOLINGS)
-        check_choice("spelling_scope", spelling_scope, SPELLING_SCOPES)
         for name, value in (("vocab_size", vocab_size), ("embedding_size", embedding_size),
                             ("hidden_size", hidden_size), ("num_layers", num_layers)):
             check_positive(name, value)
@@ -154,7 +147,6 @@ class RecurrentConfig(PretrainedConfig):
         self.spelling_embedding_size = spelling_embedding_size
         self.spelling_kernel_size = spelling_kernel_size
         self.max_spelling_length = max_spelling_length
-        self.spelling_scope = spelling_scope
         self.classifier_pooling = classifier_pooling
         self.initializer_range = initializer_range
         self.use_cache = use_cache

@@ -103,37 +103,27 @@ class SpellingFeatures(nn.Module):
     `set_spellings` fills it from the tokenizer's tokens. Each forward convolves the distinct tokens of the batch
     only.
 
-    With ``scope="word"``, every piece of a word gets the maximum over the word's pieces (a word is a piece that
-    does not continue a word, then the pieces that do: the ``continues_word`` buffer), so the first piece of
-    "ridiculous ##ly", which carries the word's tag, also sees the suffix.
-
     Args:
         vocab_size: number of tokens.
         num_features: convolution filters, the size of each token's features.
         byte_embedding_size: size of the byte embeddings.
         kernel_size: width of the convolution window, in bytes (odd).
         max_length: bytes kept of each spelling; a longer one keeps its first and last ``max_length // 2``.
-        scope: "token" (each token's own spelling) or "word" (pooled over the pieces of a word).
     """
 
     def __init__(self, vocab_size: int, num_features: int, byte_embedding_size: int, kernel_size: int,
-                 max_length: int, scope: str = "token"):
+                 max_length: int):
         super().__init__()
-        self.scope = scope
         self.register_buffer("spellings", torch.zeros(vocab_size, max_length, dtype=torch.long))
-        self.register_buffer("continues_word", torch.zeros(vocab_size, dtype=torch.bool))
         self.embed_bytes = nn.Embedding(257, byte_embedding_size, padding_idx=0)
         self.conv = nn.Conv1d(byte_embedding_size, num_features, kernel_size, padding=kernel_size // 2)
 
-    def set_spellings(self, tokens: list[str], continues_word: list[bool] | None = None) -> None:
-        """Spell token ``i`` as ``tokens[i]`` (e.g. ``tokenizer.convert_ids_to_tokens(range(len(tokenizer)))``);
-        ``continues_word[i]``: token ``i`` continues the word before it (e.g. WordPiece's "##ly"); default: none."""
+    def set_spellings(self, tokens: list[str]) -> None:
+        """Spell token ``i`` as ``tokens[i]`` (e.g. ``tokenizer.convert_ids_to_tokens(range(len(tokenizer)))``)."""
         vocab_size, max_length = self.spellings.shape
-        for name, values in (("tokens to spell", tokens), ("continues_word flags", continues_word)):
-            if values is not None and len(values) != vocab_size:
-                raise ValueError(f"Got {len(values)} {name} but the vocabulary has {vocab_size}: pass one per "
-                                 "token id.")
-        self.continues_word.copy_(torch.tensor(continues_word or [False] * vocab_size, dtype=torch.bool))
+        if len(tokens) != vocab_size:
+            raise ValueError(f"Got {len(tokens)} tokens to spell but the vocabulary has {vocab_size}: pass one "
+                             "string per token id.")
         spellings = torch.zeros_like(self.spellings, device="cpu")
         for i, token in enumerate(tokens):
             values = list(token.encode("utf-8"))
@@ -148,10 +138,4 @@ class SpellingFeatures(nn.Module):
         spellings = self.spellings[distinct]  # (n, max_length)
         features = self.conv(self.embed_bytes(spellings).transpose(1, 2))  # (n, num_features, max_length)
         features = features.masked_fill((spellings == 0).unsqueeze(1), float("-inf")).amax(dim=-1)
-        features = features.masked_fill(features == float("-inf"), 0.0)[inverse]  # (batch, length, num_features)
-        if self.scope == "word":
-            word = (~self.continues_word[input_ids]).long().cumsum(dim=1)  # the word of each position, from 0 or 1
-            index = word.unsqueeze(-1).expand_as(features)
-            pooled = features.new_full((features.shape[0], features.shape[1] + 1, features.shape[2]), float("-inf"))
-            features = pooled.scatter_reduce(1, index, features, "amax").gather(1, index)
-        return features
+        return features.masked_fill(features == float("-inf"), 0.0)[inverse]

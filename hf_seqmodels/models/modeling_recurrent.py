@@ -76,7 +76,7 @@ class RecurrentModel(RecurrentPreTrainedModel):
         if config.spelling_features:
             self.spelling = SpellingFeatures(config.vocab_size, config.spelling_features,
                                              config.spelling_embedding_size, config.spelling_kernel_size,
-                                             config.max_spelling_length, config.spelling_scope)
+                                             config.max_spelling_length)
         self.embedding_dropout = nn.Dropout(config.embedding_dropout)
         self.rnn = RecurrentStack(
             config.cell_type,
@@ -95,13 +95,12 @@ class RecurrentModel(RecurrentPreTrainedModel):
     def set_input_embeddings(self, value):
         self.embed_tokens = value
 
-    def set_token_spellings(self, tokens: list[str], continues_word: list[bool] | None = None) -> None:
+    def set_token_spellings(self, tokens: list[str]) -> None:
         """Spell token ``i`` as ``tokens[i]`` for the spelling features (``config.spelling_features > 0``), e.g.
-        ``model.set_token_spellings(tokenizer.convert_ids_to_tokens(range(len(tokenizer))))``;
-        ``continues_word[i]`` says whether token ``i`` continues a word (``spelling_scope="word"``)."""
+        ``model.set_token_spellings(tokenizer.convert_ids_to_tokens(range(len(tokenizer))))``."""
         if self.spelling is None:
             raise ValueError("This model has no spelling features: set `spelling_features` in its config.")
-        self.spelling.set_spellings(tokens, continues_word)
+        self.spelling.set_spellings(tokens)
 
     def forward(
         self,
@@ -197,9 +196,6 @@ class RecurrentForCausalLM(RecurrentPreTrainedModel, GenerationMixin):
                 "A causal language model reads left to right: set `bidirectional=False` (bidirectional layers are "
                 "for RecurrentForSequenceClassification and RecurrentForTokenClassification)."
             )
-        if config.spelling_features and config.spelling_scope == "word":
-            raise ValueError("A causal language model cannot pool spellings over a word's later pieces: set "
-                             '`spelling_scope="token"`.')
         super().__init__(config)
         self.model = RecurrentModel(config)
         self.dropout = nn.Dropout(config.output_dropout)

@@ -93,24 +93,3 @@ def test_long_spellings_keep_prefix_and_suffix_and_empty_ones_give_zeros():
     assert features(torch.tensor([[1]])).eq(0).all()
     with pytest.raises(ValueError, match="Got 2 tokens to spell but the vocabulary has 3"):
         features.set_spellings(["a", "b"])
-
-
-def test_word_scope_pools_the_pieces_of_each_word():
-    torch.manual_seed(0)
-    tokens = ["<pad>", "ridiculous", "##ly", "fest", "##er", "##ing", "a", "##x"]
-    continues = [token.startswith("##") for token in tokens]
-    by_token = SpellingFeatures(len(tokens), 4, 3, 3, 12, scope="token")
-    by_word = SpellingFeatures(len(tokens), 4, 3, 3, 12, scope="word")
-    by_word.load_state_dict(by_token.state_dict())
-    by_word.set_spellings(tokens, continues)
-    by_token.set_spellings(tokens, continues)
-    # Words: [##x] (a row may start mid-word), [ridiculous ##ly], [a], [fest ##er ##ing], then padding.
-    input_ids = torch.tensor([[7, 1, 2, 6, 3, 4, 5, 0, 0]])
-    own, pooled = by_token(input_ids)[0], by_word(input_ids)[0]
-    for positions in ([0], [1, 2], [3], [4, 5, 6], [7], [8]):
-        expected = own[positions].amax(dim=0)
-        for position in positions:
-            torch.testing.assert_close(pooled[position], expected)
-    assert not torch.allclose(pooled[[1, 2, 4, 5, 6]], own[[1, 2, 4, 5, 6]])  # the pieces of a word share
-    with pytest.raises(ValueError, match="Got 3 continues_word flags but the vocabulary has 8"):
-        by_word.set_spellings(tokens, [True] * 3)

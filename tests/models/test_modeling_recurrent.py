@@ -186,7 +186,6 @@ def test_token_classification_pipeline():
         ({"eos_token_id": 99}, "`eos_token_id`=99 is outside the vocabulary"),
         ({"spelling_features": -1}, "`spelling_features`=-1 must be a non-negative integer"),
         ({"spelling_features": 4, "spelling_kernel_size": 2}, "`spelling_kernel_size`=2 must be odd"),
-        ({"spelling_scope": "sentence"}, "`spelling_scope`='sentence' is not supported; choose one of 'token', 'word'"),
     ],
 )
 def test_bad_config(changes, match):
@@ -218,13 +217,6 @@ def test_spelling_features_feed_the_first_layer_and_are_saved(tmp_path):
         model(inputs_embeds=embeds[..., :8])
     with pytest.raises(ValueError, match="no spelling features: set `spelling_features`"):
         make_model(RecurrentModel, RecurrentModelTester("gru").get_config()).set_token_spellings(tokens)
-
-
-def test_word_scope_spellings_are_rejected_for_a_causal_lm():
-    config = RecurrentModelTester("gru").get_config(RecurrentForCausalLM, spelling_features=4, spelling_scope="word")
-    with pytest.raises(ValueError, match="cannot pool spellings over a word's later pieces"):
-        RecurrentForCausalLM(config)
-    RecurrentForCausalLM(RecurrentModelTester("gru").get_config(RecurrentForCausalLM, spelling_features=4))
 
 
 def test_bidirectional_causal_lm_is_rejected():

@@ -16,15 +16,8 @@ from transformers import (
     BertModel,
 )
 
-from hf_seqmodels.classification import (
-    ModelArguments,
-    continuation_flags,
-    make_model,
-    make_tokenizer,
-    pretrained_rows,
-)
+from hf_seqmodels.classification import ModelArguments, make_model, make_tokenizer, pretrained_rows
 from hf_seqmodels.paths import REPO_ROOT
-from hf_seqmodels.tokenization import train_tokenizer
 
 TINY = ["--max_train_steps", "4", "--per_device_train_batch_size", "8", "--per_device_eval_batch_size", "16",
         "--logging_steps", "2", "--embedding_size", "16", "--hidden_size", "16", "--num_heads", "2", "--ffn_dim", "32",
@@ -185,18 +178,6 @@ def test_a_new_model_starts_from_pretrained_word_embeddings(tiny_bert, model_typ
     assert "zzqx" not in pretrained_vocab and not any(torch.equal(weight[vocab["Zzqx"]], row) for row in table)
 
 
-def test_continuation_flags_of_each_tokenizer_kind(tiny_bert):
-    bert = AutoTokenizer.from_pretrained(tiny_bert)
-    tokens = ["[CLS]", "ridiculous", "##ly"]
-    assert continuation_flags(bert, tokens) == [False, False, True]
-    texts = ["the ridiculously long words"] * 10
-    bpe = train_tokenizer(texts, "bpe", 40)
-    pieces = bpe.tokenize("ridiculously")
-    assert pieces[0].startswith("\u2581") and len(pieces) > 1
-    assert continuation_flags(bpe, ["<s>", *pieces]) == [False, False] + [True] * (len(pieces) - 1)
-    assert continuation_flags(train_tokenizer(texts, "word", 40), ["the", "words"]) == [False, False]
-
-
 def test_word_embeddings_through_the_script(tmp_path, tiny_bert):
     output = tmp_path / "ner-emb"
     results = script("run_ner").main(["--model_type", "recurrent", "--bidirectional", "--embeddings_from",
@@ -209,7 +190,6 @@ def test_word_embeddings_through_the_script(tmp_path, tiny_bert):
     token_id = AutoTokenizer.from_pretrained(output).convert_tokens_to_ids("##ing")
     spelled = model.model.spelling.spellings[token_id]
     assert bytes((spelled[spelled > 0] - 1).tolist()).decode() == "##ing"  # the spellings came with the folder
-    assert model.config.spelling_scope == "word" and model.model.spelling.continues_word[token_id]
 
 
 def test_bad_arguments_fail_early(tmp_path):
