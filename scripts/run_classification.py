@@ -8,6 +8,8 @@ pipeline and metric code fine-tune a pretrained encoder:
 
     python scripts/run_classification.py --model_type recurrent --cell_type lstm --bidirectional \\
         --output_dir outputs/sst2-bilstm
+    python scripts/run_classification.py --bidirectional --embeddings_from ../shared/data/models/all-MiniLM-L6-v2 \
+        --dropout 0.3 --output_dir outputs/sst2-bilstm-emb   # word embeddings start from the encoder's rows
     python scripts/run_classification.py --model_name_or_path ../shared/data/models/all-MiniLM-L6-v2 \\
         --learning_rate 5e-5 --output_dir outputs/sst2-minilm
     accelerate launch --multi_gpu --num_processes 2 scripts/run_classification.py --output_dir outputs/sst2-lstm

@@ -9,6 +9,8 @@ tokenizer and results.json (`hf_seqmodels.classification.run`). The same script,
 fine-tune a pretrained encoder:
 
     python scripts/run_ner.py --model_type recurrent --bidirectional --output_dir outputs/upos-bilstm
+    python scripts/run_ner.py --bidirectional --embeddings_from ../shared/data/models/all-MiniLM-L6-v2 \
+        --spelling_features 32 --dropout 0.3 --output_dir outputs/upos-bilstm-emb   # pretrained rows, spellings
     python scripts/run_ner.py --model_name_or_path ../shared/data/models/all-MiniLM-L6-v2 \\
         --learning_rate 5e-5 --output_dir outputs/upos-minilm
     python scripts/run_ner.py --train_file ner/train.jsonl --validation_file ner/dev.jsonl \\
