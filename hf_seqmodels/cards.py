@@ -146,8 +146,15 @@ def describe_architecture(run: dict) -> str:
                 f"{parameters}.")
     cell = {"rnn": "Elman RNN", "lstm": "LSTM", "gru": "GRU"}[args.get("cell_type", "lstm")]
     direction = "bidirectional " if args.get("bidirectional") else ""
-    return (f"A {direction}{cell} trained from scratch: {args['num_layers']} layer(s) of {args['hidden_size']} units, "
-            f"{args['embedding_size']}-dimensional embeddings; {parameters}.")
+    if pretrained := args.get("embeddings_from"):
+        name = BASE_MODELS.get(Path(pretrained).name, pretrained)
+        start, embeddings = f"trained with its word embeddings started from {name}'s", "their"
+    else:
+        start, embeddings = "trained from scratch", f"{args['embedding_size']}-dimensional"
+    spelling = (f", plus {args['spelling_features']} character-CNN features of each token's spelling"
+                if args.get("spelling_features") else "")
+    return (f"A {direction}{cell} {start}: {args['num_layers']} layer(s) of {args['hidden_size']} units, "
+            f"{embeddings} embeddings{spelling}; {parameters}.")
 
 
 def _family_tag(run: dict) -> str:

@@ -66,6 +66,15 @@ def test_card_text_states_the_same_numbers():
     assert "{{" not in text and "[More Information Needed]" not in text
 
 
+def test_card_says_where_the_word_embeddings_came_from():
+    assert "trained from scratch" in str(render_card(RUN)) and "128-dimensional embeddings" in str(render_card(RUN))
+    arguments = {**ARGUMENTS, "embeddings_from": "/data/models/all-MiniLM-L6-v2", "spelling_features": 32}
+    text = str(render_card({**RUN, "arguments": arguments}))
+    assert "word embeddings started from sentence-transformers/all-MiniLM-L6-v2's" in text
+    assert "32 character-CNN features of each token's spelling" in text
+    assert "from scratch" not in text and "128-dimensional" not in text  # --embedding_size gave way to the table's
+
+
 def test_card_round_trips_through_modelcard(tmp_path):
     write_card(tmp_path, NER_RUN)
     card = ModelCard.load(tmp_path / "README.md")
