@@ -12,6 +12,7 @@ the learning-rate schedule completes within the time on the reference CPU). Writ
 
     python scripts/compare.py sentiment                  # CPU budget (minutes per model), 1 thread
     python scripts/compare.py ner --models BiLSTM,BERT   # a subset
+    python scripts/compare.py ner --models BERT --update # re-run one model, keep the other rows
     python scripts/compare.py sentiment ner --full       # GPU budget: full epochs
     python scripts/compare.py sentiment --full --jobs 7  # the same, all seven models at once on one GPU
 
@@ -98,7 +99,7 @@ SUITES = {
         },
         cpu_budget={"time_budget_minutes": 4.5, "num_train_epochs": 2},
         full_budget={"time_budget_minutes": 60, "num_train_epochs": 3},
-        cpu_steps={"BERT (MiniLM-L6)": 330},
+        cpu_steps={"BERT (MiniLM-L6)": 420},
         targets={"BiLSTM": 0.85, "BiLSTM 2x256": 0.85, "BiLSTM + MiniLM emb.": 0.85, "BERT (MiniLM-L6)": 0.88},
         extra_columns=[("eval_f1", "macro-F1 (%)")],
     ),
@@ -122,7 +123,7 @@ SUITES = {
         },
         cpu_budget={"time_budget_minutes": 9, "num_train_epochs": 4},
         full_budget={"time_budget_minutes": 60, "num_train_epochs": 10},
-        cpu_steps={"BERT (MiniLM-L6)": 220},
+        cpu_steps={"BERT (MiniLM-L6)": 600},
         targets={"BiLSTM": 0.94, "BiLSTM 2x384": 0.94, "BiLSTM + MiniLM emb. + spelling": 0.94,
                  "BERT (MiniLM-L6)": 0.96},
         extra_columns=[("eval_f1", "macro-F1 (%)")],
@@ -170,6 +171,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--jobs", type=int, default=1,
                         help="Models trained at once (a GPU has room for several small ones; their train times and "
                              "throughputs then include the contention).")
+    parser.add_argument("--update", action="store_true",
+                        help="Re-run only --models and replace their rows of the existing results/<suite>.json, "
+                             "keeping the other runs (which must share the budget, seed and threads).")
     parser.add_argument("--results_dir", default=str(REPO_ROOT / "results"), help="Where <suite>.json/.md/.png go.")
     parser.add_argument("--output_dir", default=str(REPO_ROOT / "outputs" / "compare"),
                         help="Where each model folder goes: <output_dir>/<suite>/<model>.")
@@ -216,6 +220,19 @@ def run_model(suite: Suite, name: str, cmd: list[str], output_dir: Path, num_thr
         return {**record, "error": f"exit code {returncode}", "log_tail": tail}
     results = json.loads((output_dir / "results.json").read_text())
     return {**results, **record, "process_wall_time_s": time.monotonic() - start}
+
+
+def kept_runs(path: Path, report: dict, names: list[str]) -> tuple[list[dict], dict]:
+    """For --update: the runs of the results file at ``path`` that are not re-run, and their step caps."""
+    if not path.is_file():
+        raise SystemExit(f"--update needs an existing {path}: run the whole suite first.")
+    previous = json.loads(path.read_text())
+    for key in ("budget", "full", "seed", "num_threads"):
+        if previous.get(key) != report[key]:
+            raise SystemExit(f"--update: {path} was run with {key}={previous.get(key)!r} but this run has "
+                             f"{report[key]!r}; re-run the whole suite.")
+    caps = {name: steps for name, steps in previous.get("step_caps", {}).items() if name not in names}
+    return [run for run in previous["runs"] if run["name"] not in names], caps
 
 
 def write_json(path: Path, data: dict) -> None:
@@ -304,6 +321,11 @@ def run_suite(suite_name: str, args: argparse.Namespace) -> dict:
     }
     if args.max_train_steps:
         report["step_caps"] = {name: args.max_train_steps for name in names}
+    kept = []
+    if args.update:
+        kept, caps = kept_runs(results_dir / f"{suite_name}.json", report, names)
+        report["step_caps"] = {**caps, **report["step_caps"]}
+    order = list(suite.models)
 
     def run_one(name: str) -> dict:
         output_dir = Path(args.output_dir) / suite_name / slug(name)
@@ -316,8 +338,10 @@ def run_suite(suite_name: str, args: argparse.Namespace) -> dict:
         return run
 
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        done = []
         for run in pool.map(run_one, names):  # in the suite's order, each written as soon as it and those before are
-            report["runs"].append(run)
+            done.append(run)
+            report["runs"] = sorted(kept + done, key=lambda run: order.index(run["name"]))
             write_json(results_dir / f"{suite_name}.json", report)
     (results_dir / f"{suite_name}.md").write_text(markdown(suite_name, suite, report))
     bar_chart(results_dir / f"{suite_name}.png", suite, report["runs"])

@@ -3,6 +3,8 @@ rendered from the suite file state the same numbers, and the chart is written.""
 
 import json
 
+import pytest
+
 from test_run_classification_ner import script  # tests/scripts is on sys.path
 
 from hf_seqmodels.cards import format_metric, load_run, render_card
@@ -18,7 +20,7 @@ def test_sentiment_suite_on_a_tiny_budget(tmp_path):
     assert saved == json.loads(json.dumps(report))
     assert [run["name"] for run in saved["runs"]] == ["LSTM", "GRU"]  # the suite's order, though they ran at once
     assert saved["jobs"] == 2
-    assert saved["budget"] == {"time_budget_minutes": 3.5, "num_train_epochs": 2}
+    assert saved["budget"] == compare.SUITES["sentiment"].cpu_budget
     for run in saved["runs"]:
         assert "error" not in run, run.get("log_tail")
         folder = output_dir / "sentiment" / run["name"].lower()
@@ -40,3 +42,18 @@ def test_sentiment_suite_on_a_tiny_budget(tmp_path):
     assert {r.metric_type: r.metric_value for r in card.data.eval_results} == {
         "accuracy": gru["eval_accuracy"], "f1": gru["eval_f1"]}
     assert f"| Accuracy | {format_metric(gru['eval_accuracy'], True)} |" in card.text
+
+
+def test_update_replaces_only_the_rerun_models(tmp_path):
+    compare = script("compare")
+    tiny = ["--max_train_steps", "2", "--max_train_samples", "32", "--max_eval_samples", "16", "--results_dir",
+            str(tmp_path / "results"), "--output_dir", str(tmp_path / "outputs")]
+    compare.main(["sentiment", "--models", "RNN,GRU", "--seed", "7", *tiny])
+    before = json.loads((tmp_path / "results" / "sentiment.json").read_text())
+    [report] = compare.main(["sentiment", "--models", "RNN", "--update", "--seed", "7", *tiny])
+    assert [run["name"] for run in report["runs"]] == ["RNN", "GRU"]  # the suite's order
+    assert report["runs"][1] == before["runs"][1]  # GRU kept as it was
+    assert report["runs"][0]["process_wall_time_s"] != before["runs"][0]["process_wall_time_s"]  # RNN ran again
+    assert "| GRU |" in (tmp_path / "results" / "sentiment.md").read_text()
+    with pytest.raises(SystemExit, match="was run with seed=7 but this run has 8"):
+        compare.main(["sentiment", "--models", "RNN", "--update", "--seed", "8", *tiny])
