@@ -148,13 +148,13 @@ def describe_architecture(run: dict) -> str:
     direction = "bidirectional " if args.get("bidirectional") else ""
     if pretrained := args.get("embeddings_from"):
         name = BASE_MODELS.get(Path(pretrained).name, pretrained)
-        start, embeddings = f"trained with its word embeddings started from {name}'s", "their"
+        start, embeddings = f"trained with its word embeddings started from {name}'s", ""
     else:
-        start, embeddings = "trained from scratch", f"{args['embedding_size']}-dimensional"
+        start, embeddings = "trained from scratch", f", {args['embedding_size']}-dimensional embeddings"
     spelling = (f", plus {args['spelling_features']} character-CNN features of each token's spelling"
                 if args.get("spelling_features") else "")
-    return (f"A {direction}{cell} {start}: {args['num_layers']} layer(s) of {args['hidden_size']} units, "
-            f"{embeddings} embeddings{spelling}; {parameters}.")
+    return (f"A {direction}{cell} {start}: {args['num_layers']} layer(s) of {args['hidden_size']} units"
+            f"{embeddings}{spelling}; {parameters}.")
 
 
 def _family_tag(run: dict) -> str:
