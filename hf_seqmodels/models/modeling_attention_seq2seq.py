@@ -12,10 +12,10 @@ from transformers.modeling_outputs import ModelOutput, Seq2SeqLMOutput, Seq2SeqM
 from transformers.models.bart.modeling_bart import shift_tokens_right
 
 from .attention import AdditiveAttention, LuongAttention
-from .cache import RecurrentCache
+from .cache import RecurrentCache, RecurrentGenerationMixin, decoding_step
 from .configuration_attention_seq2seq import AttentionSeq2SeqConfig
 from .heads import lm_output_layers
-from .masks import check_input_ids, check_no_empty_rows, prepare_padding_mask
+from .masks import check_input_ids, check_no_empty_rows, padding_or_none, prepare_padding_mask
 from .modeling_recurrent import RecurrentModel, RecurrentPreTrainedModel
 from .recurrent_layers import RecurrentStack, State
 
@@ -92,8 +92,7 @@ class AttentionSeq2SeqEncoder(nn.Module):
         mask = prepare_padding_mask(attention_mask, *inputs_embeds.shape[:2])
         if mask is not None:
             check_no_empty_rows(mask)
-            if bool(mask.all()):
-                mask = None  # no padding: the fused kernel's fast path
+            mask = padding_or_none(mask)
         outputs, states, hidden_states = self.rnn(
             self.dropout(inputs_embeds), mask, output_hidden_states=bool(output_hidden_states)
         )
@@ -162,6 +161,7 @@ class AttentionSeq2SeqDecoder(nn.Module):
         encoder_final_state: torch.Tensor,
         cache: RecurrentCache,
         output_hidden_states: bool = False,
+        step_weights: list[tuple[torch.Tensor, ...]] | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None, tuple[torch.Tensor, ...] | None]:
         """Decode a chunk of target positions, continuing from `cache` (empty at the start) and updating it.
 
@@ -170,6 +170,7 @@ class AttentionSeq2SeqDecoder(nn.Module):
             memory: `(batch, source_length, memory_size)` encoder outputs.
             memory_mask: bool `(batch, source_length)`, True for real source tokens; `None` when there is no padding.
             encoder_final_state: `(batch, parts, memory_size)`, used to start when `cache` is empty.
+            step_weights: `self.rnn.step_weights()`, for a compiled decoding step (`cache.decoding_step`).
 
         Returns:
             The output vectors `(batch, length, hidden_size)` for the output layer, the attention weights
@@ -184,30 +185,31 @@ class AttentionSeq2SeqDecoder(nn.Module):
             if keys is None:
                 keys = self.attention.project_keys(memory)  # once per source, reused at every step
 
+        extras = {}
         if self.attention_type == "bahdanau" or self.input_feeding:
-            outputs, weights, states, layer_outputs = self._step_by_step(
-                embeds, memory, memory_mask, keys, states, cache
+            outputs, weights, states, layer_outputs, extras = self._step_by_step(
+                embeds, memory, memory_mask, keys, states, cache, step_weights
             )
         else:
-            hidden, states, all_hidden = self.rnn(embeds, None, states, output_hidden_states)
+            hidden, states, all_hidden = self.rnn(embeds, None, states, output_hidden_states, step_weights=step_weights)
             layer_outputs = all_hidden[1:] if output_hidden_states else None
             outputs, weights = hidden, None
             if self.attention is not None:
                 context, weights = self.attention(hidden, memory, memory_mask, keys)
                 outputs = torch.tanh(self.combine(torch.cat([context, hidden], dim=-1)))
 
-        cache.states = states
         if keys is not None:
             cache.per_input["projected_keys"] = keys
-        cache.seen_tokens += input_ids.shape[1]
+        cache.store(states, input_ids.shape[1], **extras)
         hidden_states = None
         if output_hidden_states:
             hidden_states = (embeds, *layer_outputs) + ((outputs,) if self.attention is not None else ())
         return outputs, weights, hidden_states
 
-    def _step_by_step(self, embeds, memory, memory_mask, keys, states, cache):
+    def _step_by_step(self, embeds, memory, memory_mask, keys, states, cache, step_weights):
         """One target position at a time: Bahdanau (the context of the previous state feeds the recurrent layer)
-        or Luong with input feeding (the previous attentional vector does)."""
+        or Luong with input feeding (the previous attentional vector does, and is returned in the extras to
+        cache)."""
         outputs, weights, layer_outputs = [], [], []
         if self.input_feeding:
             input_feed = cache.extras.get("input_feed")
@@ -218,10 +220,14 @@ class AttentionSeq2SeqDecoder(nn.Module):
             if self.attention_type == "bahdanau":
                 query = states[-1][0].transpose(0, 1)  # the top layer's previous h: (batch, 1, hidden)
                 context, weight = self.attention(query, memory, memory_mask, keys)
-                hidden, states, all_hidden = self.rnn(torch.cat([embed, context], dim=-1), None, states, True)
+                hidden, states, all_hidden = self.rnn(
+                    torch.cat([embed, context], dim=-1), None, states, True, step_weights=step_weights
+                )
                 outputs.append(torch.cat([context, hidden, embed], dim=-1))
             else:
-                hidden, states, all_hidden = self.rnn(torch.cat([embed, input_feed], dim=-1), None, states, True)
+                hidden, states, all_hidden = self.rnn(
+                    torch.cat([embed, input_feed], dim=-1), None, states, True, step_weights=step_weights
+                )
                 context, weight = self.attention(hidden, memory, memory_mask, keys)
                 input_feed = torch.tanh(self.combine(torch.cat([context, hidden], dim=-1)))
                 outputs.append(input_feed)
@@ -229,11 +235,10 @@ class AttentionSeq2SeqDecoder(nn.Module):
             layer_outputs.append(all_hidden[1:])
         outputs = torch.cat(outputs, dim=1)
         layer_outputs = tuple(torch.cat(per_layer, dim=1) for per_layer in zip(*layer_outputs))
-        if self.input_feeding:
-            cache.extras["input_feed"] = input_feed
-        else:
+        extras = {"input_feed": input_feed} if self.input_feeding else {}
+        if not self.input_feeding:
             outputs = torch.tanh(self.combine(outputs))  # Bahdanau's output layer, for all positions at once
-        return outputs, torch.cat(weights, dim=1), states, layer_outputs
+        return outputs, torch.cat(weights, dim=1), states, layer_outputs, extras
 
 
 class AttentionSeq2SeqModel(AttentionSeq2SeqPreTrainedModel):
@@ -317,15 +322,19 @@ class AttentionSeq2SeqModel(AttentionSeq2SeqPreTrainedModel):
                 f"`decoder_input_ids` has {decoder_input_ids.shape[0]} rows but the source has {batch}: pass one "
                 "target per source."
             )
-        mask = prepare_padding_mask(attention_mask, batch, source_length)
-        if mask is not None and bool(mask.all()):
-            mask = None
+        mask = padding_or_none(prepare_padding_mask(attention_mask, batch, source_length))
 
         cache = RecurrentModel._recurrent_cache(past_key_values)
         if cache is None:
             cache = RecurrentCache()
-        outputs, weights, decoder_hidden_states = self.decoder(
-            decoder_input_ids, memory, mask, encoder_outputs.final_state, cache, output_hidden_states
+        decoder = decoding_step(self.decoder, cache, decoder_input_ids.shape[1], memory.device)
+        if decoder is not self.decoder:
+            # generate() passes the last column of its growing ids, whose strides change every step: a compiled
+            # step would be compiled again for each.
+            decoder_input_ids = decoder_input_ids.clone(memory_format=torch.contiguous_format)
+        outputs, weights, decoder_hidden_states = decoder(
+            decoder_input_ids, memory, mask, encoder_outputs.final_state, cache, output_hidden_states,
+            step_weights=self.decoder.rnn.step_weights(),
         )
         result = Seq2SeqModelOutput(
             last_hidden_state=outputs,
@@ -338,7 +347,9 @@ class AttentionSeq2SeqModel(AttentionSeq2SeqPreTrainedModel):
         return result if return_dict else result.to_tuple()
 
 
-class AttentionSeq2SeqForConditionalGeneration(AttentionSeq2SeqPreTrainedModel, GenerationMixin):
+class AttentionSeq2SeqForConditionalGeneration(
+    RecurrentGenerationMixin, AttentionSeq2SeqPreTrainedModel, GenerationMixin
+):
     """The attention encoder-decoder with its output layer: translation and other sequence-to-sequence tasks."""
 
     _tied_weights_keys = {"lm_head.weight": "model.decoder.embed_tokens.weight"}
@@ -351,10 +362,6 @@ class AttentionSeq2SeqForConditionalGeneration(AttentionSeq2SeqPreTrainedModel, 
             config.hidden_size, config.embedding_size, config.vocab_size, config.tie_word_embeddings
         )
         self.post_init()
-
-    @classmethod
-    def _supports_default_dynamic_cache(cls) -> bool:
-        return False  # the decoder state lives in a RecurrentCache, created by forward
 
     def get_output_embeddings(self):
         return self.lm_head

@@ -14,7 +14,7 @@ from transformers.modeling_outputs import (
     TokenClassifierOutput,
 )
 
-from .cache import RecurrentCache
+from .cache import RecurrentCache, RecurrentGenerationMixin, decoding_step
 from .configuration_recurrent import RecurrentConfig
 from .embeddings import SpellingFeatures
 from .heads import (
@@ -24,7 +24,7 @@ from .heads import (
     sequence_classification_loss,
     token_classification_loss,
 )
-from .masks import check_input_ids, check_no_empty_rows, prepare_padding_mask
+from .masks import check_input_ids, check_no_empty_rows, padding_or_none, prepare_padding_mask
 from .recurrent_layers import RecurrentStack
 
 
@@ -147,22 +147,22 @@ class RecurrentModel(RecurrentPreTrainedModel):
 
         cache = self._recurrent_cache(past_key_values)
         states = cache.states if cache is not None and cache.states else None
-        past_length = cache.get_seq_length() if cache is not None else 0
+        # A static cache counts positions on the device: reading the count would wait for it (and end a compiled
+        # step), so the mask's width is then not checked against it.
+        past_length = 0 if cache is None else None if cache.static else cache.get_seq_length()
         mask = prepare_padding_mask(attention_mask, batch_size, length, past_length)
-        if mask is not None:
-            if states is None:
-                check_no_empty_rows(mask)
-            if bool(mask.all()):
-                mask = None  # no padding: take the fused kernel's fast path
+        if mask is not None and states is None:
+            check_no_empty_rows(mask)
+        mask = padding_or_none(mask)
 
-        outputs, final_state, hidden_states = self.rnn(
+        rnn = decoding_step(self.rnn, cache, length, inputs_embeds.device)
+        outputs, final_state, hidden_states = rnn(
             self.embedding_dropout(inputs_embeds), mask, states, output_hidden_states,
-            need_states=bool(use_cache) or output_final_state,
+            need_states=bool(use_cache) or output_final_state, step_weights=self.rnn.step_weights(),
         )
         if use_cache:
             cache = cache if cache is not None else RecurrentCache()
-            cache.states = final_state
-            cache.seen_tokens += length
+            cache.store(final_state, length)
         else:
             cache = None
         result = RecurrentModelOutput(
@@ -185,7 +185,7 @@ class RecurrentModel(RecurrentPreTrainedModel):
         )
 
 
-class RecurrentForCausalLM(RecurrentPreTrainedModel, GenerationMixin):
+class RecurrentForCausalLM(RecurrentGenerationMixin, RecurrentPreTrainedModel, GenerationMixin):
     """A recurrent language model: predicts each next token from the tokens before it."""
 
     _tied_weights_keys = {"lm_head.weight": "model.embed_tokens.weight"}
@@ -203,10 +203,6 @@ class RecurrentForCausalLM(RecurrentPreTrainedModel, GenerationMixin):
             config.hidden_size, config.embedding_size, config.vocab_size, config.tie_word_embeddings
         )
         self.post_init()
-
-    @classmethod
-    def _supports_default_dynamic_cache(cls) -> bool:
-        return False  # the state lives in a RecurrentCache, created by forward
 
     def get_output_embeddings(self):
         return self.lm_head

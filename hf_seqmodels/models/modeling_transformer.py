@@ -33,7 +33,7 @@ from .attention import MultiHeadAttention
 from .configuration_transformer import TransformerConfig
 from .embeddings import TransformerEmbeddings, sinusoidal_positions
 from .heads import SequencePooler, check_lm_labels, sequence_classification_loss, token_classification_loss
-from .masks import build_attention_mask, check_input_ids, check_no_empty_rows, prepare_padding_mask
+from .masks import build_attention_mask, check_input_ids, check_no_empty_rows, padding_or_none, prepare_padding_mask
 
 
 class FeedForward(nn.Module):
@@ -189,8 +189,7 @@ class TransformerStack(nn.Module):
         if key_mask is not None:
             if past_length == 0:
                 check_no_empty_rows(key_mask)
-            if bool(key_mask.all()):
-                key_mask = None  # no padding: the kernels' fast paths
+            key_mask = padding_or_none(key_mask)
         mask, is_causal = build_attention_mask(key_mask, length, past_length + length, self.causal, embeds.device)
         memory_mask = self._memory_mask(encoder_hidden_states, encoder_attention_mask, batch_size)
 
@@ -282,8 +281,10 @@ class TransformerStack(nn.Module):
                 f"`encoder_hidden_states` has shape {tuple(encoder_hidden_states.shape)}, expected "
                 f"({batch_size}, source_length, {self.d_model})."
             )
-        source_mask = prepare_padding_mask(encoder_attention_mask, batch_size, encoder_hidden_states.shape[1])
-        if source_mask is None or bool(source_mask.all()):
+        source_mask = padding_or_none(
+            prepare_padding_mask(encoder_attention_mask, batch_size, encoder_hidden_states.shape[1])
+        )
+        if source_mask is None:
             return None
         return source_mask[:, None, None, :]
 
