@@ -13,8 +13,6 @@ def check_input_ids(input_ids: torch.Tensor, vocab_size: int, name: str = "input
         raise ValueError(f"`{name}` must hold integer token ids, got dtype {input_ids.dtype}.")
     if input_ids.numel() == 0:
         raise ValueError(f"`{name}` is empty (shape {tuple(input_ids.shape)}): pass at least one token per sequence.")
-    if torch.compiler.is_compiling():
-        return  # reading the ids would end the compiled graph; generate() compiles only steps fed its own tokens
     low, high = torch.stack(torch.aminmax(input_ids)).tolist()  # one wait for a GPU, not two
     if low < 0 or high >= vocab_size:
         raise ValueError(
@@ -48,11 +46,8 @@ def prepare_padding_mask(
 
 
 def padding_or_none(mask: torch.Tensor | None) -> torch.Tensor | None:
-    """``mask``, or ``None`` when it marks no padding, which lets the kernels take their fast paths. A compiled step
-    keeps the mask as it is: reading its values would end the graph, and an all-True mask gives the same result."""
-    if mask is None or torch.compiler.is_compiling() or not bool(mask.all()):
-        return mask
-    return None
+    """``mask``, or ``None`` when it marks no padding, which lets the kernels take their fast paths."""
+    return None if mask is not None and bool(mask.all()) else mask
 
 
 def check_no_empty_rows(mask: torch.Tensor, name: str = "attention_mask") -> None:

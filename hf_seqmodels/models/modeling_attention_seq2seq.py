@@ -12,12 +12,13 @@ from transformers.modeling_outputs import ModelOutput, Seq2SeqLMOutput, Seq2SeqM
 from transformers.models.bart.modeling_bart import shift_tokens_right
 
 from .attention import AdditiveAttention, LuongAttention
-from .cache import RecurrentCache, RecurrentGenerationMixin, decoding_step
+from .cache import RecurrentCache, RecurrentGenerationMixin
 from .configuration_attention_seq2seq import AttentionSeq2SeqConfig
 from .heads import lm_output_layers
 from .masks import check_input_ids, check_no_empty_rows, padding_or_none, prepare_padding_mask
 from .modeling_recurrent import RecurrentModel, RecurrentPreTrainedModel
 from .recurrent_layers import RecurrentStack, State
+from .step_graphs import StepGraphs
 
 
 @dataclass
@@ -145,6 +146,19 @@ class AttentionSeq2SeqDecoder(nn.Module):
             score = config.attention_type.removeprefix("luong_")
             self.attention = LuongAttention(score, config.hidden_size, memory_size, attention_size)
             self.combine = nn.Linear(memory_size + config.hidden_size, config.hidden_size, bias=False)  # W_c
+        self.step_graphs = StepGraphs()
+
+    def can_replay_step(
+        self, cache: RecurrentCache, input_ids: torch.Tensor, memory: torch.Tensor, output_hidden_states: bool
+    ) -> bool:
+        """Whether this call is a decoding step that `step_graphs` replays as a CUDA graph: one position continuing
+        a static cache's state on a GPU, in eval mode and without gradients."""
+        return (cache.static and bool(cache.states) and input_ids.shape[1] == 1 and memory.is_cuda
+                and not (self.training or output_hidden_states or torch.is_grad_enabled()))
+
+    def _apply(self, fn, *args, **kwargs):
+        self.step_graphs = StepGraphs()  # a move or cast gives the parameters new addresses
+        return super()._apply(fn, *args, **kwargs)
 
     def initial_state(self, final_state: torch.Tensor) -> list[State]:
         """The bridge: encoder final state `(batch, parts, memory_size)` -> every decoder layer's initial state,
@@ -161,7 +175,6 @@ class AttentionSeq2SeqDecoder(nn.Module):
         encoder_final_state: torch.Tensor,
         cache: RecurrentCache,
         output_hidden_states: bool = False,
-        step_weights: list[tuple[torch.Tensor, ...]] | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None, tuple[torch.Tensor, ...] | None]:
         """Decode a chunk of target positions, continuing from `cache` (empty at the start) and updating it.
 
@@ -170,7 +183,6 @@ class AttentionSeq2SeqDecoder(nn.Module):
             memory: `(batch, source_length, memory_size)` encoder outputs.
             memory_mask: bool `(batch, source_length)`, True for real source tokens; `None` when there is no padding.
             encoder_final_state: `(batch, parts, memory_size)`, used to start when `cache` is empty.
-            step_weights: `self.rnn.step_weights()`, for a compiled decoding step (`cache.decoding_step`).
 
         Returns:
             The output vectors `(batch, length, hidden_size)` for the output layer, the attention weights
@@ -188,10 +200,10 @@ class AttentionSeq2SeqDecoder(nn.Module):
         extras = {}
         if self.attention_type == "bahdanau" or self.input_feeding:
             outputs, weights, states, layer_outputs, extras = self._step_by_step(
-                embeds, memory, memory_mask, keys, states, cache, step_weights
+                embeds, memory, memory_mask, keys, states, cache
             )
         else:
-            hidden, states, all_hidden = self.rnn(embeds, None, states, output_hidden_states, step_weights=step_weights)
+            hidden, states, all_hidden = self.rnn(embeds, None, states, output_hidden_states)
             layer_outputs = all_hidden[1:] if output_hidden_states else None
             outputs, weights = hidden, None
             if self.attention is not None:
@@ -206,7 +218,7 @@ class AttentionSeq2SeqDecoder(nn.Module):
             hidden_states = (embeds, *layer_outputs) + ((outputs,) if self.attention is not None else ())
         return outputs, weights, hidden_states
 
-    def _step_by_step(self, embeds, memory, memory_mask, keys, states, cache, step_weights):
+    def _step_by_step(self, embeds, memory, memory_mask, keys, states, cache):
         """One target position at a time: Bahdanau (the context of the previous state feeds the recurrent layer)
         or Luong with input feeding (the previous attentional vector does, and is returned in the extras to
         cache)."""
@@ -220,14 +232,10 @@ class AttentionSeq2SeqDecoder(nn.Module):
             if self.attention_type == "bahdanau":
                 query = states[-1][0].transpose(0, 1)  # the top layer's previous h: (batch, 1, hidden)
                 context, weight = self.attention(query, memory, memory_mask, keys)
-                hidden, states, all_hidden = self.rnn(
-                    torch.cat([embed, context], dim=-1), None, states, True, step_weights=step_weights
-                )
+                hidden, states, all_hidden = self.rnn(torch.cat([embed, context], dim=-1), None, states, True)
                 outputs.append(torch.cat([context, hidden, embed], dim=-1))
             else:
-                hidden, states, all_hidden = self.rnn(
-                    torch.cat([embed, input_feed], dim=-1), None, states, True, step_weights=step_weights
-                )
+                hidden, states, all_hidden = self.rnn(torch.cat([embed, input_feed], dim=-1), None, states, True)
                 context, weight = self.attention(hidden, memory, memory_mask, keys)
                 input_feed = torch.tanh(self.combine(torch.cat([context, hidden], dim=-1)))
                 outputs.append(input_feed)
@@ -327,15 +335,14 @@ class AttentionSeq2SeqModel(AttentionSeq2SeqPreTrainedModel):
         cache = RecurrentModel._recurrent_cache(past_key_values)
         if cache is None:
             cache = RecurrentCache()
-        decoder = decoding_step(self.decoder, cache, decoder_input_ids.shape[1], memory.device)
-        if decoder is not self.decoder:
-            # generate() passes the last column of its growing ids, whose strides change every step: a compiled
-            # step would be compiled again for each.
-            decoder_input_ids = decoder_input_ids.clone(memory_format=torch.contiguous_format)
-        outputs, weights, decoder_hidden_states = decoder(
-            decoder_input_ids, memory, mask, encoder_outputs.final_state, cache, output_hidden_states,
-            step_weights=self.decoder.rnn.step_weights(),
-        )
+        if self.decoder.can_replay_step(cache, decoder_input_ids, memory, output_hidden_states):
+            outputs, weights, decoder_hidden_states = self.decoder.step_graphs(
+                self.decoder, decoder_input_ids, cache, memory=memory, memory_mask=mask, encoder_final_state=None
+            )
+        else:
+            outputs, weights, decoder_hidden_states = self.decoder(
+                decoder_input_ids, memory, mask, encoder_outputs.final_state, cache, output_hidden_states
+            )
         result = Seq2SeqModelOutput(
             last_hidden_state=outputs,
             past_key_values=cache if use_cache else None,

@@ -14,7 +14,7 @@ from transformers.modeling_outputs import (
     TokenClassifierOutput,
 )
 
-from .cache import RecurrentCache, RecurrentGenerationMixin, decoding_step
+from .cache import RecurrentCache, RecurrentGenerationMixin
 from .configuration_recurrent import RecurrentConfig
 from .embeddings import SpellingFeatures
 from .heads import (
@@ -147,18 +147,15 @@ class RecurrentModel(RecurrentPreTrainedModel):
 
         cache = self._recurrent_cache(past_key_values)
         states = cache.states if cache is not None and cache.states else None
-        # A static cache counts positions on the device: reading the count would wait for it (and end a compiled
-        # step), so the mask's width is then not checked against it.
-        past_length = 0 if cache is None else None if cache.static else cache.get_seq_length()
+        past_length = cache.get_seq_length() if cache is not None else 0
         mask = prepare_padding_mask(attention_mask, batch_size, length, past_length)
         if mask is not None and states is None:
             check_no_empty_rows(mask)
         mask = padding_or_none(mask)
 
-        rnn = decoding_step(self.rnn, cache, length, inputs_embeds.device)
-        outputs, final_state, hidden_states = rnn(
+        outputs, final_state, hidden_states = self.rnn(
             self.embedding_dropout(inputs_embeds), mask, states, output_hidden_states,
-            need_states=bool(use_cache) or output_final_state, step_weights=self.rnn.step_weights(),
+            need_states=bool(use_cache) or output_final_state,
         )
         if use_cache:
             cache = cache if cache is not None else RecurrentCache()

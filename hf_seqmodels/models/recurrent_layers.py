@@ -46,17 +46,10 @@ class RecurrentLayer(nn.Module):
         extra = {"nonlinearity": nonlinearity} if cell_type == "rnn" else {}
         self.rnn = _CELLS[cell_type](input_size, hidden_size, batch_first=True, bidirectional=bidirectional, **extra)
         self.is_lstm = cell_type == "lstm"
-        self.bidirectional = bidirectional
-        self.mode = self.rnn.mode  # GRU, LSTM, RNN_TANH or RNN_RELU
-
-    def step_weights(self) -> tuple[torch.Tensor, ...]:
-        """The (first direction's) weights ``(w_ih, w_hh, b_ih, b_hh)`` of a decoding step."""
-        rnn = self.rnn
-        return rnn.weight_ih_l0, rnn.weight_hh_l0, rnn.bias_ih_l0, rnn.bias_hh_l0
 
     def forward(
         self, inputs: torch.Tensor, mask: torch.Tensor | None = None, state: State | None = None,
-        need_state: bool = True, step_weights: tuple[torch.Tensor, ...] | None = None,
+        need_state: bool = True,
     ) -> tuple[torch.Tensor, State | None]:
         """Run the layer over a chunk.
 
@@ -65,15 +58,13 @@ class RecurrentLayer(nn.Module):
             mask: bool ``(batch, length)``, True for real tokens; ``None`` when there is no padding.
             state: the state to start from (``None``: zeros).
             need_state: return the new state; ``False`` returns ``None`` instead, and lets more batches skip packing.
-            step_weights: ``step_weights()``, passed in by a compiled decoding step: torch.compile does not trace
-                through ``nn.GRU``/``nn.LSTM`` modules, so a step must not reach ``self.rnn``.
 
         Returns:
             outputs ``(batch, length, num_directions * hidden_size)`` (zeros at padded positions) and the state
             after each row's last real token (a row with no real token keeps ``state``, zeros if None).
         """
-        if state is not None and inputs.shape[1] == 1 and not self.bidirectional:
-            outputs, new = self._step(inputs, state, mask, step_weights or self.step_weights())
+        if state is not None and inputs.shape[1] == 1 and not self.rnn.bidirectional:
+            outputs, new = self._step(inputs, state, mask)
             return outputs, new if need_state else None
         hx = None if state is None else (state if self.is_lstm else state[0])
         if mask is None:
@@ -101,16 +92,15 @@ class RecurrentLayer(nn.Module):
         # A row with no real token ran one padding step (packing needs length >= 1): give it back its old state.
         return outputs, self._keep_state_of_empty_rows(lengths, state, new if self.is_lstm else (new,))
 
-    def _step(
-        self, inputs: torch.Tensor, state: State, mask: torch.Tensor | None, weights: tuple[torch.Tensor, ...]
-    ) -> tuple[torch.Tensor, State]:
+    def _step(self, inputs: torch.Tensor, state: State, mask: torch.Tensor | None) -> tuple[torch.Tensor, State]:
         """One position of a left-to-right layer (a decoding step) through torch's cell function: on a GPU the
-        sequence kernel costs several times more to launch for one position, and torch.compile traces the cell
-        functions. A padded row keeps its state."""
+        sequence kernel costs several times more to launch for one position. A padded row keeps its state."""
+        rnn = self.rnn
+        weights = (rnn.weight_ih_l0, rnn.weight_hh_l0, rnn.bias_ih_l0, rnn.bias_hh_l0)
         if self.is_lstm:
             new = tuple(t.unsqueeze(0) for t in torch.lstm_cell(inputs[:, 0], (state[0][0], state[1][0]), *weights))
         else:
-            new = (_STEP_CELLS[self.mode](inputs[:, 0], state[0][0], *weights).unsqueeze(0),)
+            new = (_STEP_CELLS[rnn.mode](inputs[:, 0], state[0][0], *weights).unsqueeze(0),)
         if mask is not None:
             new = tuple(torch.where(mask.view(1, -1, 1), after, before) for before, after in zip(state, new))
             return new[0].transpose(0, 1) * mask.unsqueeze(-1), new
@@ -118,7 +108,7 @@ class RecurrentLayer(nn.Module):
 
     def _padding_is_harmless(self, mask: torch.Tensor, lengths: torch.Tensor, need_state: bool) -> bool:
         """Left to right over a right-padded batch, with no LSTM cell state to return (the outputs hold no c)."""
-        if self.bidirectional or (self.is_lstm and need_state):
+        if self.rnn.bidirectional or (self.is_lstm and need_state):
             return False
         positions = torch.arange(mask.shape[1], device=mask.device)
         return torch.equal(mask, positions < lengths.unsqueeze(1))
@@ -164,24 +154,18 @@ class RecurrentStack(nn.Module):
         states: list[State] | None = None,
         output_hidden_states: bool = False,
         need_states: bool = True,
-        step_weights: list[tuple[torch.Tensor, ...]] | None = None,
     ) -> tuple[torch.Tensor, list[State] | None, tuple[torch.Tensor, ...] | None]:
         """Returns the top layer's outputs ``(batch, length, output_size)``, the new state of every layer (``None``
         with ``need_states=False``, which lets more batches skip packing), and, if asked, the outputs of every
-        layer (``inputs`` first). ``step_weights``: ``self.step_weights()`` for a compiled decoding step (see
-        ``RecurrentLayer.forward``)."""
+        layer (``inputs`` first)."""
         all_hidden = (inputs,) if output_hidden_states else None
         new_states = []
         hidden = inputs
         for i, layer in enumerate(self.layers):
             if i > 0:
                 hidden = self.dropout(hidden)
-            hidden, state = layer(hidden, mask, None if states is None else states[i], need_states,
-                                  None if step_weights is None else step_weights[i])
+            hidden, state = layer(hidden, mask, None if states is None else states[i], need_states)
             new_states.append(state)
             if output_hidden_states:
                 all_hidden += (hidden,)
         return hidden, new_states if need_states else None, all_hidden
-
-    def step_weights(self) -> list[tuple[torch.Tensor, ...]]:
-        return [layer.step_weights() for layer in self.layers]

@@ -1,0 +1,92 @@
+"""A recurrent decoding step replayed as a CUDA graph.
+
+On a GPU, one step of a small recurrent decoder is some thirty tiny kernels whose launches cost more than their
+work. A CUDA graph launches them all at once. A graph always reads and writes the same tensors, so it owns its
+inputs: the token ids are copied in at every step, the per-input tensors (encoder outputs, their mask and
+projection) only when a different tensor comes (once per ``generate()`` call), and a static ``RecurrentCache``
+takes over the graph's state tensors at its first step, after which beam search reorders them in place.
+"""
+
+import weakref
+from collections.abc import Callable
+
+import torch
+
+from .cache import RecurrentCache
+
+Step = Callable[..., tuple[torch.Tensor, ...]]  # step(input_ids, cache=, **inputs) -> outputs; updates cache
+
+
+class StepGraphs:
+    """The CUDA graphs of one module's decoding step, one per shape of its inputs (captured on first sight)."""
+
+    def __init__(self):
+        self.graphs: dict[tuple, _Graph] = {}
+        self.pool = None  # one memory pool for all of them: they are replayed one at a time
+
+    def __deepcopy__(self, memo) -> "StepGraphs":
+        return StepGraphs()  # a copy of the module captures its own
+
+    def __call__(
+        self, step: Step, input_ids: torch.Tensor, cache: RecurrentCache, **inputs: torch.Tensor | None
+    ) -> tuple[torch.Tensor, ...]:
+        """``step(input_ids, cache=cache, **inputs)``'s outputs (new tensors), through the graph for these shapes."""
+        inputs = {**inputs, **{f"cache.{name}": t for name, t in cache.per_input.items()}}
+        key = (
+            tuple(input_ids.shape),
+            tuple(tuple(t.shape) for t in cache.tensors()),
+            tuple(sorted(cache.extras)),
+            tuple((name, None if t is None else (tuple(t.shape), t.dtype)) for name, t in inputs.items()),
+        )
+        graph = self.graphs.get(key)
+        if graph is None:
+            graph = self.graphs[key] = _Graph(step, input_ids, cache, inputs, self.pool)
+            self.pool = graph.graph.pool()
+        return graph.replay(input_ids, cache, inputs)
+
+
+class _Graph:
+    def __init__(self, step: Step, input_ids: torch.Tensor, cache: RecurrentCache,
+                 inputs: dict[str, torch.Tensor | None], pool):
+        self.input_ids = input_ids.clone()
+        self.inputs = {name: None if t is None else t.clone() for name, t in inputs.items()}
+        self.sources = dict.fromkeys(inputs)  # the tensors last copied in, compared by identity
+        self.cache = RecurrentCache(static=True)  # the state the graph reads and overwrites
+        self.cache.states = [tuple(t.clone() for t in state) for state in cache.states]
+        self.cache.extras = {name: t.clone() for name, t in cache.extras.items()}
+        self.owner = lambda: None  # weak reference to the cache that uses self.cache's tensors
+        step_inputs = {name: t for name, t in self.inputs.items() if not name.startswith("cache.")}
+        self.cache.per_input = {name.removeprefix("cache."): t for name, t in self.inputs.items()
+                                if name.startswith("cache.")}
+
+        def run():
+            return step(self.input_ids, cache=self.cache, **step_inputs)
+
+        # Warm up on a side stream (lazy initialisations must not happen during capture), then capture.
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            run()
+        torch.cuda.current_stream().wait_stream(side)
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph, pool=pool):
+            self.outputs = run()
+
+    def replay(self, input_ids: torch.Tensor, cache: RecurrentCache,
+               inputs: dict[str, torch.Tensor | None]) -> tuple[torch.Tensor, ...]:
+        if self.owner() is not cache:
+            previous = self.owner()
+            if previous is not None and previous.states is self.cache.states:  # let it keep its own state
+                previous.states = [tuple(t.clone() for t in state) for state in previous.states]
+                previous.extras = {name: t.clone() for name, t in previous.extras.items()}
+            cache.adopt(self.cache.states, self.cache.extras)
+            self.owner = weakref.ref(cache)
+        for name, tensor in inputs.items():
+            if tensor is not None and self.sources[name] is not tensor:
+                self.inputs[name].copy_(tensor)
+                self.sources[name] = tensor
+        self.input_ids.copy_(input_ids)
+        self.graph.replay()
+        cache.seen_tokens += input_ids.shape[1]
+        # The graph overwrites its outputs at the next step.
+        return tuple(None if t is None else t.clone() for t in self.outputs)
