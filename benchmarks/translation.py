@@ -194,8 +194,8 @@ def run_translation(settings: Settings) -> dict:
             first = next(batches(sources[:2], 2, model.config.pad_token_id, device))
             for method in methods.values():
                 method(model, *first, sizes)  # warm-up
-            # On a GPU the static cache's decoding step is compiled, and a CUDA graph recorded for each new shape of
-            # a batch: an untimed first pass over the batches, whose time is reported.
+            # On a GPU the static cache's decoding step is captured as a CUDA graph for each new shape of a batch:
+            # an untimed first pass over the batches, whose time is reported.
             first_pass = dict.fromkeys(("generate_static", "generate_static_sorted"), 0.0)
             for name in first_pass:
                 for start in range(0, len(sources), sizes.batch_size):
@@ -260,8 +260,8 @@ def run_translation(settings: Settings) -> dict:
         notes=(f"first {sizes.num_sentences} test2016 sentences, beam {sizes.num_beams}, max_new_tokens "
                f"{sizes.max_new_tokens}, length_penalty 1.0, early_stopping=True; models trained "
                f"{sizes.train_steps} steps. time_vs_generate = that search's time / generate()'s on batches in test "
-               "order. cache_implementation='static': on a GPU generate() compiles its decoding step (torch.compile, CUDA "
-               "graphs), timed after an untimed first pass over the same batches (static_first_pass_s)."),
+               "order. cache_implementation='static': on a GPU the model replays its decoding steps as CUDA graphs, "
+               "timed after an untimed first pass over the same batches (static_first_pass_s)."),
     )
     result["profiles"] = profiles
     return result
@@ -312,8 +312,8 @@ def run_batch1(settings: Settings) -> dict:
             outputs = {name: [] for name in fns}
             seconds, first_pass = dict.fromkeys(fns, 0.0), dict.fromkeys(fns, 0.0)
             with torch.no_grad():
-                # An untimed first pass over every sentence: on a GPU the static cache's step is compiled there and
-                # a CUDA graph recorded for each source length (its time is reported as first_pass_s).
+                # An untimed first pass over every sentence: on a GPU the static cache's step is captured there as a
+                # CUDA graph for each source length (its time is reported as first_pass_s).
                 for source in sources:
                     for name, fn in fns.items():
                         first_pass[name] += timed(lambda: fn(source), device)[1]
@@ -351,8 +351,8 @@ def run_batch1(settings: Settings) -> dict:
         notes=(f"{sizes.batch1_sentences} test2016 sentences one at a time, after an untimed first pass over them "
                "(first_pass_s); the hand loops call the model's forward with the default cache exactly as "
                "generate() does (benchmarks/beam_search.py). cache_implementation='static' keeps the recurrent state "
-               "at fixed addresses, and on a GPU generate() then compiles its decoding step (torch.compile, CUDA "
-               "graphs); the hand loops run the step uncompiled. Ratio > 1: generate() faster. ops = aten operators "
+               "at fixed addresses, and on a GPU the model then replays its decoding steps as CUDA graphs; the hand "
+               "loops use the default cache (no graphs). Ratio > 1: generate() faster. ops = aten operators "
                "called from Python per output token, on the first sentence."),
     )
     result["profiles"] = profiles

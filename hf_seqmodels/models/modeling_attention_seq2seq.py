@@ -339,6 +339,7 @@ class AttentionSeq2SeqModel(AttentionSeq2SeqPreTrainedModel):
             outputs, weights, decoder_hidden_states = self.decoder.step_graphs(
                 self.decoder, decoder_input_ids, cache, memory=memory, memory_mask=mask, encoder_final_state=None
             )
+            outputs, weights = outputs.clone(), weights.clone() if output_attentions and weights is not None else None
         else:
             outputs, weights, decoder_hidden_states = self.decoder(
                 decoder_input_ids, memory, mask, encoder_outputs.final_state, cache, output_hidden_states

@@ -30,7 +30,8 @@ class StepGraphs:
     def __call__(
         self, step: Step, input_ids: torch.Tensor, cache: RecurrentCache, **inputs: torch.Tensor | None
     ) -> tuple[torch.Tensor, ...]:
-        """``step(input_ids, cache=cache, **inputs)``'s outputs (new tensors), through the graph for these shapes."""
+        """``step(input_ids, cache=cache, **inputs)``'s outputs, through the graph for these shapes. They are the
+        graph's own tensors, which its next replay overwrites: clone what is kept."""
         inputs = {**inputs, **{f"cache.{name}": t for name, t in cache.per_input.items()}}
         key = (
             tuple(input_ids.shape),
@@ -88,5 +89,4 @@ class _Graph:
         self.input_ids.copy_(input_ids)
         self.graph.replay()
         cache.seen_tokens += input_ids.shape[1]
-        # The graph overwrites its outputs at the next step.
-        return tuple(None if t is None else t.clone() for t in self.outputs)
+        return self.outputs
