@@ -69,6 +69,8 @@ class GenerationTesterMixin:
       ``decoder_start_token_id``, else ``bos_token_id``; ``decoder_input_ids`` of the examples are unused here).
     - ``cache_class``: the type of the model's ``past_key_values`` during generation (``RecurrentCache``,
       ``EncoderDecoderCache``, ...); ``test_beam_search_needs_reorder_cache`` makes its ``reorder_cache`` a no-op.
+    - ``cache_implementations``: the ``generate(cache_implementation=...)`` values the models accept besides the
+      default, each checked to give the default's results and an exact beam search.
 
     ``get_config`` must give a vocabulary of at most 16 tokens: exact beam search keeps ``vocab_size ** 2`` beams.
     """
@@ -114,13 +116,13 @@ class GenerationTesterMixin:
                                 batched.sequences_scores[i], alone.sequences_scores[0], rtol=0, atol=1e-4
                             )
 
-    def exact_beam_search(self, model, example, k: int = 3):
+    def exact_beam_search(self, model, example, k: int = 3, **options):
         """Beam search wide enough to keep every prefix: its ``k`` best equal exhaustive search's."""
         vocab_size = model.config.vocab_size
         assert vocab_size <= 16, f"vocab_size={vocab_size}: exact beam search needs a tiny vocabulary"
         with torch.no_grad():
             out = model.generate(**prompt_batch(model, [example]), **SCORED_SEARCH,
-                                 num_beams=vocab_size ** (NEW_TOKENS - 1), num_return_sequences=k)
+                                 num_beams=vocab_size ** (NEW_TOKENS - 1), num_return_sequences=k, **options)
         return out.sequences[:, -NEW_TOKENS:], out.sequences_scores
 
     def test_beam_search_is_exact(self, tester):
@@ -139,6 +141,30 @@ class GenerationTesterMixin:
             sequences, scores = self.exact_beam_search(model, example)
             expected_sequences, expected_scores = exhaustive_search(model, example["input_ids"][None], k=3)
             assert not (torch.equal(sequences, expected_sequences) and torch.allclose(scores, expected_scores))
+
+    def test_cache_implementations_match_the_default(self, tester):
+        for implementation in tester.cache_implementations:
+            for model, examples in self.generative_models(tester):
+                inputs = prompt_batch(model, examples)
+                for search in ({"num_beams": 1}, {"num_beams": 3, "num_return_sequences": 2}):
+                    kwargs = {**inputs, **SCORED_SEARCH, **search}
+                    with torch.no_grad():
+                        default = model.generate(**kwargs)
+                        other = model.generate(**kwargs, cache_implementation=implementation)
+                    assert torch.equal(default.sequences, other.sequences), (implementation, search)
+                    torch.testing.assert_close(default.scores, other.scores, rtol=0, atol=1e-5)
+                example = examples[0]
+                sequences, scores = self.exact_beam_search(model, example, cache_implementation=implementation)
+                expected_sequences, expected_scores = exhaustive_search(model, example["input_ids"][None], k=3)
+                assert torch.equal(sequences, expected_sequences), implementation
+                torch.testing.assert_close(scores, expected_scores, rtol=0, atol=1e-4)
+
+    def test_unknown_cache_implementation(self, tester):
+        if not tester.cache_implementations:
+            pytest.skip("no cache implementations besides the default")
+        for model, examples in self.generative_models(tester):
+            with pytest.raises(ValueError, match="does not apply to a recurrent state"):
+                model.generate(**prompt_batch(model, examples[:1]), max_new_tokens=2, cache_implementation="offloaded")
 
     def test_n_best_lists(self, tester):
         """num_return_sequences: distinct hypotheses, best first, each scored with its true log-probability."""

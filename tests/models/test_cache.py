@@ -97,3 +97,29 @@ def test_seq_length_counts_padding_and_continuing_equals_one_pass():
         rest = model(ids[:, 3:], attention_mask=mask, past_key_values=first.past_key_values, use_cache=True)
     assert rest.past_key_values.get_seq_length() == 5
     torch.testing.assert_close(rest.last_hidden_state, whole[:, 3:], rtol=0, atol=1e-6)
+
+
+def test_static_cache_writes_and_reorders_in_place():
+    """A static cache keeps its tensors (the addresses a CUDA graph reads) and overwrites their values."""
+    cache = RecurrentCache(static=True)
+    first = labelled_cache()
+    cache.store(first.states, 2, **first.extras)
+    tensors = cache.tensors()
+    assert all(mine is not theirs for mine, theirs in zip(tensors, first.tensors()))  # copies, not the caller's
+    later = labelled_cache()
+    later.reorder_cache(torch.tensor([1, 2, 0]))
+    cache.store(later.states, 1, **later.extras)
+    assert rows_of(cache) == [1, 2, 0] and cache.get_seq_length() == 3
+    cache.reorder_cache(torch.tensor([2, 2, 1]))
+    assert rows_of(cache) == [0, 0, 2]
+    assert all(a is b for a, b in zip(cache.tensors(), tensors))
+
+
+def test_adopt_continues_in_the_given_tensors():
+    cache = labelled_cache()
+    cache.reorder_cache(torch.tensor([2, 0, 1]))
+    target = labelled_cache()
+    target.states = [tuple(torch.zeros_like(t) for t in state) for state in target.states]
+    target.extras = {name: torch.zeros_like(t) for name, t in target.extras.items()}
+    cache.adopt(target.states, target.extras)
+    assert cache.states is target.states and rows_of(cache) == [2, 0, 1]

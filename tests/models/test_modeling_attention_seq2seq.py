@@ -42,6 +42,7 @@ class AttentionSeq2SeqModelTester:
     all_model_classes = (AttentionSeq2SeqModel, AttentionSeq2SeqForConditionalGeneration)
     generative_model_classes = (AttentionSeq2SeqForConditionalGeneration,)
     cache_class = RecurrentCache
+    cache_implementations = ("static",)
     padding_sides = ("right", "left")
 
     def __init__(self, variant):

@@ -42,6 +42,7 @@ class RecurrentModelTester:
     )
     generative_model_classes = (RecurrentForCausalLM,)
     cache_class = RecurrentCache
+    cache_implementations = ("static",)
     padding_sides = ("right", "left")
 
     def __init__(self, cell_type: str):

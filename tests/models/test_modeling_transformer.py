@@ -55,6 +55,7 @@ class TransformerModelTester:
     generative_model_classes = (TransformerForConditionalGeneration, TransformerForCausalLM)
     # DynamicCache and both halves of EncoderDecoderCache reorder through Cache.reorder_cache.
     cache_class = Cache
+    cache_implementations = ()
     padding_sides = ("right", "left")
 
     def __init__(self, variant: str):

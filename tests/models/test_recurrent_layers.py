@@ -161,3 +161,27 @@ def test_packing_only_where_padding_would_change_a_result(monkeypatch, cell_type
         layer(torch.randn(BATCH, LENGTH, INPUT_SIZE), torch.tensor(MASKS[padding], dtype=torch.bool),
               need_state=need_state)
     assert bool(calls) == packs
+
+
+@pytest.mark.parametrize("cell_type,nonlinearity", CELLS)
+def test_decoding_step_matches_the_fused_kernel(cell_type, nonlinearity):
+    """One position with a state (a decoding step) goes through torch's cell functions, not the sequence kernel."""
+    torch.manual_seed(0)
+    layer = RecurrentLayer(cell_type, INPUT_SIZE, HIDDEN_SIZE, bidirectional=False, nonlinearity=nonlinearity)
+    inputs = torch.randn(BATCH, 1, INPUT_SIZE)
+    state = tuple(torch.randn(1, BATCH, HIDDEN_SIZE) for _ in range(state_parts(cell_type)))
+    outputs, new = layer(inputs, None, state)
+    expected_outputs, expected = layer.rnn(inputs, state if cell_type == "lstm" else state[0])
+    expected = expected if cell_type == "lstm" else (expected,)
+    torch.testing.assert_close(outputs, expected_outputs)
+    for got, want in zip(new, expected, strict=True):
+        torch.testing.assert_close(got, want)
+
+    # A padded row keeps its state and outputs zeros; the others step as without a mask.
+    mask = torch.tensor([[True], [False], [True]])
+    masked_outputs, masked = layer(inputs, mask, state)
+    torch.testing.assert_close(masked_outputs[[0, 2]], expected_outputs[[0, 2]])
+    assert not masked_outputs[1].any()
+    for got, want, before in zip(masked, expected, state, strict=True):
+        torch.testing.assert_close(got[:, [0, 2]], want[:, [0, 2]])
+        assert torch.equal(got[:, 1], before[:, 1])

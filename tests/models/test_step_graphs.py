@@ -1,0 +1,104 @@
+"""StepGraphs without a GPU: CUDA graph capture emulated on CPU. The ops run during capture are recorded with the
+tensors they read and wrote, and a replay runs them again on those same tensors, which is what a CUDA graph does.
+This checks what StepGraphs itself is responsible for: the inputs copied into the graph's tensors, the state taken
+over by the cache, and a cache that another one displaced getting its own state back."""
+
+import contextlib
+import types
+
+import pytest
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
+
+from hf_seqmodels import AttentionSeq2SeqForConditionalGeneration
+from hf_seqmodels.models.cache import RecurrentCache
+from hf_seqmodels.models.modeling_attention_seq2seq import AttentionSeq2SeqDecoder
+from tests.models.test_modeling_attention_seq2seq import tiny_config
+from tests.test_modeling_common import make_model
+
+
+class RecordedGraph:
+    def __init__(self):
+        self.ops = []
+
+    def pool(self):
+        return None
+
+    def replay(self):
+        for func, args, kwargs, out in self.ops:
+            result = func(*args, **kwargs)
+            if func._schema.returns and func._schema.returns[0].alias_info is None:  # not a view or in-place op
+                for recorded, new in zip(tree_leaves(out), tree_leaves(result), strict=True):
+                    if isinstance(recorded, torch.Tensor):
+                        recorded.copy_(new)
+
+
+class Recorder(TorchDispatchMode):
+    def __init__(self, graph: RecordedGraph):
+        super().__init__()
+        self.graph = graph
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        self.graph.ops.append((func, args, kwargs or {}, out))
+        return out
+
+
+@pytest.fixture
+def emulated_graphs(monkeypatch):
+    """CUDA graphs replayed on CPU tensors; the decoder's check for a GPU sees one."""
+    stream = types.SimpleNamespace(wait_stream=lambda other: None)
+    monkeypatch.setattr(torch.cuda, "Stream", lambda: stream)
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda: stream)
+    monkeypatch.setattr(torch.cuda, "stream", lambda s: contextlib.nullcontext())
+    monkeypatch.setattr(torch.cuda, "CUDAGraph", RecordedGraph)
+    monkeypatch.setattr(torch.cuda, "graph", lambda graph, pool=None: Recorder(graph))
+    can_replay = AttentionSeq2SeqDecoder.can_replay_step
+    monkeypatch.setattr(AttentionSeq2SeqDecoder, "can_replay_step", lambda self, cache, ids, memory, hidden: can_replay(
+        self, cache, ids, types.SimpleNamespace(is_cuda=True), hidden))
+
+
+VARIANTS = [("gru", "luong_general", False), ("lstm", "bahdanau", False), ("lstm", "luong_concat", True)]
+
+
+@pytest.mark.parametrize("cell_type,attention_type,input_feeding", VARIANTS)
+def test_graph_steps_match_the_default_cache(emulated_graphs, cell_type, attention_type, input_feeding):
+    model = make_model(AttentionSeq2SeqForConditionalGeneration,
+                       tiny_config(cell_type, attention_type, input_feeding, eos_token_id=None)).eval()
+    generator = torch.Generator().manual_seed(0)
+    search = {"max_new_tokens": 5, "do_sample": False, "output_scores": True, "return_dict_in_generate": True}
+    for beams in (1, 3):
+        for _ in range(2):  # a second batch of the same shape reuses the graphs with new encoder outputs
+            source = torch.randint(3, 14, (2, 6), generator=generator)
+            mask = torch.ones_like(source)
+            mask[1, 4:] = 0
+            with torch.no_grad():
+                default = model.generate(source, attention_mask=mask, num_beams=beams, **search)
+                graphed = model.generate(source, attention_mask=mask, num_beams=beams, cache_implementation="static",
+                                         **search)
+            assert torch.equal(default.sequences, graphed.sequences)
+            torch.testing.assert_close(default.scores, graphed.scores)
+    assert len(model.model.decoder.step_graphs.graphs) == 2  # one per batch size (2 rows, 2 x 3 beams)
+
+
+def test_a_displaced_cache_keeps_its_state(emulated_graphs):
+    """Two static caches of the same shape take turns on one graph: each continues from its own state."""
+    model = make_model(AttentionSeq2SeqForConditionalGeneration, tiny_config("lstm", "luong_concat", True)).eval()
+    sources = [torch.randint(3, 14, (1, 4), generator=torch.Generator().manual_seed(seed)) for seed in (1, 2)]
+    tokens = torch.tensor([[1], [5], [7], [2]])
+
+    def decode(source, cache, positions):
+        return [model(input_ids=source, decoder_input_ids=tokens[i : i + 1].T, past_key_values=cache).logits
+                for i in positions]
+
+    with torch.no_grad():
+        expected = [torch.cat(decode(source, RecurrentCache(), range(4))) for source in sources]
+        caches = [RecurrentCache(static=True) for _ in sources]
+        got = [[], []]
+        for positions in ((0, 1), (2,), (3,)):
+            for which in (0, 1):
+                got[which] += decode(sources[which], caches[which], positions)
+    assert len(model.model.decoder.step_graphs.graphs) == 1
+    for which in (0, 1):
+        torch.testing.assert_close(torch.cat(got[which]), expected[which])
