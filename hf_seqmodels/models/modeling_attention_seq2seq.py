@@ -18,7 +18,7 @@ from .heads import lm_output_layers
 from .masks import check_input_ids, check_no_empty_rows, padding_or_none, prepare_padding_mask
 from .modeling_recurrent import RecurrentModel, RecurrentPreTrainedModel
 from .recurrent_layers import RecurrentStack, State
-from .step_graphs import StepGraphs
+from .step_graphs import GraphedSteps, replays_step
 
 
 @dataclass
@@ -106,7 +106,7 @@ class AttentionSeq2SeqEncoder(nn.Module):
         return result if return_dict else result.to_tuple()
 
 
-class AttentionSeq2SeqDecoder(nn.Module):
+class AttentionSeq2SeqDecoder(GraphedSteps):
     """Target embeddings, `decoder_layers` stacked recurrent layers started from the bridged encoder state, and
     the attention of `config.attention_type` (see [`AttentionSeq2SeqConfig`] for the equations).
 
@@ -146,19 +146,6 @@ class AttentionSeq2SeqDecoder(nn.Module):
             score = config.attention_type.removeprefix("luong_")
             self.attention = LuongAttention(score, config.hidden_size, memory_size, attention_size)
             self.combine = nn.Linear(memory_size + config.hidden_size, config.hidden_size, bias=False)  # W_c
-        self.step_graphs = StepGraphs()
-
-    def can_replay_step(
-        self, cache: RecurrentCache, input_ids: torch.Tensor, memory: torch.Tensor, output_hidden_states: bool
-    ) -> bool:
-        """Whether this call is a decoding step that `step_graphs` replays as a CUDA graph: one position continuing
-        a static cache's state on a GPU, in eval mode and without gradients."""
-        return (cache.static and bool(cache.states) and input_ids.shape[1] == 1 and memory.is_cuda
-                and not (self.training or output_hidden_states or torch.is_grad_enabled()))
-
-    def _apply(self, fn, *args, **kwargs):
-        self.step_graphs = StepGraphs()  # a move or cast gives the parameters new addresses
-        return super()._apply(fn, *args, **kwargs)
 
     def initial_state(self, final_state: torch.Tensor) -> list[State]:
         """The bridge: encoder final state `(batch, parts, memory_size)` -> every decoder layer's initial state,
@@ -220,8 +207,8 @@ class AttentionSeq2SeqDecoder(nn.Module):
 
     def _step_by_step(self, embeds, memory, memory_mask, keys, states, cache):
         """One target position at a time: Bahdanau (the context of the previous state feeds the recurrent layer)
-        or Luong with input feeding (the previous attentional vector does, and is returned in the extras to
-        cache)."""
+        or Luong with input feeding (the previous attentional vector does: the last one is returned with the extras
+        to cache)."""
         outputs, weights, layer_outputs = [], [], []
         if self.input_feeding:
             input_feed = cache.extras.get("input_feed")
@@ -243,10 +230,10 @@ class AttentionSeq2SeqDecoder(nn.Module):
             layer_outputs.append(all_hidden[1:])
         outputs = torch.cat(outputs, dim=1)
         layer_outputs = tuple(torch.cat(per_layer, dim=1) for per_layer in zip(*layer_outputs))
-        extras = {"input_feed": input_feed} if self.input_feeding else {}
-        if not self.input_feeding:
-            outputs = torch.tanh(self.combine(outputs))  # Bahdanau's output layer, for all positions at once
-        return outputs, torch.cat(weights, dim=1), states, layer_outputs, extras
+        if self.input_feeding:
+            return outputs, torch.cat(weights, dim=1), states, layer_outputs, {"input_feed": input_feed}
+        outputs = torch.tanh(self.combine(outputs))  # Bahdanau's output layer, for all positions at once
+        return outputs, torch.cat(weights, dim=1), states, layer_outputs, {}
 
 
 class AttentionSeq2SeqModel(AttentionSeq2SeqPreTrainedModel):
@@ -335,7 +322,7 @@ class AttentionSeq2SeqModel(AttentionSeq2SeqPreTrainedModel):
         cache = RecurrentModel._recurrent_cache(past_key_values)
         if cache is None:
             cache = RecurrentCache()
-        if self.decoder.can_replay_step(cache, decoder_input_ids, memory, output_hidden_states):
+        if replays_step(self.decoder, cache, decoder_input_ids, output_hidden_states):
             outputs, weights, decoder_hidden_states = self.decoder.step_graphs(
                 self.decoder, decoder_input_ids, cache, memory=memory, memory_mask=mask, encoder_final_state=None
             )

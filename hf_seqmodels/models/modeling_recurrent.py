@@ -26,6 +26,7 @@ from .heads import (
 )
 from .masks import check_input_ids, check_no_empty_rows, padding_or_none, prepare_padding_mask
 from .recurrent_layers import RecurrentStack
+from .step_graphs import GraphedSteps, replays_step
 
 
 @dataclass
@@ -66,7 +67,7 @@ class RecurrentPreTrainedModel(PreTrainedModel):
             super()._init_weights(module)
 
 
-class RecurrentModel(RecurrentPreTrainedModel):
+class RecurrentModel(GraphedSteps, RecurrentPreTrainedModel):
     """Token embeddings followed by `num_layers` stacked recurrent layers."""
 
     def __init__(self, config: RecurrentConfig):
@@ -153,15 +154,18 @@ class RecurrentModel(RecurrentPreTrainedModel):
             check_no_empty_rows(mask)
         mask = padding_or_none(mask)
 
-        outputs, final_state, hidden_states = self.rnn(
-            self.embedding_dropout(inputs_embeds), mask, states, output_hidden_states,
-            need_states=bool(use_cache) or output_final_state,
-        )
-        if use_cache:
-            cache = cache if cache is not None else RecurrentCache()
-            cache.store(final_state, length)
+        inputs = self.embedding_dropout(inputs_embeds)
+        if use_cache and replays_step(self, cache, inputs, output_hidden_states):
+            (outputs,) = self.step_graphs(self._step, inputs, cache, mask=mask)
+            outputs, final_state, hidden_states = outputs.clone(), cache.states, None
         else:
-            cache = None
+            outputs, final_state, hidden_states = self.rnn(
+                inputs, mask, states, output_hidden_states, need_states=bool(use_cache) or output_final_state
+            )
+            if use_cache:
+                cache = cache if cache is not None else RecurrentCache()
+                cache.store(final_state, length)
+        cache = cache if use_cache else None
         result = RecurrentModelOutput(
             last_hidden_state=outputs,
             final_state=tuple(final_state) if output_final_state else None,
@@ -169,6 +173,12 @@ class RecurrentModel(RecurrentPreTrainedModel):
             hidden_states=hidden_states,
         )
         return result if return_dict else result.to_tuple()
+
+    def _step(self, inputs: torch.Tensor, cache: RecurrentCache, mask: torch.Tensor | None) -> tuple[torch.Tensor]:
+        """A decoding step as ``step_graphs`` replays it: the layers continue from ``cache``, which keeps the state."""
+        outputs, states, _ = self.rnn(inputs, mask, cache.states)
+        cache.store(states, inputs.shape[1])
+        return (outputs,)
 
     @staticmethod
     def _recurrent_cache(past_key_values) -> RecurrentCache | None:

@@ -11,10 +11,37 @@ import weakref
 from collections.abc import Callable
 
 import torch
+from torch import nn
 
 from .cache import RecurrentCache
 
 Step = Callable[..., tuple[torch.Tensor, ...]]  # step(input_ids, cache=, **inputs) -> outputs; updates cache
+
+
+def _on_gpu(tensor: torch.Tensor) -> bool:
+    return tensor.is_cuda
+
+
+def replays_step(
+    module: nn.Module, cache: RecurrentCache | None, inputs: torch.Tensor, output_hidden_states: bool
+) -> bool:
+    """Whether ``module``'s call on ``inputs`` ``(batch, length, ...)`` is a decoding step to replay as a CUDA graph:
+    one position continuing a static cache's state, on a GPU, in eval mode and without gradients."""
+    return (cache is not None and cache.static and bool(cache.states) and inputs.shape[1] == 1 and _on_gpu(inputs)
+            and not (module.training or output_hidden_states or torch.is_grad_enabled()))
+
+
+class GraphedSteps(nn.Module):
+    """A module whose decoding steps ``step_graphs`` replays: the graphs are dropped when a move or a cast gives
+    the parameters new addresses."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.step_graphs = StepGraphs()
+
+    def _apply(self, fn, *args, **kwargs):
+        self.step_graphs = StepGraphs()
+        return super()._apply(fn, *args, **kwargs)
 
 
 class StepGraphs:

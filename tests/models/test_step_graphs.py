@@ -11,9 +11,9 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
-from hf_seqmodels import AttentionSeq2SeqForConditionalGeneration
+from hf_seqmodels import AttentionSeq2SeqForConditionalGeneration, RecurrentConfig, RecurrentForCausalLM
+from hf_seqmodels.models import step_graphs
 from hf_seqmodels.models.cache import RecurrentCache
-from hf_seqmodels.models.modeling_attention_seq2seq import AttentionSeq2SeqDecoder
 from tests.models.test_modeling_attention_seq2seq import tiny_config
 from tests.test_modeling_common import make_model
 
@@ -47,16 +47,14 @@ class Recorder(TorchDispatchMode):
 
 @pytest.fixture
 def emulated_graphs(monkeypatch):
-    """CUDA graphs replayed on CPU tensors; the decoder's check for a GPU sees one."""
+    """CUDA graphs replayed on CPU tensors; the check for a GPU sees one."""
     stream = types.SimpleNamespace(wait_stream=lambda other: None)
     monkeypatch.setattr(torch.cuda, "Stream", lambda: stream)
     monkeypatch.setattr(torch.cuda, "current_stream", lambda: stream)
     monkeypatch.setattr(torch.cuda, "stream", lambda s: contextlib.nullcontext())
     monkeypatch.setattr(torch.cuda, "CUDAGraph", RecordedGraph)
     monkeypatch.setattr(torch.cuda, "graph", lambda graph, pool=None: Recorder(graph))
-    can_replay = AttentionSeq2SeqDecoder.can_replay_step
-    monkeypatch.setattr(AttentionSeq2SeqDecoder, "can_replay_step", lambda self, cache, ids, memory, hidden: can_replay(
-        self, cache, ids, types.SimpleNamespace(is_cuda=True), hidden))
+    monkeypatch.setattr(step_graphs, "_on_gpu", lambda tensor: True)
 
 
 VARIANTS = [("gru", "luong_general", False), ("lstm", "bahdanau", False), ("lstm", "luong_concat", True)]
@@ -102,3 +100,21 @@ def test_a_displaced_cache_keeps_its_state(emulated_graphs):
     assert len(model.model.decoder.step_graphs.graphs) == 1
     for which in (0, 1):
         torch.testing.assert_close(torch.cat(got[which]), expected[which])
+
+
+@pytest.mark.parametrize("cell_type", ["lstm", "gru"])
+def test_language_model_graph_steps_match_the_default_cache(emulated_graphs, cell_type):
+    config = RecurrentConfig(vocab_size=12, embedding_size=6, hidden_size=8, num_layers=2, cell_type=cell_type,
+                             pad_token_id=0, bos_token_id=1, eos_token_id=None)
+    model = make_model(RecurrentForCausalLM, config).eval()
+    prompts = torch.tensor([[0, 0, 5, 7], [3, 4, 8, 9]])  # left-padded
+    mask = (prompts != 0).long()
+    search = {"max_new_tokens": 5, "do_sample": False, "output_scores": True, "return_dict_in_generate": True}
+    for beams in (1, 3):
+        with torch.no_grad():
+            default = model.generate(prompts, attention_mask=mask, num_beams=beams, **search)
+            graphed = model.generate(prompts, attention_mask=mask, num_beams=beams, cache_implementation="static",
+                                     **search)
+        assert torch.equal(default.sequences, graphed.sequences)
+        torch.testing.assert_close(default.scores, graphed.scores)
+    assert len(model.model.step_graphs.graphs) == 2
