@@ -31,6 +31,7 @@ ENTRIES = {
     "training": "benchmarks.training",
     "scaling": "benchmarks.scaling",
     "transformer_vs_marian": "benchmarks.transformer_vs_marian",
+    "static_cache": "benchmarks.static_cache",
 }
 
 
