@@ -74,6 +74,8 @@ class StepGraphs:
 
 
 class _Graph:
+    """One captured step: the input and state tensors it reads, and the outputs it writes."""
+
     def __init__(self, step: Step, input_ids: torch.Tensor, cache: RecurrentCache,
                  inputs: dict[str, torch.Tensor | None], pool):
         self.input_ids = input_ids.clone()
