@@ -6,6 +6,7 @@
   hypothesis as ``generate()`` (a speed-up that changes the answer does not count).
 1b (``batch1_overhead``): at batch 1, ``generate()`` (greedy and beam) vs plain hand loops on the same model,
   with a profile of where ``generate()`` spends its time.
+Both also time ``generate(cache_implementation="static")``, whose decoding steps replay as CUDA graphs on a GPU.
 
 The model is briefly trained (``train_steps`` Adam steps on Multi30k train, joint BPE vocabulary trained with
 ``tokenizers``), so that it ends its sentences with EOS at realistic lengths; what is measured is decoding.
