@@ -67,8 +67,9 @@ def test_translation_searches_agree(results):
         assert summary["agreement_matched"] == 1.0
         assert summary["agreement_hand_batched"] == 1.0
         assert summary["agreement_sorted_batches"] == 1.0
+        assert summary["agreement_static"] == 1.0
         assert 0.0 <= summary["agreement_naive"] <= 1.0
-    assert len(entry["rows"]) == 5 * len(entry["summary"])
+    assert len(entry["rows"]) == 7 * len(entry["summary"])
 
 
 def test_batch1_overhead_outputs_agree(results):
@@ -76,6 +77,12 @@ def test_batch1_overhead_outputs_agree(results):
     assert {row["mode"] for row in entry["rows"]} >= {"greedy"}
     assert all(row["same_output"] == 1.0 for row in entry["rows"])
     assert entry["profiles"] and all(entry["profiles"].values())
+
+
+def test_static_cache_outputs_agree(results):
+    entry = results[1]["entries"]["static_cache"]
+    assert entry["rows"] and all(row["same_sequences"] and row["max_score_difference"] <= 1e-5
+                                 for row in entry["rows"])
 
 
 def test_scaling_plot_written(results):
