@@ -6,6 +6,10 @@ from transformers.cache_utils import Cache
 from .recurrent_layers import State
 
 
+def _flatten(states: list[State], extras) -> list[torch.Tensor]:
+    return [t for state in states for t in state] + list(extras)
+
+
 class RecurrentCache(Cache):
     """The final state of every recurrent layer, carried between decoding steps.
 
@@ -37,25 +41,28 @@ class RecurrentCache(Cache):
         """Keep the state (and ``extras``) after a chunk of ``length`` more positions."""
         self.seen_tokens += length
         if self.static and self.states:
-            new = [t for state in states for t in state] + [extras[name] for name in self.extras]
-            for old, value in zip(self.tensors(), new, strict=True):
+            for old, value in zip(self.tensors(), _flatten(states, [extras[name] for name in self.extras]),
+                                  strict=True):
                 old.copy_(value)
-        elif self.static:  # tensors of its own, which later steps overwrite
-            self.states = [tuple(t.clone() for t in state) for state in states]
-            self.extras = {name: t.clone() for name, t in extras.items()}
-        else:
-            self.states, self.extras = list(states), {**self.extras, **extras}
+            return
+        self.states, self.extras = list(states), {**self.extras, **extras}
+        if self.static:  # tensors of its own, which later steps overwrite
+            self.own_copies()
+
+    def own_copies(self) -> None:
+        """Hold copies of the state and extras, so that writing them in place changes no one else's tensors."""
+        self.states = [tuple(t.clone() for t in state) for state in self.states]
+        self.extras = {name: t.clone() for name, t in self.extras.items()}
 
     def adopt(self, states: list[State], extras: dict[str, torch.Tensor]) -> None:
         """Continue in the given tensors (a CUDA graph's), after copying the current state into them."""
-        for mine, theirs in zip(self.tensors(), [t for state in states for t in state] + list(extras.values()),
-                                strict=True):
+        for mine, theirs in zip(self.tensors(), _flatten(states, extras.values()), strict=True):
             theirs.copy_(mine)
         self.states, self.extras = states, extras
 
     def tensors(self) -> list[torch.Tensor]:
         """The state and extras tensors, in order."""
-        return [t for state in self.states for t in state] + list(self.extras.values())
+        return _flatten(self.states, self.extras.values())
 
     def get_seq_length(self, layer_idx: int = 0) -> int:
         """Number of positions consumed so far, padding included."""

@@ -82,8 +82,8 @@ class _Graph:
         self.inputs = {name: None if t is None else t.clone() for name, t in inputs.items()}
         self.sources = dict.fromkeys(inputs)  # the tensors last copied in, compared by identity
         self.cache = RecurrentCache(static=True)  # the state the graph reads and overwrites
-        self.cache.states = [tuple(t.clone() for t in state) for state in cache.states]
-        self.cache.extras = {name: t.clone() for name, t in cache.extras.items()}
+        self.cache.states, self.cache.extras = cache.states, cache.extras
+        self.cache.own_copies()
         self.owner = lambda: None  # weak reference to the cache that uses self.cache's tensors
         step_inputs = {name: t for name, t in self.inputs.items() if not name.startswith("cache.")}
         self.cache.per_input = {name.removeprefix("cache."): t for name, t in self.inputs.items()
@@ -107,8 +107,7 @@ class _Graph:
         if self.owner() is not cache:
             previous = self.owner()
             if previous is not None and previous.states is self.cache.states:  # let it keep its own state
-                previous.states = [tuple(t.clone() for t in state) for state in previous.states]
-                previous.extras = {name: t.clone() for name, t in previous.extras.items()}
+                previous.own_copies()
             cache.adopt(self.cache.states, self.cache.extras)
             self.owner = weakref.ref(cache)
         for name, tensor in inputs.items():
