@@ -12,6 +12,7 @@ The model is briefly trained (``train_steps`` Adam steps on Multi30k train, join
 ``tokenizers``), so that it ends its sentences with EOS at realistic lengths; what is measured is decoding.
 """
 
+import contextlib
 import cProfile
 import dataclasses
 import functools
@@ -31,9 +32,11 @@ from hf_seqmodels import AttentionSeq2SeqConfig, AttentionSeq2SeqForConditionalG
 from hf_seqmodels.paths import data_dir
 from hf_seqmodels.tokenization import train_tokenizer
 
-from .beam_search import hand_beam_search, hand_greedy, matched_beam_search, naive_beam_search, strip
+from .beam_search import (
+    decoder_step, encode, hand_beam_search, hand_greedy, matched_beam_search, naive_beam_search, strip,
+)
 from .common import (
-    Settings, count_ops, entry_result, op_profile, read_jsonl, resolve_sizes, synchronize, target,
+    Settings, count_ops, entry_result, op_profile, read_jsonl, resolve_sizes, synchronize, target, time_call,
 )
 
 
@@ -169,6 +172,42 @@ def agreement(ours: list[list[int]], other: list[list[int]]) -> float:
     return sum(a == b for a, b in zip(ours, other)) / len(ours)
 
 
+@contextlib.contextmanager
+def counting_decoder_rows(model, rows: list[int]):
+    """Appends to ``rows`` the number of rows of every decoder call made to ``model`` inside the block."""
+    handle = model.register_forward_pre_hook(
+        lambda module, args, kwargs: rows.append(kwargs["decoder_input_ids"].shape[0]), with_kwargs=True)
+    try:
+        yield rows
+    finally:
+        handle.remove()
+
+
+def decoder_step_seconds(model, source: list[int], rows: int, device: str) -> float:
+    """Median time of one cached decoder step (the model's forward and the log-softmax, as every search here does
+    it) on ``rows`` copies of ``source``."""
+    ids = torch.tensor([source] * rows, device=device)
+    encoder_outputs = encode(model, ids, None)
+    tokens = torch.full((rows, 1), model.config.decoder_start_token_id, device=device)
+    _, cache = decoder_step(model, encoder_outputs, None, tokens, None)
+    return time_call(lambda: decoder_step(model, encoder_outputs, None, tokens, cache), device, repeats=9, warmup=2)
+
+
+def decoder_step_bound(model, source: list[int], generate_rows: list[int], search_rows: list[int],
+                       device: str) -> dict:
+    """How fast ``generate()`` could be against a per-sentence search if each made only its decoder calls, each
+    costing the model's step time at its number of rows: no search bookkeeping, no encoder, no Python. The two
+    factors: how many more rows ``generate()`` computes (every row of a batch runs until the batch's last sentence
+    is done) and how much cheaper a row is in a batch (matrix products instead of matrix-vector products)."""
+    step = {rows: decoder_step_seconds(model, source, rows, device) for rows in {*generate_rows, *search_rows}}
+    batch_rows = max(generate_rows)
+    return {
+        "decoder_step_bound": round(sum(map(step.get, search_rows)) / sum(map(step.get, generate_rows)), 2),
+        "decoder_rows_generate_vs_per_sentence": round(sum(generate_rows) / sum(search_rows), 2),
+        f"row_cost_1_vs_{batch_rows}_rows": round(step[1] / (step[batch_rows] / batch_rows), 2),
+    }
+
+
 def run_translation(settings: Settings) -> dict:
     sizes = resolve_sizes(Sizes(), SMOKE, settings)
     device = settings.device
@@ -186,6 +225,7 @@ def run_translation(settings: Settings) -> dict:
                    "matched": functools.partial(per_sentence, matched_beam_search), "hand": hand_batched}
         outputs = {name: {} for name in methods}
         seconds = dict.fromkeys(methods, 0.0)
+        decoder_rows = {"generate": [], "matched": []}  # the rows of every decoder call (a hook, microseconds)
 
         def batch(name: str, start: int) -> tuple[list[int], torch.Tensor, torch.Tensor]:
             chosen = (by_length if name.endswith("_sorted") else range(len(sources)))[start:start + sizes.batch_size]
@@ -206,7 +246,8 @@ def run_translation(settings: Settings) -> dict:
             for start in range(0, len(sources), sizes.batch_size):
                 for name, method in methods.items():
                     chosen, ids, mask = batch(name, start)
-                    result, elapsed = timed(lambda: method(model, ids, mask, sizes), device)
+                    with counting_decoder_rows(model, decoder_rows.get(name, [])):
+                        result, elapsed = timed(lambda: method(model, ids, mask, sizes), device)
                     outputs[name].update(zip(chosen, result))
                     seconds[name] += elapsed
             ids, mask = next(batches(sources[: sizes.batch_size], sizes.batch_size, model.config.pad_token_id, device))
@@ -215,6 +256,8 @@ def run_translation(settings: Settings) -> dict:
                 lambda: generate_beam(model, ids, mask, sizes))
             profiles[f"{label}, matched per-sentence search, 4 sentences (torch.profiler)"] = op_profile(
                 lambda: per_sentence(matched_beam_search, model, ids[:4], mask[:4], sizes))
+            median_source = sorted(sources, key=len)[len(sources) // 2]
+            bound = decoder_step_bound(model, median_source, decoder_rows["generate"], decoder_rows["matched"], device)
         outputs = {name: [found[i] for i in range(len(sources))] for name, found in outputs.items()}
         names = {"generate": f"generate(num_beams={sizes.num_beams}), batches of {sizes.batch_size} in test order",
                  "generate_sorted": f"generate(num_beams={sizes.num_beams}), batches of {sizes.batch_size} sorted "
@@ -243,6 +286,7 @@ def run_translation(settings: Settings) -> dict:
             "static_sorted_speedup_vs_matched": round(seconds["matched"] / seconds["generate_static_sorted"], 2),
             "agreement_static": round(agreement(outputs["generate"], outputs["generate_static"]), 4),
             "static_first_pass_s": {name: round(value, 2) for name, value in first_pass.items()},
+            **bound,
             "mean_output_length": round(sum(map(len, outputs["generate"])) / len(sources), 2),
             "train_loss": round(train_loss, 3),
         }
@@ -262,7 +306,11 @@ def run_translation(settings: Settings) -> dict:
                f"{sizes.max_new_tokens}, length_penalty 1.0, early_stopping=True; models trained "
                f"{sizes.train_steps} steps. time_vs_generate = that search's time / generate()'s on batches in test "
                "order. cache_implementation='static': on a GPU the model replays its decoding steps as CUDA graphs, "
-               "timed after an untimed first pass over the same batches (static_first_pass_s)."),
+               "timed after an untimed first pass over the same batches (static_first_pass_s). decoder_step_bound = "
+               "the speed-up over the matched search if both made only their decoder calls (counted in the timed "
+               "pass), each costing the model's step time at its number of rows (timed on the median-length "
+               "source): its factors are decoder_rows_generate_vs_per_sentence (rows of a batch keep running until "
+               "its last sentence is done) and row_cost_1_vs_N_rows (a row alone vs in a batch)."),
     )
     result["profiles"] = profiles
     return result

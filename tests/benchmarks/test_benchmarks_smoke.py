@@ -69,6 +69,10 @@ def test_translation_searches_agree(results):
         assert summary["agreement_sorted_batches"] == 1.0
         assert summary["agreement_static"] == 1.0
         assert 0.0 <= summary["agreement_naive"] <= 1.0
+        # Every decoder call of generate() has batch x beams rows, and each of the per-sentence search one.
+        batch_rows = entry["sizes"]["batch_size"] * entry["sizes"]["num_beams"]
+        assert summary[f"row_cost_1_vs_{batch_rows}_rows"] > 0
+        assert summary["decoder_step_bound"] > 0 and summary["decoder_rows_generate_vs_per_sentence"] > 0
     assert len(entry["rows"]) == 7 * len(entry["summary"])
 
 
