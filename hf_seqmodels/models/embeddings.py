@@ -132,6 +132,14 @@ class SpellingFeatures(nn.Module):
             spellings[i, : len(values)] = torch.tensor(values, dtype=torch.long) + 1
         self.spellings.copy_(spellings)
 
+    def resize(self, vocab_size: int) -> None:
+        """Keep the spellings of the first ``vocab_size`` tokens; tokens added have none (zero features) until
+        `set_spellings` is called again. ``resize_token_embeddings`` calls this."""
+        spellings = self.spellings.new_zeros(vocab_size, self.spellings.shape[1])
+        kept = min(vocab_size, len(self.spellings))
+        spellings[:kept] = self.spellings[:kept]
+        self.spellings = spellings
+
     def forward(self, input_ids: torch.LongTensor) -> torch.FloatTensor:
         """``(batch, length)`` ids -> ``(batch, length, num_features)``; a token spelled with no byte gets zeros."""
         distinct, inverse = input_ids.unique(return_inverse=True)

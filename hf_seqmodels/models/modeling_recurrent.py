@@ -66,6 +66,10 @@ class RecurrentPreTrainedModel(PreTrainedModel):
         else:
             super()._init_weights(module)
 
+    def set_input_embeddings(self, value):
+        # Through the base model, which keeps its spellings one per token (transformers' fallback sets the attribute).
+        self.base_model.set_input_embeddings(value)
+
 
 class RecurrentModel(GraphedSteps, RecurrentPreTrainedModel):
     """Token embeddings followed by `num_layers` stacked recurrent layers."""
@@ -95,6 +99,8 @@ class RecurrentModel(GraphedSteps, RecurrentPreTrainedModel):
 
     def set_input_embeddings(self, value):
         self.embed_tokens = value
+        if self.spelling is not None:  # one spelling per token id (resize_token_embeddings)
+            self.spelling.resize(value.num_embeddings)
 
     def set_token_spellings(self, tokens: list[str]) -> None:
         """Spell token ``i`` as ``tokens[i]`` for the spelling features (``config.spelling_features > 0``), e.g.

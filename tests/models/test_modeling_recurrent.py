@@ -220,6 +220,23 @@ def test_spelling_features_feed_the_first_layer_and_are_saved(tmp_path):
         make_model(RecurrentModel, RecurrentModelTester("gru").get_config()).set_token_spellings(tokens)
 
 
+def test_resize_token_embeddings_resizes_the_spellings():
+    config = RecurrentModelTester("gru").get_config(RecurrentForTokenClassification, spelling_features=5)
+    model = make_model(RecurrentForTokenClassification, config)
+    tokens = [f"tok{i}" for i in range(VOCAB_SIZE)]
+    model.model.set_token_spellings(tokens)
+    old = model.model.spelling.spellings.clone()
+    model.resize_token_embeddings(VOCAB_SIZE + 3)
+    spellings = model.model.spelling.spellings
+    assert spellings.shape == (VOCAB_SIZE + 3, old.shape[1])
+    assert torch.equal(spellings[:VOCAB_SIZE], old) and not spellings[VOCAB_SIZE:].any()
+    with torch.no_grad():  # a new token has an embedding and no spelling yet
+        assert model(input_ids=torch.tensor([[4, VOCAB_SIZE + 2]])).logits.isfinite().all()
+    model.model.set_token_spellings(tokens + ["new0", "new1", "new2"])
+    model.resize_token_embeddings(VOCAB_SIZE - 2)
+    assert torch.equal(model.model.spelling.spellings, old[: VOCAB_SIZE - 2])
+
+
 def test_bidirectional_causal_lm_is_rejected():
     config = RecurrentModelTester("gru").get_config(RecurrentForSequenceClassification)  # bidirectional
     with pytest.raises(ValueError, match="causal language model reads left to right: set `bidirectional=False`"):
