@@ -172,15 +172,36 @@ def agreement(ours: list[list[int]], other: list[list[int]]) -> float:
     return sum(a == b for a, b in zip(ours, other)) / len(ours)
 
 
+@dataclasses.dataclass
+class DecoderCall:
+    rows: int
+    seconds: float | None  # None when not timed
+
+
 @contextlib.contextmanager
-def counting_decoder_rows(model, rows: list[int]):
-    """Appends to ``rows`` the number of rows of every decoder call made to ``model`` inside the block."""
-    handle = model.register_forward_pre_hook(
-        lambda module, args, kwargs: rows.append(kwargs["decoder_input_ids"].shape[0]), with_kwargs=True)
+def decoder_calls(model, device: str | None = None):
+    """Records every decoder call made to ``model``'s forward inside the block: its number of rows and, with
+    ``device``, the seconds it took (``device`` synchronized around it, which a timed run must not pay)."""
+    calls, started = [], []
+
+    def before(module, args, kwargs):
+        if device is not None:
+            synchronize(device)
+            started.append(time.perf_counter())
+        calls.append(DecoderCall(kwargs["decoder_input_ids"].shape[0], None))
+
+    def after(module, args, kwargs, output):
+        if device is not None:
+            synchronize(device)
+            calls[-1].seconds = time.perf_counter() - started.pop()
+
+    handles = [model.register_forward_pre_hook(before, with_kwargs=True),
+               model.register_forward_hook(after, with_kwargs=True)]
     try:
-        yield rows
+        yield calls
     finally:
-        handle.remove()
+        for handle in handles:
+            handle.remove()
 
 
 def decoder_step_seconds(model, source: list[int], rows: int, device: str) -> float:
@@ -225,7 +246,7 @@ def run_translation(settings: Settings) -> dict:
                    "matched": functools.partial(per_sentence, matched_beam_search), "hand": hand_batched}
         outputs = {name: {} for name in methods}
         seconds = dict.fromkeys(methods, 0.0)
-        decoder_rows = {"generate": [], "matched": []}  # the rows of every decoder call (a hook, microseconds)
+        calls = {"generate": [], "matched": []}  # every decoder call (a hook, microseconds)
 
         def batch(name: str, start: int) -> tuple[list[int], torch.Tensor, torch.Tensor]:
             chosen = (by_length if name.endswith("_sorted") else range(len(sources)))[start:start + sizes.batch_size]
@@ -246,8 +267,9 @@ def run_translation(settings: Settings) -> dict:
             for start in range(0, len(sources), sizes.batch_size):
                 for name, method in methods.items():
                     chosen, ids, mask = batch(name, start)
-                    with counting_decoder_rows(model, decoder_rows.get(name, [])):
+                    with decoder_calls(model) as made:
                         result, elapsed = timed(lambda: method(model, ids, mask, sizes), device)
+                    calls.get(name, []).extend(made)
                     outputs[name].update(zip(chosen, result))
                     seconds[name] += elapsed
             ids, mask = next(batches(sources[: sizes.batch_size], sizes.batch_size, model.config.pad_token_id, device))
@@ -257,7 +279,8 @@ def run_translation(settings: Settings) -> dict:
             profiles[f"{label}, matched per-sentence search, 4 sentences (torch.profiler)"] = op_profile(
                 lambda: per_sentence(matched_beam_search, model, ids[:4], mask[:4], sizes))
             median_source = sorted(sources, key=len)[len(sources) // 2]
-            bound = decoder_step_bound(model, median_source, decoder_rows["generate"], decoder_rows["matched"], device)
+            bound = decoder_step_bound(model, median_source, *([call.rows for call in calls[name]]
+                                                               for name in ("generate", "matched")), device)
         outputs = {name: [found[i] for i in range(len(sources))] for name, found in outputs.items()}
         names = {"generate": f"generate(num_beams={sizes.num_beams}), batches of {sizes.batch_size} in test order",
                  "generate_sorted": f"generate(num_beams={sizes.num_beams}), batches of {sizes.batch_size} sorted "
@@ -328,6 +351,9 @@ def profile_top(fn, limit: int = 12) -> list[str]:
             for (file, line, name), (_, calls, own, cumulative, _) in entries]
 
 
+SPLIT_SENTENCES = 8  # of batch1_overhead's, for the split of the time inside and outside the decoder calls
+
+
 def run_batch1(settings: Settings) -> dict:
     sizes = resolve_sizes(Sizes(), SMOKE, settings)
     device = settings.device
@@ -372,6 +398,15 @@ def run_batch1(settings: Settings) -> dict:
                         result, elapsed = timed(lambda: fn(source), device)
                         outputs[name].append(result)
                         seconds[name] += elapsed
+                # Where the time goes, on the first sentences: inside the model's decoder calls (the same calls for
+                # every method) or outside them (the search's own work, the encoder, Python).
+                inside, total = dict.fromkeys(fns, 0.0), dict.fromkeys(fns, 0.0)
+                for source in sources[:SPLIT_SENTENCES]:
+                    for name, fn in fns.items():
+                        with decoder_calls(model, device) as made:
+                            total[name] += timed(lambda: fn(source), device)[1]
+                        inside[name] += sum(call.seconds for call in made)
+                split_tokens = sum(len(o) + 1 for o in outputs["generate"][:SPLIT_SENTENCES])
                 for name in ("generate", "generate_static"):
                     profiles[f"{label}, {mode}, {name} (cProfile, own time)"] = profile_top(
                         lambda: [fns[name](s) for s in sources[:4]])
@@ -387,6 +422,12 @@ def run_batch1(settings: Settings) -> dict:
                              "generate_speed_vs_hand_loop": round(ratio, 3),
                              "generate_ms_per_output_token": round(seconds[name] / tokens * 1e3, 3),
                              "first_pass_s": round(first_pass[name], 2),
+                             "generate_model_ms_per_token": round(inside[name] / split_tokens * 1e3, 3),
+                             "generate_other_ms_per_token": round((total[name] - inside[name]) / split_tokens * 1e3,
+                                                                  3),
+                             "hand_loop_model_ms_per_token": round(inside["hand"] / split_tokens * 1e3, 3),
+                             "hand_loop_other_ms_per_token": round((total["hand"] - inside["hand"]) / split_tokens
+                                                                   * 1e3, 3),
                              "generate_ops_per_token": round(ops[name], 1),
                              "hand_loop_ops_per_token": round(ops["hand"], 1),
                              "same_output": round(agreement(outputs[name], outputs["hand"]), 4)})
@@ -402,7 +443,9 @@ def run_batch1(settings: Settings) -> dict:
                "generate() does (benchmarks/beam_search.py). cache_implementation='static' keeps the recurrent state "
                "at fixed addresses, and on a GPU the model then replays its decoding steps as CUDA graphs; the hand "
                "loops use the default cache (no graphs). Ratio > 1: generate() faster. ops = aten operators "
-               "called from Python per output token, on the first sentence."),
+               "called from Python per output token, on the first sentence. model_ms / other_ms per token: time "
+               f"inside the model's decoder calls / outside them, on the first {SPLIT_SENTENCES} sentences in a "
+               "separate pass (synchronized at each call)."),
     )
     result["profiles"] = profiles
     return result
