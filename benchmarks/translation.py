@@ -216,8 +216,8 @@ def decoder_step_seconds(model, source: list[int], rows: int, device: str) -> fl
 
 def decoder_step_bound(model, source: list[int], generate_rows: list[int], search_rows: list[int],
                        device: str) -> dict:
-    """How fast ``generate()`` could be against a per-sentence search if each made only its decoder calls, each
-    costing the model's step time at its number of rows: no search bookkeeping, no encoder, no Python. The two
+    """The speed-up of ``generate()`` over a per-sentence search if each spent its time in its decoder calls only,
+    each costing the model's step time at its number of rows: no search bookkeeping, no encoder, no Python. Its two
     factors: how many more rows ``generate()`` computes (every row of a batch runs until the batch's last sentence
     is done) and how much cheaper a row is in a batch (matrix products instead of matrix-vector products)."""
     step = {rows: decoder_step_seconds(model, source, rows, device) for rows in {*generate_rows, *search_rows}}
