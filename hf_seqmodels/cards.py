@@ -94,6 +94,11 @@ DATASETS = {
     },
 }
 
+CELLS = {"rnn": "Elman RNN", "lstm": "LSTM", "gru": "GRU"}
+ATTENTIONS = {"bahdanau": "Bahdanau (additive) attention", "luong_dot": "Luong dot attention",
+              "luong_general": "Luong general attention", "luong_concat": "Luong concat attention",
+              "none": "no attention (the source reaches the decoder through its initial state)"}
+
 # Bundled pretrained checkpoints -> their Hub id (the card's base_model).
 BASE_MODELS = {"all-MiniLM-L6-v2": "sentence-transformers/all-MiniLM-L6-v2"}
 
@@ -135,16 +140,19 @@ def _base_model(run: dict) -> str | None:
 
 
 def describe_architecture(run: dict) -> str:
-    """One sentence on the model, from the run's arguments."""
+    """One sentence on the model: from its configuration for the generative scripts (``model_config``), else from
+    the run's arguments."""
     args = run.get("arguments", {})
     parameters = f"{run['num_parameters'] / 1e6:.2f}M parameters"
+    if config := run.get("model_config"):
+        return _describe_generative(config, parameters)
     if base := _base_model(run):
         return f"A pretrained encoder ({base}) fine-tuned with a new {run['task']} head; {parameters}."
     if args.get("model_type") == "transformer":
         return (f"A Transformer encoder (Vaswani et al., 2017) trained from scratch: {args['num_layers']} layers, "
                 f"d_model {args['hidden_size']}, {args['num_heads']} heads, feed-forward {args['ffn_dim']}; "
                 f"{parameters}.")
-    cell = {"rnn": "Elman RNN", "lstm": "LSTM", "gru": "GRU"}[args.get("cell_type", "lstm")]
+    cell = CELLS[args.get("cell_type", "lstm")]
     direction = "bidirectional " if args.get("bidirectional") else ""
     if pretrained := args.get("embeddings_from"):
         name = BASE_MODELS.get(Path(pretrained).name, pretrained)
@@ -153,13 +161,43 @@ def describe_architecture(run: dict) -> str:
         start, embeddings = "trained from scratch", f", {args['embedding_size']}-dimensional embeddings"
     spelling = (f", plus {args['spelling_features']} character-CNN features of each token's spelling"
                 if args.get("spelling_features") else "")
-    return (f"A {direction}{cell} {start}: {args['num_layers']} layer(s) of {args['hidden_size']} units"
+    return (f"{_a(direction + cell)} {start}: {args['num_layers']} layer(s) of {args['hidden_size']} units"
             f"{embeddings}{spelling}; {parameters}.")
+
+
+def _a(phrase: str) -> str:
+    """``phrase`` with its indefinite article: "An LSTM", "An Elman RNN", "A GRU", "A bidirectional LSTM"."""
+    return ("An " if phrase.startswith(("LSTM", "Elman")) else "A ") + phrase
+
+
+def _describe_generative(config: dict, parameters: str) -> str:
+    """One sentence on a translation model or language model, from its ``config.json`` fields."""
+    kind = config["model_type"]
+    if kind == "attention_seq2seq":
+        cell = CELLS[config["cell_type"]]
+        encoder = ("bidirectional " if config["bidirectional_encoder"] else "") + cell
+        attention = ATTENTIONS[config["attention_type"]] + (" with input feeding" if config["input_feeding"] else "")
+        what = "An encoder-decoder" if config["attention_type"] == "none" else "An attention encoder-decoder"
+        return (f"{what} trained from scratch: a {encoder} encoder of "
+                f"{config['encoder_layers']} layer(s) and a {cell} decoder of {config['decoder_layers']} layer(s), "
+                f"{config['hidden_size']} units, {config['embedding_size']}-dimensional embeddings, {attention}; "
+                f"{parameters}.")
+    if kind == "vanilla_transformer":
+        what, layers = (("encoder-decoder", f"{config['encoder_layers']} encoder and {config['decoder_layers']} "
+                                            "decoder layers")
+                        if config["is_encoder_decoder"] else ("language model", f"{config['decoder_layers']} layers"))
+        return (f"A Transformer {what} (Vaswani et al., 2017) trained from scratch: {layers}, d_model "
+                f"{config['d_model']}, {config['num_heads']} heads, feed-forward {config['ffn_dim']}, "
+                f"{config['norm_position']}-norm; {parameters}.")
+    return (f"{_a(CELLS[config['cell_type']])} language model trained from scratch: {config['num_layers']} layer(s) "
+            f"of {config['hidden_size']} units, {config['embedding_size']}-dimensional embeddings; {parameters}.")
 
 
 def _family_tag(run: dict) -> str:
     """``lstm``, ``bigru``, ``transformer``..., or a pretrained checkpoint's transformers model_type (``bert``)."""
     args = run.get("arguments", {})
+    if config := run.get("model_config"):
+        return config.get("cell_type", "transformer")
     if args.get("model_name_or_path"):
         return run.get("model_type", "pretrained")
     if args.get("model_type") == "transformer":
@@ -206,12 +244,18 @@ def _hyperparameters(run: dict) -> list[tuple[str, str]]:
         ("trained", f"{run['steps']} steps ({run['epochs']:.2f} epochs) in {run['train_runtime_s'] / 60:.1f} min"
                     + (" (stopped by the time budget)" if run.get("stopped_by_time_budget") else "")),
         ("seed", str(args.get("seed"))),
-        ("max sequence length", str(args.get("max_seq_length"))),
     ]
-    if not args.get("model_name_or_path"):
-        rows.append(("tokenizer", f"{args.get('tokenizer_type')} trained on the training texts, "
+    if "max_source_length" in args:  # translation
+        rows.append(("max sequence length", f"source {args['max_source_length']}, target {args['max_target_length']}"))
+        rows.append(("tokenizer", f"BPE trained on the training texts, {args['vocabulary']} vocabulary, "
                                   f"{run.get('vocab_size')} tokens"))
-        rows.append(("dropout", str(args.get("dropout"))))
+    else:
+        rows.append(("max sequence length", str(args.get("block_size", args.get("max_seq_length")))))
+        if not args.get("model_name_or_path"):
+            rows.append(("tokenizer", f"{args.get('tokenizer_type')} trained on the training texts, "
+                                      f"{run.get('vocab_size')} tokens"))
+    if not args.get("model_name_or_path"):
+        rows.append(("dropout", str(run.get("model_config", args).get("dropout"))))
     return rows
 
 
@@ -346,17 +390,23 @@ import torch, transformers
 folder, auto_class = sys.argv[1], sys.argv[2]
 model = getattr(transformers, auto_class).from_pretrained(folder, trust_remote_code=True).eval()
 tokenizer = transformers.AutoTokenizer.from_pretrained(folder, trust_remote_code=True)
+if model.can_generate() and not model.config.is_encoder_decoder:
+    tokenizer.padding_side = "left"
 batch = tokenizer(["a short test sentence", "and another"], return_tensors="pt", padding=True)
 with torch.no_grad():
-    logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
-print(type(model).__module__ + "." + type(model).__name__, tuple(logits.shape))
+    if model.can_generate():  # a batched beam search through the loaded code
+        outputs = model.generate(**batch, num_beams=2, max_new_tokens=4)
+    else:
+        outputs = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
+print(type(model).__module__ + "." + type(model).__name__, tuple(outputs.shape))
 """
 
 
 def load_check(folder: str | Path, auto_class: str) -> str:
     """Load ``folder`` with ``transformers.<auto_class>.from_pretrained(..., trust_remote_code=True)`` and its
     tokenizer in a fresh Python where ``hf_seqmodels`` cannot be imported (offline, empty module cache), and run
-    one batch. Returns the loaded class's qualified name and the logits' shape; raises RuntimeError on failure."""
+    one batch (through ``generate()`` for a generative model). Returns the loaded class's qualified name and the
+    outputs' shape; raises RuntimeError on failure."""
     with tempfile.TemporaryDirectory() as home:
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         env.update(HF_HOME=home, HF_HUB_OFFLINE="1", TRANSFORMERS_VERBOSITY="error")

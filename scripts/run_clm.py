@@ -166,6 +166,8 @@ def main():
                                   training_args.per_device_eval_batch_size)
         results.update(test_loss=test_loss, test_perplexity=perplexity(test_loss))
     results.update(
+        task="text-generation",
+        model_config=accelerator.unwrap_model(model).config.to_dict(),  # what the model card describes
         num_parameters=accelerator.unwrap_model(model).num_parameters(),
         vocab_size=len(tokenizer),
         num_processes=accelerator.num_processes,

@@ -174,6 +174,8 @@ def main():
         )
         results.update(scores, test_decoding_s=time.monotonic() - test_start, test_num_beams=generation_args.num_beams)
     results.update(
+        task="translation",
+        model_config=model.config.to_dict(),  # what the model card describes
         num_parameters=model.num_parameters(),
         vocab_size=len(target),
         source_vocab_size=len(tokenizers.source),

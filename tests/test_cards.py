@@ -7,6 +7,7 @@ import pytest
 from huggingface_hub import ModelCard, metadata_load
 from huggingface_hub.repocard_data import model_index_to_eval_results
 
+from hf_seqmodels import AttentionSeq2SeqConfig, RecurrentConfig, TransformerConfig
 from hf_seqmodels.cards import check_hub_folder, format_metric, load_run, render_card
 
 ARGUMENTS = {
@@ -30,6 +31,22 @@ NER_RUN = {
     "eval_seqeval_precision": 0.88, "eval_seqeval_recall": 0.87, "labels": ["B-PER", "I-PER", "O"],
     "tag_scheme": "BIO",
     "arguments": {**ARGUMENTS, "model_name_or_path": "/data/models/all-MiniLM-L6-v2"},
+}
+
+
+TRANSLATION_ARGUMENTS = {
+    **{name: ARGUMENTS[name] for name in ("optimizer", "learning_rate", "weight_decay", "lr_scheduler_type",
+                                          "num_warmup_steps", "per_device_train_batch_size", "max_grad_norm",
+                                          "num_train_epochs", "max_train_steps", "time_budget_minutes", "seed")},
+    "model_type": "attention_seq2seq", "dataset_name": "multi30k_en_de", "vocabulary": "joint",
+    "max_source_length": 64, "max_target_length": 48,
+}
+TRANSLATION_RUN = {  # what run_translation.py writes (model_config: the model's config.json)
+    "task": "translation", "steps": 1362, "epochs": 3.0, "train_runtime_s": 530.0, "eval_bleu": 33.530390792,
+    "eval_chrf": 58.084070317, "num_parameters": 4721264, "vocab_size": 6000, "num_processes": 1,
+    "model_config": AttentionSeq2SeqConfig(vocab_size=6000, cell_type="gru", attention_type="bahdanau",
+                                           embedding_size=128, hidden_size=256, dropout=0.2).to_dict(),
+    "arguments": TRANSLATION_ARGUMENTS,
 }
 
 
@@ -73,6 +90,47 @@ def test_card_says_where_the_word_embeddings_came_from():
     assert "word embeddings started from sentence-transformers/all-MiniLM-L6-v2's" in text
     assert "32 character-CNN features of each token's spelling" in text
     assert "from scratch" not in text and "128-dimensional" not in text  # --embedding_size gave way to the table's
+
+
+def test_translation_card_describes_the_model_from_its_config(tmp_path):
+    write_card(tmp_path, TRANSLATION_RUN)
+    card = ModelCard.load(tmp_path / "README.md")
+    assert {r.metric_type: r.metric_value for r in card.data.eval_results} == {
+        "bleu": TRANSLATION_RUN["eval_bleu"], "chrf": TRANSLATION_RUN["eval_chrf"]}
+    assert card.data.pipeline_tag == "translation" and "gru" in card.data.tags
+    assert card.data.datasets == ["bentrevett/multi30k"]
+    assert ("a bidirectional GRU encoder of 1 layer(s) and a GRU decoder of 1 layer(s), 256 units, "
+            "128-dimensional embeddings, Bahdanau (additive) attention; 4.72M parameters") in card.text
+    assert "| BLEU | 33.53 |" in card.text and "| chrF | 58.08 |" in card.text
+    assert "| max sequence length | source 64, target 48 |" in card.text
+    assert "| tokenizer | BPE trained on the training texts, joint vocabulary, 6000 tokens |" in card.text
+    assert "| dropout | 0.2 |" in card.text  # the model's, not an argument's
+    assert "AutoModelForSeq2SeqLM" in card.text and "{{" not in card.text
+
+
+@pytest.mark.parametrize("config, expected", [
+    (TransformerConfig(vocab_size=100, d_model=64, num_heads=4, ffn_dim=128, encoder_layers=3, decoder_layers=2),
+     "A Transformer encoder-decoder (Vaswani et al., 2017) trained from scratch: 3 encoder and 2 decoder layers, "
+     "d_model 64, 4 heads, feed-forward 128, post-norm"),
+    (TransformerConfig(vocab_size=100, d_model=64, num_heads=4, ffn_dim=128, decoder_layers=2,
+                       is_encoder_decoder=False, norm_position="pre"),
+     "A Transformer language model (Vaswani et al., 2017) trained from scratch: 2 layers, d_model 64, 4 heads, "
+     "feed-forward 128, pre-norm"),
+    (RecurrentConfig(vocab_size=100, cell_type="lstm", num_layers=2, hidden_size=200, embedding_size=100),
+     "An LSTM language model trained from scratch: 2 layer(s) of 200 units, 100-dimensional embeddings"),
+    (AttentionSeq2SeqConfig(vocab_size=100, attention_type="none", bidirectional_encoder=False),
+     "An encoder-decoder trained from scratch: a GRU encoder"),
+])
+def test_generative_cards_describe_every_family(config, expected):
+    task = "translation" if config.is_encoder_decoder else "text-generation"
+    run = {**TRANSLATION_RUN, "task": task, "model_config": config.to_dict(), "eval_perplexity": 123.4}
+    if task == "text-generation":
+        run["arguments"] = {**{k: v for k, v in TRANSLATION_ARGUMENTS.items() if "length" not in k},
+                            "block_size": 35, "tokenizer_type": "word"}
+    text = str(render_card(run))
+    assert expected in text
+    if task == "text-generation":
+        assert "| Perplexity | 123.40 |" in text and "| max sequence length | 35 |" in text
 
 
 def test_card_round_trips_through_modelcard(tmp_path):

@@ -13,6 +13,7 @@ import pytest
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 import hf_seqmodels  # noqa: F401  (registers the Auto classes for the reload)
+from hf_seqmodels.cards import render_card
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RUN_CLM = REPO_ROOT / "scripts" / "run_clm.py"
@@ -28,6 +29,8 @@ def check_clm_output(output_dir: Path, num_processes: int) -> None:
     tokenizer = AutoTokenizer.from_pretrained(output_dir)
     assert model.config.vocab_size == len(tokenizer) == results["vocab_size"]
     assert model.config.eos_token_id == tokenizer.eos_token_id
+    card = str(render_card(results))  # the model card, from the results file
+    assert f"| Perplexity | {results['eval_perplexity']:.2f} |" in card and "language model" in card
 
 
 def test_run_clm(data_dir, tmp_path, monkeypatch, capsys):

@@ -10,11 +10,13 @@ import pytest
 from transformers import AutoModelForSeq2SeqLM, pipeline
 
 import hf_seqmodels  # noqa: F401  (registers the Auto classes for the reload)
+from hf_seqmodels.cards import render_card
 from hf_seqmodels.translation import load_tokenizers
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RUN_TRANSLATION = REPO_ROOT / "scripts" / "run_translation.py"
 PLOT_ATTENTION = REPO_ROOT / "scripts" / "plot_attention.py"
+PUSH_TO_HUB = REPO_ROOT / "scripts" / "push_to_hub.py"
 TINY = ["--max_train_samples", "200", "--max_eval_samples", "12", "--vocab_size", "300", "--max_train_steps", "4",
         "--per_device_train_batch_size", "16", "--num_warmup_steps", "1", "--max_new_tokens", "8",
         "--num_beams", "2", "--checkpointing_steps", "2"]
@@ -60,6 +62,15 @@ def test_run_translation(name, data_dir, tmp_path, monkeypatch, capsys):
     run_script(PLOT_ATTENTION, [str(output_dir), "A man sleeps.", "--output", str(picture), "--num_beams", "1"],
                monkeypatch)
     assert picture.stat().st_size > 0 and capsys.readouterr().out.strip() == str(picture)
+
+    # The results file makes the model card: the run's scores, the model described from its config.
+    card = str(render_card(results))
+    assert f"| BLEU | {results['eval_bleu']:.2f} |" in card
+    assert f"; {results['num_parameters'] / 1e6:.2f}M parameters." in card
+    assert ("Transformer encoder-decoder" if name == "transformer" else "attention encoder-decoder") in card
+    if name == "gru-luong":  # the Hub folder loads back where our package cannot be imported, and translates
+        run_script(PUSH_TO_HUB, [str(output_dir), "--repo_id", "me/multi30k-gru", "--dry-run"], monkeypatch)
+        assert "AttentionSeq2SeqForConditionalGeneration (2, " in capsys.readouterr().out
 
 
 def test_run_translation_rejects_bad_options(monkeypatch):
