@@ -259,9 +259,61 @@ def _hyperparameters(run: dict) -> list[tuple[str, str]]:
     return rows
 
 
+def speed_lines(run: dict, benchmarks: dict) -> list[str]:
+    """What ``python -m benchmarks.run`` measured on the run's model family, one sentence a figure, from its
+    results (``results/benchmarks.json``); none for a family the benchmarks do not measure."""
+    config = run.get("model_config") or {}
+    entries = benchmarks.get("entries", {})
+
+    def summary(entry: str, label: str | None = None) -> dict:
+        found = entries.get(entry, {}).get("summary", {})
+        return found if label is None else found.get(label, {})
+
+    kind, lines = config.get("model_type"), []
+    if kind == "attention_seq2seq":
+        prefix = f"attention {config['cell_type'].upper()} "
+        label = next((key for key in summary("translation") if key.startswith(prefix)), None)
+        if found := summary("translation", label):
+            lines.append(f"{label}: batched `generate(num_beams=5)` (batches of 64) ran "
+                         f"{found['speedup_vs_matched']}x as fast as a per-sentence Python beam search with the "
+                         f"same semantics, {found['sorted_speedup_vs_matched']}x with batches sorted by source "
+                         f"length, and found the same best hypothesis for {found['agreement_matched']:.0%} of the "
+                         "sentences.")
+        if found := summary("batch1_overhead", label):
+            lines.append(f"{label}: at batch 1, `generate()` ran at {found['greedy, generate()']} (greedy) and "
+                         f"{found['beam 5, generate()']} (beam 5) of the speed of a plain decoding loop.")
+    elif kind == "vanilla_transformer" and config["is_encoder_decoder"]:
+        if found := summary("transformer_vs_marian"):
+            lines.append(f"Against transformers' MarianMTModel of the same sizes: {found['train']['ratio']}x its "
+                         f"training throughput, {found['greedy']['ratio']}x its greedy and {found['beam']['ratio']}x "
+                         f"its beam-search `generate()` speed; {found['greedy_vs_tutorial']['ratio']}x the speed of a "
+                         "tutorial greedy loop that recomputes the prefix at every step.")
+    elif kind in ("recurrent", "vanilla_transformer"):
+        label = f"recurrent LM ({config['cell_type']})" if kind == "recurrent" else "transformer LM"
+        if found := summary("incremental", label):
+            lines.append(f"{label}: with the cache, a token after a 1024-token prefix took "
+                         f"{found['per_token_growth_1024_vs_16']['cached']}x the time of one after 16 tokens, "
+                         f"{found['cache_speedup_at_1024']}x less than recomputing the prefix.")
+        training = entries.get("training", {})
+        if kind == "recurrent" and training.get("sizes", {}).get("cell_type") == config["cell_type"]:
+            lines.append(f"{label}: training on padded, masked batches ran at "
+                         f"{training['summary']['masked_vs_tutorial_throughput']}x the throughput of the tutorial "
+                         "per-timestep cell loop.")
+    return lines
+
+
+def speed_source(benchmarks: dict) -> str:
+    """Where the benchmark figures come from: the machine and versions of their results file."""
+    machine = benchmarks.get("machine", {})
+    where = machine.get("gpu") or f"{machine.get('cpu_count')} cores of an {machine.get('cpu')} CPU"
+    return (f"on {where} (torch {machine.get('torch')}, hf_seqmodels {machine.get('git_commit')}), with the "
+            "benchmarks' own model sizes, not this model's")
+
+
 def render_card(run: dict, model_name: str | None = None, license: str | None = None,
-                template_dir: str | Path | None = None) -> ModelCard:
-    """The model card of ``run`` from the task's template (``<template_dir>/<task>.md``)."""
+                template_dir: str | Path | None = None, benchmarks: dict | None = None) -> ModelCard:
+    """The model card of ``run`` from the task's template (``<template_dir>/<task>.md``); with ``benchmarks`` (the
+    results of ``python -m benchmarks.run``), also what they measured on the model's family (`speed_lines`)."""
     task = run.get("task")
     if task not in TASKS:
         raise ValueError(f"The run's task {task!r} has no card template; known tasks: {list(TASKS)}.")
@@ -289,6 +341,8 @@ def render_card(run: dict, model_name: str | None = None, license: str | None = 
         device=run.get("device", "unknown"),
         auto_class=TASKS[task]["auto_class"],
         trust_remote_code=not data.base_model,
+        speed=speed_lines(run, benchmarks or {}),
+        speed_source=speed_source(benchmarks or {}),
     )
 
 
@@ -419,5 +473,5 @@ def load_check(folder: str | Path, auto_class: str) -> str:
 
 __all__ = [
     "BASE_MODELS", "DATASETS", "TASKS", "card_data", "check_hub_folder", "describe_architecture", "format_metric",
-    "load_check", "load_run", "render_card", "stage_hub_folder",
+    "load_check", "load_run", "render_card", "speed_lines", "stage_hub_folder",
 ]

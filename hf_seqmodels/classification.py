@@ -9,7 +9,6 @@ and special tokens get -100, so each word is trained on and scored exactly once.
 """
 
 import json
-import platform
 import re
 import time
 from dataclasses import asdict, dataclass, field
@@ -36,7 +35,7 @@ from .cli import parse_config_overrides
 from .data import first_rows, load_text_dataset
 from .evaluation import classification_metrics, tagging_metrics
 from .tokenization import KINDS, train_tokenizer
-from .training import TrainingArguments, make_accelerator, run_tokenizer, save_model, train
+from .training import TrainingArguments, describe_device, make_accelerator, run_tokenizer, save_model, train
 from .translation import LengthGroupedSampler
 
 # --model_type name -> the config's model_type (the transformers registry name).
@@ -395,20 +394,6 @@ def token_scores(output: dict, labels: list[str]) -> dict:
     return scores
 
 
-def describe_device(device: torch.device) -> str:
-    """E.g. ``"cuda: NVIDIA H100"`` or ``"cpu: Intel(R) Xeon(R) ... (2 threads)"``."""
-    if device.type == "cuda":
-        return f"cuda: {torch.cuda.get_device_name(device)}"
-    name = platform.processor() or platform.machine()
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        for line in cpuinfo.read_text().splitlines():
-            if line.startswith("model name"):
-                name = line.split(":", 1)[1].strip()
-                break
-    return f"{device.type}: {name} ({torch.get_num_threads()} threads)"
-
-
 def evaluation_results(accelerator: Accelerator, output: dict, scores: dict, model: PreTrainedModel) -> dict:
     """The fields every classification script adds to ``results.json``: ``eval_<metric>`` scores, parameters,
     inference throughput (validation rows per second, batched) and the device."""
@@ -496,7 +481,6 @@ __all__ = [
     "DataArguments",
     "ModelArguments",
     "align_labels_with_word_ids",
-    "describe_device",
     "evaluation_results",
     "is_bio",
     "label_names",

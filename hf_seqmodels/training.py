@@ -15,6 +15,7 @@ import json
 import logging
 import math
 import os
+import platform
 import shutil
 import time
 from collections.abc import Callable
@@ -222,6 +223,20 @@ def save_checkpoint(accelerator: Accelerator, checkpoint_dir: str, step: int, to
             tokenizer.save_pretrained(temp / CHECKPOINT_TOKENIZER_DIR)
         _replace_dir(temp, target)
     accelerator.wait_for_everyone()
+
+
+def describe_device(device: torch.device) -> str:
+    """E.g. ``"cuda: NVIDIA H100"`` or ``"cpu: Intel(R) Xeon(R) ... (2 threads)"``."""
+    if device.type == "cuda":
+        return f"cuda: {torch.cuda.get_device_name(device)}"
+    name = platform.processor() or platform.machine()
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("model name"):
+                name = line.split(":", 1)[1].strip()
+                break
+    return f"{device.type}: {name} ({torch.get_num_threads()} threads)"
 
 
 def find_checkpoint(args: TrainingArguments) -> Path:

@@ -15,11 +15,15 @@ HF_ENDPOINT (read by huggingface_hub) selects the Hub server; the token comes fr
 """
 
 import argparse
+import json
 from pathlib import Path
 
 from huggingface_hub import HfApi
 
 from hf_seqmodels.cards import TASKS, check_hub_folder, load_check, load_run, render_card, stage_hub_folder
+from hf_seqmodels.paths import REPO_ROOT
+
+BENCHMARKS = REPO_ROOT / "results" / "benchmarks.json"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -29,6 +33,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--results", help="The results file the card states: results/<suite>.json (with --model) "
                                           "or a results.json. Default: <model_dir>/results.json.")
     parser.add_argument("--model", help="The run's name in a results/<suite>.json file, e.g. 'BiLSTM'.")
+    parser.add_argument("--benchmarks", help="The results of `python -m benchmarks.run` whose figures on the model's "
+                                             "family the card states (translation and language models); '' for "
+                                             f"none. Default: {BENCHMARKS.relative_to(REPO_ROOT)}, if there.")
     parser.add_argument("--license", help="The card's license; default: the training data's, else apache-2.0.")
     parser.add_argument("--staging_dir", help="Where the upload folder is written; default: <model_dir>-hub.")
     parser.add_argument("--private", action="store_true", help="Create the repository as private.")
@@ -39,11 +46,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def load_benchmarks(path: str | None) -> dict | None:
+    if path is None:
+        return json.loads(BENCHMARKS.read_text()) if BENCHMARKS.is_file() else None
+    if not path:
+        return None
+    if not Path(path).is_file():
+        raise ValueError(f"--benchmarks {path}: no such file; pass the benchmarks.json that `python -m benchmarks.run` "
+                         "wrote, or '' for a card without speed figures.")
+    return json.loads(Path(path).read_text())
+
+
 def main(argv: list[str] | None = None) -> Path:
     args = parse_args(argv)
     model_dir = Path(args.model_dir)
     run = load_run(args.results or model_dir / "results.json", args.model)
-    card = render_card(run, model_name=args.model or args.repo_id.split("/")[-1], license=args.license)
+    card = render_card(run, model_name=args.model or args.repo_id.split("/")[-1], license=args.license,
+                       benchmarks=load_benchmarks(args.benchmarks))
     staging = Path(args.staging_dir or f"{str(model_dir).rstrip('/')}-hub")
     files = stage_hub_folder(model_dir, staging, card)
     check_hub_folder(staging, run)

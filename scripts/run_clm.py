@@ -40,6 +40,7 @@ from hf_seqmodels.evaluation import perplexity
 from hf_seqmodels.tokenization import KINDS, train_tokenizer
 from hf_seqmodels.training import (
     TrainingArguments,
+    describe_device,
     evaluate_loss,
     make_accelerator,
     run_tokenizer,
@@ -171,6 +172,7 @@ def main():
         num_parameters=accelerator.unwrap_model(model).num_parameters(),
         vocab_size=len(tokenizer),
         num_processes=accelerator.num_processes,
+        device=describe_device(accelerator.device),
         wall_time_s=time.monotonic() - start,
         arguments={**asdict(model_args), **asdict(data_args), **asdict(training_args)},
     )

@@ -42,7 +42,9 @@ from hf_seqmodels.translation import (
     translate,
     translation_scores,
 )
-from hf_seqmodels.training import TrainingArguments, make_accelerator, run_tokenizer, save_model, train
+from hf_seqmodels.training import (
+    TrainingArguments, describe_device, make_accelerator, run_tokenizer, save_model, train,
+)
 
 VOCABULARIES = ("joint", "separate")
 SEQ2SEQ_MODEL_TYPES = ("attention_seq2seq", "vanilla_transformer")
@@ -180,6 +182,7 @@ def main():
         vocab_size=len(target),
         source_vocab_size=len(tokenizers.source),
         num_processes=accelerator.num_processes,
+        device=describe_device(accelerator.device),
         wall_time_s=time.monotonic() - start,
         arguments={**asdict(model_args), **asdict(data_args), **asdict(generation_args), **asdict(training_args)},
     )

@@ -69,8 +69,13 @@ def test_run_translation(name, data_dir, tmp_path, monkeypatch, capsys):
     assert f"; {results['num_parameters'] / 1e6:.2f}M parameters." in card
     assert ("Transformer encoder-decoder" if name == "transformer" else "attention encoder-decoder") in card
     if name == "gru-luong":  # the Hub folder loads back where our package cannot be imported, and translates
-        run_script(PUSH_TO_HUB, [str(output_dir), "--repo_id", "me/multi30k-gru", "--dry-run"], monkeypatch)
+        push = [str(output_dir), "--repo_id", "me/multi30k-gru", "--dry-run"]
+        run_script(PUSH_TO_HUB, push, monkeypatch)
         assert "AttentionSeq2SeqForConditionalGeneration (2, " in capsys.readouterr().out
+        # The card states the repository's benchmark figures (results/benchmarks.json) for the family.
+        assert "## Speed" in (tmp_path / f"{name}-hub" / "README.md").read_text()
+        with pytest.raises(ValueError, match="--benchmarks /nowhere.json: no such file"):
+            run_script(PUSH_TO_HUB, [*push, "--benchmarks", "/nowhere.json"], monkeypatch)
 
 
 def test_run_translation_rejects_bad_options(monkeypatch):
