@@ -2,7 +2,9 @@
 # From a fresh checkout to a trained attention GRU translating English to German (the bundled Multi30k), about
 # 10 minutes on 2 free CPU cores: sets up .venv, trains with the defaults of scripts/run_translation.py, prints
 # test2016 BLEU/chrF with beam search, reloads the saved folder with AutoModelForSeq2SeqLM, translates a few
-# sentences and draws outputs/multi30k-gru/attention.png. Extra arguments go to run_translation.py, e.g.
+# sentences, draws outputs/multi30k-gru/attention.png and stages the Hub folder with its model card in
+# outputs/multi30k-gru-hub (push_to_hub.py --dry-run: nothing is uploaded). Extra arguments go to
+# run_translation.py, e.g.
 # `bash scripts/quickstart.sh --config_overrides cell_type=lstm,attention_type=bahdanau`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,3 +15,5 @@ export HF_HUB_OFFLINE="${HF_HUB_OFFLINE:-1}" HF_DATASETS_OFFLINE="${HF_DATASETS_
 export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"
 .venv/bin/python scripts/run_translation.py --output_dir outputs/multi30k-gru "$@"
 echo "Attention picture: outputs/multi30k-gru/attention.png"
+.venv/bin/python scripts/push_to_hub.py outputs/multi30k-gru --repo_id your-name/multi30k-gru --dry-run
+echo "Model card: outputs/multi30k-gru-hub/README.md"
