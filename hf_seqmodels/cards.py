@@ -23,6 +23,7 @@ from pathlib import Path
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 
+from .models.pipeline_translation import SOURCE_TOKENIZER_DIR
 from .paths import REPO_ROOT
 
 TEMPLATE_DIR = REPO_ROOT / "model_cards"
@@ -360,9 +361,10 @@ def _code_files(config: dict) -> list[str]:
 def stage_hub_folder(model_dir: str | Path, target: str | Path, card: ModelCard) -> list[str]:
     """Copy the files a Hub repo needs from ``model_dir`` into a fresh ``target`` and write ``card`` as README.md.
 
-    Copied: weights (safetensors only), config.json, generation_config.json, results.json, tokenizer files, and
-    every ``.py`` file in ``model_dir`` (the remote code ``save_pretrained`` wrote next to config.json). Pickle
-    weights (``*.bin``...) are refused: they run code when loaded.
+    Copied: weights (safetensors only), config.json, generation_config.json, results.json, tokenizer files (and
+    those of a translation model's ``source_tokenizer/``), and every ``.py`` file in ``model_dir`` (the remote code
+    ``save_pretrained`` wrote next to config.json). Pickle weights (``*.bin``...) are refused: they run code when
+    loaded.
 
     Returns:
         The staged file names, sorted.
@@ -380,15 +382,21 @@ def stage_hub_folder(model_dir: str | Path, target: str | Path, card: ModelCard)
         if path.is_file() and (_matches(path.name, WEIGHT_FILES + OTHER_FILES) or path.name in TOKENIZER_FILES
                                or path.suffix == ".py"):
             shutil.copy2(path, target / path.name)
+    if (source := model_dir / SOURCE_TOKENIZER_DIR).is_dir():
+        (target / SOURCE_TOKENIZER_DIR).mkdir()
+        for path in source.iterdir():
+            if path.name in TOKENIZER_FILES:
+                shutil.copy2(path, target / SOURCE_TOKENIZER_DIR / path.name)
     card.save(target / "README.md")
-    return sorted(p.name for p in target.iterdir())
+    return sorted(str(p.relative_to(target)) for p in target.rglob("*") if p.is_file())
 
 
 def check_hub_folder(folder: str | Path, run: dict | None = None) -> None:
     """Validate a staged folder offline; raise a ValueError listing every problem.
 
     Checks: safetensors weights and no pickles; config.json, and for a model type transformers does not know an
-    ``auto_map`` whose code files are all present (with their sibling imports); a tokenizer; README.md whose YAML
+    ``auto_map`` whose code files are all present (with their sibling imports); a tokenizer (and a source tokenizer
+    for a separate source vocabulary); README.md whose YAML
     parses with huggingface_hub's ModelCard (model-index included) and has license, library_name and tags; and,
     given ``run``, that every score in the model-index equals the run's.
     """
@@ -413,6 +421,10 @@ def check_hub_folder(folder: str | Path, run: dict | None = None) -> None:
                 for module in re.findall(r"^from \.(\w+) import", (folder / code_file).read_text(), re.M):
                     if f"{module}.py" not in names:
                         problems.append(f"{code_file} imports .{module}, which is missing")
+        source_tokenizer = folder / SOURCE_TOKENIZER_DIR / "tokenizer.json"
+        if config.get("source_vocab_size") is not None and not source_tokenizer.is_file():
+            problems.append(f"config.json has a source vocabulary of its own (source_vocab_size "
+                            f"{config['source_vocab_size']}) but {SOURCE_TOKENIZER_DIR}/tokenizer.json is missing")
     if "tokenizer.json" not in names and "vocab.txt" not in names:
         problems.append("no tokenizer files (tokenizer.json or vocab.txt)")
     if "README.md" not in names:
@@ -437,13 +449,16 @@ def check_hub_folder(folder: str | Path, run: dict | None = None) -> None:
         raise ValueError(f"{folder} is not ready for the Hub:\n- " + "\n- ".join(problems))
 
 
-LOAD_CHECK = """
+LOAD_CHECK = f"""
 import sys
 sys.modules["hf_seqmodels"] = None  # `import hf_seqmodels` now fails: the folder must load on its own
 import torch, transformers
 folder, auto_class = sys.argv[1], sys.argv[2]
 model = getattr(transformers, auto_class).from_pretrained(folder, trust_remote_code=True).eval()
-tokenizer = transformers.AutoTokenizer.from_pretrained(folder, trust_remote_code=True)
+# A translation model with a source vocabulary of its own reads its inputs with its source tokenizer.
+separate = getattr(model.config, "source_vocab_size", None) is not None
+tokenizer = transformers.AutoTokenizer.from_pretrained(folder, subfolder={SOURCE_TOKENIZER_DIR!r} if separate else "",
+                                                       trust_remote_code=True)
 if model.can_generate() and not model.config.is_encoder_decoder:
     tokenizer.padding_side = "left"
 batch = tokenizer(["a short test sentence", "and another"], return_tensors="pt", padding=True)

@@ -207,13 +207,14 @@ def test_check_hub_folder_catches_wrong_numbers_and_missing_files(tmp_path):
     check_hub_folder(tmp_path, RUN)  # complete and consistent
     with pytest.raises(ValueError, match="differ from the results file"):
         check_hub_folder(tmp_path, {**RUN, "eval_accuracy": 0.9})
-    (tmp_path / "config.json").write_text(json.dumps({"model_type": "recurrent",
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "recurrent", "source_vocab_size": 300,
                                                       "auto_map": {"AutoConfig": "configuration_recurrent.X"}}))
     (tmp_path / "pytorch_model.bin").write_bytes(b"\0")
     with pytest.raises(ValueError) as error:
         check_hub_folder(tmp_path, RUN)
     assert "configuration_recurrent.py, which is missing" in str(error.value)
     assert "pickle weights present" in str(error.value)
+    assert "(source_vocab_size 300) but source_tokenizer/tokenizer.json is missing" in str(error.value)
     (tmp_path / "README.md").write_text("---\nmodel-index:\n- name: x\n  results: [{task: 3}]\n---\ntext\n")
     with pytest.raises(ValueError, match="does not validate"):
         check_hub_folder(tmp_path)

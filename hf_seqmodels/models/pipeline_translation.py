@@ -2,11 +2,10 @@
 
 transformers 5 removed its own "translation" pipeline; a model folder whose config lists this one under
 ``custom_pipelines`` still works with ``pipeline("translation", model=folder, trust_remote_code=True)``, and returns
-what the old one did: ``[{"translation_text": ...}]`` per input text. A source tokenizer saved in the folder's
-``source_tokenizer/`` (separate vocabularies) encodes the inputs; otherwise the folder's tokenizer does both sides.
+what the old one did: ``[{"translation_text": ...}]`` per input text. A model with a source vocabulary of its own
+(``config.source_vocab_size`` set) reads its inputs with the tokenizer saved in the folder's (or Hub repository's)
+``source_tokenizer/``; otherwise the folder's tokenizer does both sides.
 """
-
-import os
 
 from transformers import AutoTokenizer, Pipeline
 
@@ -25,8 +24,10 @@ class TranslationPipeline(Pipeline):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        folder = os.path.join(str(self.model.name_or_path), SOURCE_TOKENIZER_DIR)
-        self.source_tokenizer = AutoTokenizer.from_pretrained(folder) if os.path.isdir(folder) else self.tokenizer
+        self.source_tokenizer = self.tokenizer
+        if getattr(self.model.config, "source_vocab_size", None) is not None:
+            self.source_tokenizer = AutoTokenizer.from_pretrained(self.model.name_or_path,
+                                                                  subfolder=SOURCE_TOKENIZER_DIR)
 
     def __call__(self, texts, **generate_kwargs):
         """``texts``: a string -> ``[{"translation_text": ...}]`` (one per returned sequence); a list of strings ->

@@ -68,12 +68,16 @@ def test_run_translation(name, data_dir, tmp_path, monkeypatch, capsys):
     assert f"| BLEU | {results['eval_bleu']:.2f} |" in card
     assert f"; {results['num_parameters'] / 1e6:.2f}M parameters." in card
     assert ("Transformer encoder-decoder" if name == "transformer" else "attention encoder-decoder") in card
-    if name == "gru-luong":  # the Hub folder loads back where our package cannot be imported, and translates
-        push = [str(output_dir), "--repo_id", "me/multi30k-gru", "--dry-run"]
+    if name != "transformer":  # the Hub folder loads back where our package cannot be imported, and translates
+        push = [str(output_dir), "--repo_id", f"me/{name}", "--dry-run"]
         run_script(PUSH_TO_HUB, push, monkeypatch)
         assert "AttentionSeq2SeqForConditionalGeneration (2, " in capsys.readouterr().out
+        staged = tmp_path / f"{name}-hub"
+        assert (staged / "source_tokenizer" / "tokenizer.json").is_file() == ("separate" in name)
+        separate = pipeline("translation", model=str(staged), trust_remote_code=True).source_tokenizer
+        assert len(separate) == (model.config.source_vocab_size or model.config.vocab_size)
         # The card states the repository's benchmark figures (results/benchmarks.json) for the family.
-        assert "## Speed" in (tmp_path / f"{name}-hub" / "README.md").read_text()
+        assert "## Speed" in (staged / "README.md").read_text()
         with pytest.raises(ValueError, match="--benchmarks /nowhere.json: no such file"):
             run_script(PUSH_TO_HUB, [*push, "--benchmarks", "/nowhere.json"], monkeypatch)
 
