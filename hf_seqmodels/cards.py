@@ -4,6 +4,8 @@ A *run* is the ``results.json`` a script writes next to its model (scores, train
 ``results/<suite>.json`` from ``scripts/compare.py`` holds one run per model under ``"runs"``. `render_card` fills
 the task's template in ``model_cards/`` from one run, so the card states exactly the run's numbers: the values in
 the YAML ``model-index`` are the results file's floats, the tables use `format_metric`, as compare.py's tables do.
+Cards of translation and language models also state what ``python -m benchmarks.run`` measured on their family
+(`speed_lines`, from ``results/benchmarks.json``).
 
 `stage_hub_folder` copies what a Hub repo needs (safetensors weights, config.json with ``auto_map`` and the code
 files it names, tokenizer files, results.json) and writes the card as README.md; `check_hub_folder` validates that
@@ -396,9 +398,9 @@ def check_hub_folder(folder: str | Path, run: dict | None = None) -> None:
 
     Checks: safetensors weights and no pickles; config.json, and for a model type transformers does not know an
     ``auto_map`` whose code files are all present (with their sibling imports); a tokenizer (and a source tokenizer
-    for a separate source vocabulary); README.md whose YAML
-    parses with huggingface_hub's ModelCard (model-index included) and has license, library_name and tags; and,
-    given ``run``, that every score in the model-index equals the run's.
+    for a separate source vocabulary); README.md whose YAML parses with huggingface_hub's ModelCard (model-index
+    included) and has license, library_name and tags; and, given ``run``, that every score in the model-index
+    equals the run's.
     """
     folder = Path(folder)
     names = {p.name for p in folder.iterdir()}
