@@ -321,6 +321,31 @@ class ModelTesterMixin:
                 if not tie:
                     assert not any(torch.equal(output_weight, weight) for weight in embeddings)
 
+    def test_resize_token_embeddings(self, tester, tmp_path):
+        """resize_token_embeddings: the old tokens keep their outputs, the new ids are read by every embedding of
+        the vocabulary (an encoder-decoder's decoder too), and the resized model saves and loads back."""
+        for model_class in tester.all_model_classes:
+            config, model = self.build(tester, model_class)
+            batch = without_labels(collate(tester.get_examples(config), config.pad_token_id))
+            with torch.no_grad():
+                before = main_output(model(**batch))
+            vocab_size = config.vocab_size + 3
+            model.resize_token_embeddings(vocab_size)
+            assert model.config.vocab_size == vocab_size
+            if model.get_output_embeddings() is not None:
+                assert model.get_output_embeddings().weight.shape[0] == vocab_size
+            with torch.no_grad():
+                torch.testing.assert_close(main_output(model(**batch))[..., : before.shape[-1]], before,
+                                           rtol=0, atol=ATOL)
+            # The second token of every row becomes the last id each side's vocabulary now has.
+            newest = {"input_ids": model.get_input_embeddings().num_embeddings - 1, "decoder_input_ids": vocab_size - 1}
+            for name in newest.keys() & batch.keys():
+                batch[name] = batch[name].clone()
+                batch[name][:, 1] = newest[name]
+            folder = tmp_path / model_class.__name__
+            model.save_pretrained(folder)
+            assert_same_model(model_class.from_pretrained(folder).eval(), model, batch)
+
     def test_auto_classes(self, tester, tmp_path):
         for model_class in tester.all_model_classes:
             config, model = self.build(tester, model_class)

@@ -4,6 +4,7 @@
   sections 3.4 and 3.5. Positions are either the fixed sinusoidal encodings or a learned table; both are a
   ``(max_positions, d_model)`` table built once, from which every forward takes rows.
 * `SpellingFeatures`: character-CNN features of each token's spelling, to concatenate to its embedding.
+* `TargetVocabularyResizing`: ``resize_token_embeddings`` for the encoder-decoders.
 """
 
 import math
@@ -147,3 +148,34 @@ class SpellingFeatures(nn.Module):
         features = self.conv(self.embed_bytes(spellings).transpose(1, 2))  # (n, num_features, max_length)
         features = features.masked_fill((spellings == 0).unsqueeze(1), float("-inf")).amax(dim=-1)
         return features.masked_fill(features == float("-inf"), 0.0)[inverse]
+
+
+class TargetVocabularyResizing:
+    """``resize_token_embeddings`` for an encoder-decoder, mixed into its ``PreTrainedModel`` classes.
+
+    ``config.vocab_size`` is the target vocabulary: the decoder's embeddings and the output layer, and the encoder's
+    embeddings too when the source reads the same vocabulary (``config.source_vocab_size`` unset). transformers'
+    own version resizes only ``get_input_embeddings()``, the encoder's, and would leave the decoder at the old size.
+    A class names the ``(module, attribute)`` of each embedding that follows the target vocabulary in
+    ``_target_embeddings``.
+    """
+
+    def resize_token_embeddings(
+        self, new_num_tokens: int | None = None, pad_to_multiple_of: int | None = None, mean_resizing: bool = True
+    ) -> nn.Embedding:
+        """Resize the target vocabulary to ``new_num_tokens`` (see transformers' ``resize_token_embeddings``);
+        returns the decoder's new embeddings."""
+        resized = {}  # old embedding -> new: a matrix the encoder and decoder share stays shared
+        for module, name in self._target_embeddings():
+            old = getattr(module, name)
+            if old not in resized:
+                resized[old] = self._get_resized_embeddings(old, new_num_tokens, pad_to_multiple_of, mean_resizing)
+            setattr(module, name, resized[old])
+        embeddings = next(iter(resized.values()))
+        if (output := self.get_output_embeddings()) is not None:
+            self.set_output_embeddings(
+                self._get_resized_lm_head(output, embeddings.num_embeddings, mean_resizing=mean_resizing)
+            )
+        self.config.vocab_size = embeddings.num_embeddings
+        self.tie_weights()
+        return embeddings

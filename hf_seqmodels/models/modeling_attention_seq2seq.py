@@ -14,6 +14,7 @@ from transformers.models.bart.modeling_bart import shift_tokens_right
 from .attention import AdditiveAttention, LuongAttention
 from .cache import RecurrentCache, RecurrentGenerationMixin
 from .configuration_attention_seq2seq import AttentionSeq2SeqConfig
+from .embeddings import TargetVocabularyResizing
 from .heads import lm_output_layers
 from .masks import check_input_ids, check_no_empty_rows, padding_or_none, prepare_padding_mask
 from .modeling_recurrent import RecurrentModel, RecurrentPreTrainedModel
@@ -236,7 +237,7 @@ class AttentionSeq2SeqDecoder(GraphedSteps):
         return outputs, torch.cat(weights, dim=1), states, layer_outputs, {}
 
 
-class AttentionSeq2SeqModel(AttentionSeq2SeqPreTrainedModel):
+class AttentionSeq2SeqModel(TargetVocabularyResizing, AttentionSeq2SeqPreTrainedModel):
     """The encoder and the attention decoder; returns the decoder's output vectors (before the output layer)."""
 
     def __init__(self, config: AttentionSeq2SeqConfig):
@@ -250,6 +251,10 @@ class AttentionSeq2SeqModel(AttentionSeq2SeqPreTrainedModel):
 
     def set_input_embeddings(self, value):
         self.encoder.embed_tokens = value
+
+    def _target_embeddings(self) -> list[tuple[nn.Module, str]]:
+        shared = self.config.source_vocab_size is None
+        return [(self.decoder, "embed_tokens")] + ([(self.encoder, "embed_tokens")] if shared else [])
 
     def forward(
         self,
@@ -343,7 +348,7 @@ class AttentionSeq2SeqModel(AttentionSeq2SeqPreTrainedModel):
 
 
 class AttentionSeq2SeqForConditionalGeneration(
-    RecurrentGenerationMixin, AttentionSeq2SeqPreTrainedModel, GenerationMixin
+    RecurrentGenerationMixin, TargetVocabularyResizing, AttentionSeq2SeqPreTrainedModel, GenerationMixin
 ):
     """The attention encoder-decoder with its output layer: translation and other sequence-to-sequence tasks."""
 
@@ -363,6 +368,9 @@ class AttentionSeq2SeqForConditionalGeneration(
 
     def set_output_embeddings(self, new_embeddings):
         self.lm_head = new_embeddings
+
+    def _target_embeddings(self) -> list[tuple[nn.Module, str]]:
+        return self.model._target_embeddings()
 
     def prepare_decoder_input_ids_from_labels(self, labels: torch.Tensor) -> torch.Tensor:
         """Teacher forcing inputs: `decoder_start_token_id`, then `labels` shifted right (-100 becomes padding)."""

@@ -31,7 +31,7 @@ from transformers.models.bart.modeling_bart import shift_tokens_right
 
 from .attention import MultiHeadAttention
 from .configuration_transformer import TransformerConfig
-from .embeddings import TransformerEmbeddings, sinusoidal_positions
+from .embeddings import TargetVocabularyResizing, TransformerEmbeddings, sinusoidal_positions
 from .heads import SequencePooler, check_lm_labels, sequence_classification_loss, token_classification_loss
 from .masks import build_attention_mask, check_input_ids, check_no_empty_rows, padding_or_none, prepare_padding_mask
 
@@ -140,7 +140,6 @@ class TransformerStack(nn.Module):
         self, config: TransformerConfig, vocab_size: int, num_layers: int, causal: bool, cross_attention: bool
     ):
         super().__init__()
-        self.vocab_size = vocab_size
         self.d_model = config.d_model
         self.causal = causal
         self.cross_attention = cross_attention
@@ -234,7 +233,7 @@ class TransformerStack(nn.Module):
         if input_ids is not None:
             if input_ids.dim() != 2:
                 raise ValueError(f"`input_ids` must have shape (batch, length), got {tuple(input_ids.shape)}.")
-            check_input_ids(input_ids, self.vocab_size)
+            check_input_ids(input_ids, self.embeddings.embed_tokens.num_embeddings)
             return input_ids
         if inputs_embeds.dim() != 3 or inputs_embeds.shape[-1] != self.d_model:
             raise ValueError(
@@ -331,7 +330,7 @@ class TransformerPreTrainedModel(PreTrainedModel):
         return dict(self._tied_weights_keys or {})
 
 
-class TransformerModel(TransformerPreTrainedModel):
+class TransformerModel(TargetVocabularyResizing, TransformerPreTrainedModel):
     """The encoder-decoder: the encoder reads the source, the decoder reads the target so far and attends to the
     encoder outputs. Returns the decoder's last hidden states."""
 
@@ -357,6 +356,11 @@ class TransformerModel(TransformerPreTrainedModel):
         self.encoder.embeddings.embed_tokens = value
         if self.config.share_encoder_decoder_embeddings:
             self.decoder.embeddings.embed_tokens = value
+
+    def _target_embeddings(self) -> list[tuple[nn.Module, str]]:
+        shared = self.config.source_vocab_size is None
+        return [(self.decoder.embeddings, "embed_tokens")] + ([(self.encoder.embeddings, "embed_tokens")] if shared
+                                                               else [])
 
     def forward(
         self,
@@ -426,7 +430,7 @@ class TransformerModel(TransformerPreTrainedModel):
         return result if return_dict else result.to_tuple()
 
 
-class TransformerForConditionalGeneration(TransformerPreTrainedModel, GenerationMixin):
+class TransformerForConditionalGeneration(TargetVocabularyResizing, TransformerPreTrainedModel, GenerationMixin):
     """The encoder-decoder with a language-model head over the target vocabulary, for translation."""
 
     accepts_loss_kwargs = False  # the loss is a mean over the batch's tokens
@@ -451,6 +455,9 @@ class TransformerForConditionalGeneration(TransformerPreTrainedModel, Generation
 
     def set_output_embeddings(self, new_embeddings):
         self.lm_head = new_embeddings
+
+    def _target_embeddings(self) -> list[tuple[nn.Module, str]]:
+        return self.model._target_embeddings()
 
     def prepare_decoder_input_ids_from_labels(self, labels: torch.Tensor) -> torch.Tensor:
         """Teacher forcing inputs: the decoder start token (else ``bos_token_id``), then ``labels`` shifted right
