@@ -84,7 +84,8 @@ class TransformerEmbeddings(nn.Module):
             raise ValueError(
                 f"The sequence has {past_length + length} positions{cached} but `max_position_embeddings` is "
                 f"{self.max_positions}: truncate the inputs (e.g. tokenizer(..., truncation=True, max_length="
-                f"{self.max_positions})) or use a model whose config has a larger `max_position_embeddings`."
+                f"{self.max_positions})), generate fewer tokens (`max_new_tokens`, `max_length`), or use a model "
+                "whose config has a larger `max_position_embeddings`."
             )
         table = self.position_table if self.embed_positions is None else self.embed_positions.weight
         if key_mask is None:

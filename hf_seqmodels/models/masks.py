@@ -27,19 +27,20 @@ def prepare_padding_mask(
 ) -> torch.Tensor | None:
     """Validate ``attention_mask`` against the inputs and return it as a bool ``(batch, length)`` tensor.
 
-    ``past_length``: the positions already consumed from a cache; the mask may cover them too, so it must have
-    ``length`` or ``past_length + length`` columns. ``None`` (unknown) accepts any mask at least ``length`` wide.
+    The mask has exactly ``length`` columns (a Transformer passes its cached positions plus the new ones). With
+    ``past_length``, the positions a recurrent model already consumed from a cache, it may also cover those:
+    ``length`` or ``past_length + length`` columns, of which the last ``length`` are returned.
     Returns ``None`` when there is no mask, meaning every position is a real token.
     """
     if attention_mask is None:
         return None
-    width = attention_mask.shape[-1]
-    width_ok = width >= length if past_length is None else width in (length, past_length + length)
-    if attention_mask.dim() != 2 or attention_mask.shape[0] != batch_size or not width_ok:
+    widths = (length,) if past_length is None else tuple(dict.fromkeys((length, past_length + length)))
+    if attention_mask.dim() != 2 or attention_mask.shape[0] != batch_size or attention_mask.shape[1] not in widths:
+        expected = " or ".join(f"({batch_size}, {width})" for width in widths)
         raise ValueError(
-            f"`attention_mask` has shape {tuple(attention_mask.shape)} but the inputs have shape "
-            f"({batch_size}, {length})" + (f" after {past_length} cached positions" if past_length else "") + ": "
-            "pass a 2-D mask with one entry per token (1 = token, 0 = padding), cached positions included or not."
+            f"`attention_mask` has shape {tuple(attention_mask.shape)}, expected {expected}: one entry per position, "
+            "1 for a token and 0 for padding" + (", the cached positions included or not" if len(widths) > 1 else "")
+            + "."
         )
     # During generation the mask covers the cached prefix too; the current chunk is its last `length` columns.
     return attention_mask[:, -length:].bool()

@@ -314,7 +314,14 @@ class AttentionSeq2SeqModel(TargetVocabularyResizing, AttentionSeq2SeqPreTrained
                 input_ids, attention_mask, inputs_embeds, output_hidden_states=output_hidden_states, return_dict=True
             )
         elif not isinstance(encoder_outputs, AttentionSeq2SeqEncoderOutput):
-            encoder_outputs = AttentionSeq2SeqEncoderOutput(*encoder_outputs)
+            encoder_outputs = AttentionSeq2SeqEncoderOutput(
+                *(encoder_outputs.to_tuple() if isinstance(encoder_outputs, ModelOutput) else encoder_outputs)
+            )
+        if encoder_outputs.final_state is None:
+            raise ValueError(
+                "`encoder_outputs` lacks the encoder's `final_state`, which starts the decoder: pass what "
+                "`model.get_encoder()(...)` returns, or the tuple (last_hidden_state, final_state)."
+            )
         memory = encoder_outputs.last_hidden_state
         batch, source_length = memory.shape[:2]
         if decoder_input_ids.shape[0] != batch:

@@ -143,6 +143,7 @@ class TransformerStack(nn.Module):
         self.d_model = config.d_model
         self.causal = causal
         self.cross_attention = cross_attention
+        self.input_prefix = "decoder_" if cross_attention else ""  # how its inputs are named in the model's forward
         self.embeddings = TransformerEmbeddings(
             vocab_size,
             config.d_model,
@@ -228,17 +229,22 @@ class TransformerStack(nn.Module):
 
     def _check_inputs(self, input_ids, inputs_embeds) -> torch.Tensor:
         """Validate the inputs; returns the token ids or the embeddings, whichever was given."""
+        ids, embeds = f"{self.input_prefix}input_ids", f"{self.input_prefix}inputs_embeds"
         if (input_ids is None) == (inputs_embeds is None):
-            raise ValueError("Pass exactly one of `input_ids` and `inputs_embeds`.")
+            raise ValueError(f"Pass exactly one of `{ids}` and `{embeds}`.")
         if input_ids is not None:
             if input_ids.dim() != 2:
-                raise ValueError(f"`input_ids` must have shape (batch, length), got {tuple(input_ids.shape)}.")
-            check_input_ids(input_ids, self.embeddings.embed_tokens.num_embeddings)
+                raise ValueError(f"`{ids}` must have shape (batch, length), got {tuple(input_ids.shape)}.")
+            check_input_ids(input_ids, self.embeddings.embed_tokens.num_embeddings, ids)
             return input_ids
-        if inputs_embeds.dim() != 3 or inputs_embeds.shape[-1] != self.d_model:
+        if inputs_embeds.dim() != 3 or inputs_embeds.shape[-1] != self.d_model or inputs_embeds.numel() == 0:
             raise ValueError(
-                f"`inputs_embeds` must have shape (batch, length, {self.d_model}), got {tuple(inputs_embeds.shape)}."
+                f"`{embeds}` must have shape (batch, length, {self.d_model}) with at least one position, got "
+                f"{tuple(inputs_embeds.shape)}."
             )
+        if inputs_embeds.dtype != (dtype := self.embeddings.embed_tokens.weight.dtype):
+            raise ValueError(f"`{embeds}` has dtype {inputs_embeds.dtype} but the model computes in {dtype}: convert "
+                             f"them with `.to({dtype})`.")
         return inputs_embeds
 
     def _caches(self, past_key_values, use_cache: bool) -> tuple[Cache | None, EncoderDecoderCache | None]:
@@ -317,6 +323,17 @@ class TransformerPreTrainedModel(PreTrainedModel):
             init.copy_(module.position_table, sinusoidal_positions(*module.position_table.shape))
         else:
             super()._init_weights(module)
+
+    def _prepare_cache_for_generation(self, generation_config, model_kwargs: dict, *args, **kwargs) -> None:
+        # The attention reads and extends DynamicCaches; another cache would reach forward and be refused there,
+        # in words that do not name the option that chose it.
+        implementation = generation_config.cache_implementation
+        if implementation not in (None, "dynamic") and generation_config.use_cache is not False:
+            raise ValueError(
+                f"`cache_implementation={implementation!r}` is not supported: the Transformer keeps its keys and "
+                "values in a DynamicCache. Leave it unset."
+            )
+        super()._prepare_cache_for_generation(generation_config, model_kwargs, *args, **kwargs)
 
     def _flag(self, value: bool | None, name: str) -> bool:
         """A forward argument such as ``output_attentions``, or the config's value when it is None."""
@@ -406,6 +423,10 @@ class TransformerModel(TargetVocabularyResizing, TransformerPreTrainedModel):
             encoder_outputs = BaseModelOutputWithPastAndCrossAttentions(last_hidden_state=encoder_outputs[0])
         if decoder_input_ids is None and decoder_inputs_embeds is None:
             raise ValueError("Pass `decoder_input_ids` (or `labels` to the ForConditionalGeneration head).")
+        targets = (decoder_input_ids if decoder_input_ids is not None else decoder_inputs_embeds).shape[0]
+        if targets != (sources := encoder_outputs.last_hidden_state.shape[0]):
+            raise ValueError(f"The decoder inputs have {targets} rows but the source has {sources}: pass one target "
+                             "per source.")
         decoder_outputs = self.decoder(
             input_ids=decoder_input_ids,
             attention_mask=decoder_attention_mask,
@@ -499,6 +520,8 @@ class TransformerForConditionalGeneration(TargetVocabularyResizing, TransformerP
         return_dict = self._flag(return_dict, "return_dict")
         if labels is not None:
             use_cache = False
+            if (targets := labels[labels != -100]).numel():  # checked as labels before they become decoder inputs
+                check_input_ids(targets, self.config.vocab_size, "labels")
             if decoder_input_ids is None and decoder_inputs_embeds is None:
                 decoder_input_ids = self.prepare_decoder_input_ids_from_labels(labels)
         outputs = self.model(

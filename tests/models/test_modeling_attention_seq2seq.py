@@ -6,6 +6,7 @@ import pytest
 import torch
 from torch import nn
 from transformers import DataCollatorForSeq2Seq, Seq2SeqTrainer, Seq2SeqTrainingArguments
+from transformers.modeling_outputs import BaseModelOutput
 
 from hf_seqmodels import AttentionSeq2SeqConfig, AttentionSeq2SeqForConditionalGeneration, AttentionSeq2SeqModel
 from hf_seqmodels.models.cache import RecurrentCache
@@ -304,6 +305,14 @@ def test_bad_inputs():
     unset = AttentionSeq2SeqForConditionalGeneration(tiny_config(pad_token_id=None)).eval()
     with pytest.raises(ValueError, match="needs `config.pad_token_id`"):
         unset(input_ids=source, labels=torch.tensor([[4, EOS]]))
+    with pytest.raises(ValueError, match=r"`attention_mask` has shape \(1, 5\), expected \(1, 3\)"):
+        model(input_ids=source, attention_mask=torch.ones(1, 5), labels=torch.tensor([[4, EOS]]))
+    encoded = model.get_encoder()(source)
+    for partial in ((encoded.last_hidden_state,), BaseModelOutput(last_hidden_state=encoded.last_hidden_state)):
+        with pytest.raises(ValueError, match="`encoder_outputs` lacks the encoder's `final_state`"):
+            model(encoder_outputs=partial, labels=torch.tensor([[4, EOS]]))
+    as_tuple = model(encoder_outputs=(encoded.last_hidden_state, encoded.final_state), labels=torch.tensor([[4, EOS]]))
+    torch.testing.assert_close(as_tuple.logits, model(input_ids=source, labels=torch.tensor([[4, EOS]])).logits)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -362,3 +362,31 @@ def test_bad_inputs_are_clear_errors():
         causal_lm(input_ids=torch.tensor([[4, 5, 6]]), labels=torch.tensor([[4, 5, VOCAB_SIZE]]))
     with pytest.raises(ValueError, match="`labels` has shape"):
         causal_lm(input_ids=torch.tensor([[4, 5, 6]]), labels=torch.tensor([[4, 5]]))
+
+
+@pytest.mark.parametrize("inputs, message", [
+    ({"decoder_input_ids": torch.tensor([[BOS, VOCAB_SIZE]])},
+     rf"`decoder_input_ids` holds token ids in \[1, {VOCAB_SIZE}\]"),
+    ({"labels": torch.tensor([[4, VOCAB_SIZE + 1]])}, rf"`labels` holds token ids in \[4, {VOCAB_SIZE + 1}\]"),
+    ({"labels": torch.tensor([[4.0, 5.0]])}, "`labels` must hold integer token ids"),
+    ({"decoder_input_ids": torch.tensor([[BOS], [BOS]])}, "2 rows but the source has 1: pass one target per source"),
+    ({"decoder_inputs_embeds": torch.zeros(1, 0, 8)}, r"`decoder_inputs_embeds` must have shape \(batch, length, 8\) "
+                                                      "with at least one position"),
+    ({"decoder_inputs_embeds": torch.zeros(1, 2, 8, dtype=torch.float64)}, r"convert them with `.to\(torch.float32"),
+    ({"decoder_input_ids": torch.tensor([[BOS]]), "attention_mask": torch.ones(1, 5)},
+     r"`attention_mask` has shape \(1, 5\), expected \(1, 3\)"),  # not the last 3 columns of a wider mask
+    ({"decoder_input_ids": torch.tensor([[BOS]]), "attention_mask": torch.tensor(1)}, r"has shape \(\), expected"),
+])
+def test_encoder_decoder_errors_name_the_argument(inputs, message):
+    model = random_model(TransformerForConditionalGeneration, tiny_config(d_model=8))
+    with pytest.raises(ValueError, match=message):
+        model(input_ids=torch.tensor([[5, 9, 4]]), **inputs)
+
+
+def test_other_cache_implementations_and_masks_without_the_cached_positions_are_refused():
+    causal_lm = random_model(TransformerForCausalLM, tiny_config(is_encoder_decoder=False))
+    with pytest.raises(ValueError, match="`cache_implementation='static'` is not supported"):
+        causal_lm.generate(torch.tensor([[4, 5]]), max_new_tokens=2, cache_implementation="static")
+    cache = causal_lm(torch.tensor([[4, 5, 6]]), use_cache=True).past_key_values
+    with pytest.raises(ValueError, match=r"`attention_mask` has shape \(1, 1\), expected \(1, 4\)"):
+        causal_lm(torch.tensor([[7]]), past_key_values=cache, attention_mask=torch.ones(1, 1))
