@@ -23,9 +23,14 @@ def check_input_ids(input_ids: torch.Tensor, vocab_size: int, name: str = "input
 
 
 def prepare_padding_mask(
-    attention_mask: torch.Tensor | None, batch_size: int, length: int, past_length: int | None = None
+    attention_mask: torch.Tensor | None,
+    batch_size: int,
+    length: int,
+    past_length: int | None = None,
+    name: str = "attention_mask",
 ) -> torch.Tensor | None:
-    """Validate ``attention_mask`` against the inputs and return it as a bool ``(batch, length)`` tensor.
+    """Validate ``attention_mask`` (the argument ``name``) against the inputs and return it as a bool
+    ``(batch, length)`` tensor.
 
     The mask has exactly ``length`` columns (a Transformer passes its cached positions plus the new ones). With
     ``past_length``, the positions a recurrent model already consumed from a cache, it may also cover those:
@@ -38,7 +43,7 @@ def prepare_padding_mask(
     if attention_mask.dim() != 2 or attention_mask.shape[0] != batch_size or attention_mask.shape[1] not in widths:
         expected = " or ".join(f"({batch_size}, {width})" for width in widths)
         raise ValueError(
-            f"`attention_mask` has shape {tuple(attention_mask.shape)}, expected {expected}: one entry per position, "
+            f"`{name}` has shape {tuple(attention_mask.shape)}, expected {expected}: one entry per position, "
             "1 for a token and 0 for padding" + (", the cached positions included or not" if len(widths) > 1 else "")
             + "."
         )

@@ -304,7 +304,8 @@ class AttentionSeq2SeqModel(TargetVocabularyResizing, AttentionSeq2SeqPreTrained
             )
         check_input_ids(decoder_input_ids, self.config.vocab_size, "decoder_input_ids")
         if decoder_attention_mask is not None:
-            decoder_mask = prepare_padding_mask(decoder_attention_mask, *decoder_input_ids.shape)
+            decoder_mask = prepare_padding_mask(decoder_attention_mask, *decoder_input_ids.shape,
+                                                name="decoder_attention_mask")
             if bool((decoder_mask[:, 1:] & ~decoder_mask[:, :-1]).any()):
                 raise ValueError(
                     "`decoder_attention_mask` has padding before real tokens: pad the decoder inputs on the right."

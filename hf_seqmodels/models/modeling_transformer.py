@@ -185,10 +185,11 @@ class TransformerStack(nn.Module):
         batch_size, length = embeds.shape[:2]
         self_cache, cross_cache = self._caches(past_key_values, use_cache)
         past_length = self_cache.get_seq_length() if self_cache is not None else 0
-        key_mask = prepare_padding_mask(attention_mask, batch_size, past_length + length)
+        name = f"{self.input_prefix}attention_mask"
+        key_mask = prepare_padding_mask(attention_mask, batch_size, past_length + length, name=name)
         if key_mask is not None:
             if past_length == 0:
-                check_no_empty_rows(key_mask)
+                check_no_empty_rows(key_mask, name)
             key_mask = padding_or_none(key_mask)
         mask, is_causal = build_attention_mask(key_mask, length, past_length + length, self.causal, embeds.device)
         memory_mask = self._memory_mask(encoder_hidden_states, encoder_attention_mask, batch_size)

@@ -375,6 +375,8 @@ def test_bad_inputs_are_clear_errors():
     ({"decoder_inputs_embeds": torch.zeros(1, 2, 8, dtype=torch.float64)}, r"convert them with `.to\(torch.float32"),
     ({"decoder_input_ids": torch.tensor([[BOS]]), "attention_mask": torch.ones(1, 5)},
      r"`attention_mask` has shape \(1, 5\), expected \(1, 3\)"),  # not the last 3 columns of a wider mask
+    ({"decoder_input_ids": torch.tensor([[BOS]]), "decoder_attention_mask": torch.ones(1, 2)},
+     r"`decoder_attention_mask` has shape \(1, 2\), expected \(1, 1\)"),
     ({"decoder_input_ids": torch.tensor([[BOS]]), "attention_mask": torch.tensor(1)}, r"has shape \(\), expected"),
 ])
 def test_encoder_decoder_errors_name_the_argument(inputs, message):
