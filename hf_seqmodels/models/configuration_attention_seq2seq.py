@@ -2,7 +2,14 @@
 
 from transformers import PretrainedConfig
 
-from .configuration_recurrent import CELL_TYPES, check_choice, check_dropout, check_positive
+from .configuration_recurrent import (
+    CELL_TYPES,
+    check_choice,
+    check_dropout,
+    check_initializer_range,
+    check_positive,
+    check_token_ids,
+)
 
 ATTENTION_TYPES = ("bahdanau", "luong_dot", "luong_general", "luong_concat", "none")
 
@@ -122,6 +129,7 @@ class AttentionSeq2SeqConfig(PretrainedConfig):
             if value is not None:
                 check_positive(name, value)
         check_dropout("dropout", dropout)
+        check_initializer_range(initializer_range)
         if input_feeding and not attention_type.startswith("luong"):
             raise ValueError(
                 f"`input_feeding`=True is Luong's technique and needs a Luong attention, but "
@@ -136,10 +144,8 @@ class AttentionSeq2SeqConfig(PretrainedConfig):
             )
         if decoder_start_token_id is None:
             decoder_start_token_id = bos_token_id
-        for name, value in (("pad_token_id", pad_token_id), ("bos_token_id", bos_token_id),
-                            ("eos_token_id", eos_token_id), ("decoder_start_token_id", decoder_start_token_id)):
-            if isinstance(value, int) and not 0 <= value < vocab_size:
-                raise ValueError(f"`{name}`={value} is outside the target vocabulary (0..{vocab_size - 1}).")
+        check_token_ids(vocab_size, "target vocabulary", pad_token_id=pad_token_id, bos_token_id=bos_token_id,
+                        eos_token_id=eos_token_id, decoder_start_token_id=decoder_start_token_id)
         self.vocab_size = vocab_size
         self.source_vocab_size = source_vocab_size
         self.embedding_size = embedding_size

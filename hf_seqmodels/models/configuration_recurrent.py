@@ -17,9 +17,30 @@ def check_dropout(name: str, value: float) -> None:
         raise ValueError(f"`{name}`={value} must be in [0, 1): it is the probability of zeroing an activation.")
 
 
+def is_integer(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)  # True is an int to Python, not a size
+
+
 def check_positive(name: str, value: int) -> None:
-    if not isinstance(value, int) or value < 1:
+    if not is_integer(value) or value < 1:
         raise ValueError(f"`{name}`={value!r} must be a positive integer.")
+
+
+def check_initializer_range(value: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ValueError(
+            f"`initializer_range`={value!r} must be a positive number: the standard deviation of the initial weights."
+        )
+
+
+def check_token_ids(vocab_size: int, vocabulary: str = "vocabulary", **token_ids) -> None:
+    """Raise unless each special token id given (an id, a list of ids as `eos_token_id` may be, or None) is in the
+    vocabulary."""
+    for name, value in token_ids.items():
+        for token_id in value if isinstance(value, (list, tuple)) else [value]:
+            if isinstance(token_id, int) and not 0 <= token_id < vocab_size:
+                which = "is" if token_id is value else f"holds {token_id},"
+                raise ValueError(f"`{name}`={value} {which} outside the {vocabulary} (0..{vocab_size - 1}).")
 
 
 class RecurrentConfig(PretrainedConfig):
@@ -117,7 +138,7 @@ class RecurrentConfig(PretrainedConfig):
         for name, value in (("vocab_size", vocab_size), ("embedding_size", embedding_size),
                             ("hidden_size", hidden_size), ("num_layers", num_layers)):
             check_positive(name, value)
-        if not isinstance(spelling_features, int) or spelling_features < 0:
+        if not is_integer(spelling_features) or spelling_features < 0:
             raise ValueError(f"`spelling_features`={spelling_features!r} must be a non-negative integer (0 = none).")
         for name, value in (("spelling_embedding_size", spelling_embedding_size),
                             ("spelling_kernel_size", spelling_kernel_size),
@@ -129,10 +150,8 @@ class RecurrentConfig(PretrainedConfig):
         for name, value in (("embedding_dropout", embedding_dropout), ("dropout", dropout),
                             ("output_dropout", output_dropout)):
             check_dropout(name, value)
-        for name, value in (("pad_token_id", pad_token_id), ("bos_token_id", bos_token_id),
-                            ("eos_token_id", eos_token_id)):
-            if isinstance(value, int) and not 0 <= value < vocab_size:
-                raise ValueError(f"`{name}`={value} is outside the vocabulary (0..{vocab_size - 1}).")
+        check_initializer_range(initializer_range)
+        check_token_ids(vocab_size, pad_token_id=pad_token_id, bos_token_id=bos_token_id, eos_token_id=eos_token_id)
         self.vocab_size = vocab_size
         self.embedding_size = embedding_size
         self.hidden_size = hidden_size

@@ -2,7 +2,7 @@
 
 from transformers import PretrainedConfig
 
-from .configuration_recurrent import check_choice, check_dropout, check_positive
+from .configuration_recurrent import check_choice, check_dropout, check_positive, check_token_ids
 
 ACTIVATIONS = ("relu", "gelu", "gelu_new", "silu")
 NORM_POSITIONS = ("post", "pre")
@@ -155,10 +155,8 @@ class TransformerConfig(PretrainedConfig):
             )
         if not layer_norm_eps > 0:
             raise ValueError(f"`layer_norm_eps`={layer_norm_eps} must be a small positive number.")
-        for name, value in (("pad_token_id", pad_token_id), ("bos_token_id", bos_token_id),
-                            ("eos_token_id", eos_token_id), ("decoder_start_token_id", decoder_start_token_id)):
-            if isinstance(value, int) and not 0 <= value < vocab_size:
-                raise ValueError(f"`{name}`={value} is outside the vocabulary (0..{vocab_size - 1}).")
+        check_token_ids(vocab_size, pad_token_id=pad_token_id, bos_token_id=bos_token_id, eos_token_id=eos_token_id,
+                        decoder_start_token_id=decoder_start_token_id)
         if isinstance(pad_token_id, int) and source_vocab_size is not None and pad_token_id >= source_vocab_size:
             raise ValueError(
                 f"`pad_token_id`={pad_token_id} is outside the source vocabulary (0..{source_vocab_size - 1})."

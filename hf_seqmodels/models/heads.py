@@ -6,6 +6,8 @@ from torch.nn import functional as F
 
 from .masks import check_input_ids
 
+_CLASS_ID_DTYPES = (torch.long, torch.int)
+
 
 class SequencePooler(nn.Module):
     """Turns per-token vectors ``(batch, length, size)`` into one vector per sequence ``(batch, size)``.
@@ -53,14 +55,14 @@ def sequence_classification_loss(logits: torch.Tensor, labels: torch.Tensor, con
     """Loss of a sequence classifier, choosing the problem type as BERT's head does.
 
     ``config.problem_type`` is "regression" (MSE), "single_label_classification" (cross-entropy on integer
-    labels) or "multi_label_classification" (BCE on float multi-hot labels); when unset it is inferred from
-    ``num_labels`` and the labels' dtype and written back to the config.
+    labels; sequences labelled -100 are ignored) or "multi_label_classification" (BCE on float multi-hot labels);
+    when unset it is inferred from ``num_labels`` and the labels' dtype and written back to the config.
     """
     num_labels = logits.shape[-1]
     if config.problem_type is None:
         if num_labels == 1:
             config.problem_type = "regression"
-        elif labels.dtype in (torch.long, torch.int):
+        elif labels.dtype in _CLASS_ID_DTYPES:
             config.problem_type = "single_label_classification"
         else:
             config.problem_type = "multi_label_classification"
@@ -73,8 +75,8 @@ def sequence_classification_loss(logits: torch.Tensor, labels: torch.Tensor, con
         return F.mse_loss(logits, labels.to(logits.dtype))
     if config.problem_type == "single_label_classification":
         _check_label_shape(labels, {(batch,)})
-        _check_label_range(labels, num_labels)
-        return F.cross_entropy(logits, labels.long())
+        _check_class_ids(labels, num_labels, "sequences")
+        return F.cross_entropy(logits, labels.long(), ignore_index=-100)
     if config.problem_type == "multi_label_classification":
         _check_label_shape(labels, {(batch, num_labels)})
         return F.binary_cross_entropy_with_logits(logits, labels.to(logits.dtype))
@@ -87,7 +89,7 @@ def sequence_classification_loss(logits: torch.Tensor, labels: torch.Tensor, con
 def token_classification_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     """Cross-entropy over tokens; positions labelled -100 (padding, continuation sub-words) are ignored."""
     _check_label_shape(labels, {tuple(logits.shape[:2])})
-    _check_label_range(labels[labels != -100], logits.shape[-1])
+    _check_class_ids(labels, logits.shape[-1], "tokens")
     return F.cross_entropy(logits.flatten(0, 1), labels.flatten().long(), ignore_index=-100)
 
 
@@ -111,9 +113,20 @@ def _check_label_shape(labels: torch.Tensor, expected: set[tuple[int, ...]]) -> 
         )
 
 
-def _check_label_range(labels: torch.Tensor, num_labels: int) -> None:
-    if labels.numel() and (int(labels.min()) < 0 or int(labels.max()) >= num_labels):
+def _check_class_ids(labels: torch.Tensor, num_labels: int, ignored: str) -> None:
+    """Raise unless ``labels`` hold integer class ids of the head, or -100 for the ``ignored`` ("tokens",
+    "sequences") that the loss skips."""
+    if labels.dtype not in _CLASS_ID_DTYPES:
         raise ValueError(
-            f"`labels` hold values in [{int(labels.min())}, {int(labels.max())}] but the head has "
-            f"{num_labels} labels (0..{num_labels - 1}; -100 marks ignored tokens). Set `num_labels` in the config."
+            f"`labels` have dtype {labels.dtype} but must hold integer class ids (-100 for {ignored} to ignore): "
+            "convert them with `labels.long()` (a float label would be truncated)."
+        )
+    class_ids = labels[labels != -100]
+    if not class_ids.numel():
+        return
+    low, high = torch.stack(torch.aminmax(class_ids)).tolist()  # one wait for a GPU, not two
+    if low < 0 or high >= num_labels:
+        raise ValueError(
+            f"`labels` hold values in [{low}, {high}] but the head has {num_labels} labels (0..{num_labels - 1}; "
+            f"-100 marks {ignored} to ignore). Set `num_labels` in the config."
         )

@@ -127,7 +127,8 @@ class RecurrentModel(GraphedSteps, RecurrentPreTrainedModel):
                 token embeddings and, with `spelling_features`, the spelling features after them.
             attention_mask: `(batch, length)`, 1 for tokens and 0 for padding, on either side. During generation it
                 may also cover the cached prefix: its last `length` columns are used.
-            past_key_values: a `RecurrentCache` to continue from (the state after the previous chunk).
+            past_key_values: a `RecurrentCache` to continue from: the one this model returned after the previous
+                chunk of the same sequences (not for bidirectional layers, which read every sequence from the end).
             use_cache: return the final states in a `RecurrentCache`.
             output_final_state: return `final_state`. The heads that do not read it pass False, which lets a
                 left-to-right model skip packing a right-padded batch (see `recurrent_layers`).
@@ -146,6 +147,10 @@ class RecurrentModel(GraphedSteps, RecurrentPreTrainedModel):
                 f"`inputs_embeds` must have shape (batch, length, {self.config.input_size}), "
                 f"got {tuple(inputs_embeds.shape)}."
             )
+        elif inputs_embeds.numel() == 0:
+            raise ValueError(
+                f"`inputs_embeds` is empty (shape {tuple(inputs_embeds.shape)}): pass at least one token per sequence."
+            )
         batch_size, length = inputs_embeds.shape[:2]
         output_hidden_states = (
             output_hidden_states if output_hidden_states is not None else self.config.output_hidden_states
@@ -154,6 +159,8 @@ class RecurrentModel(GraphedSteps, RecurrentPreTrainedModel):
 
         cache = self._recurrent_cache(past_key_values)
         states = cache.states if cache is not None and cache.states else None
+        if states is not None:
+            self._check_cache(cache, batch_size)
         past_length = cache.get_seq_length() if cache is not None else 0
         mask = prepare_padding_mask(attention_mask, batch_size, length, past_length)
         if mask is not None and states is None:
@@ -185,6 +192,31 @@ class RecurrentModel(GraphedSteps, RecurrentPreTrainedModel):
         outputs, states, _ = self.rnn(inputs, mask, cache.states)
         cache.store(states, inputs.shape[1])
         return (outputs,)
+
+    def _check_cache(self, cache: RecurrentCache, batch_size: int) -> None:
+        """Raise unless ``cache`` holds states this model can continue ``batch_size`` sequences from. Shapes only:
+        this runs at every decoding step."""
+        config = self.config
+        if config.bidirectional:
+            raise ValueError(
+                "`past_key_values` cannot be continued by a bidirectional model: its backward direction reads every "
+                "sequence from the end. Pass whole sequences, without `past_key_values`."
+            )
+        if cache.extras or cache.per_input:
+            raise ValueError(
+                "`past_key_values` holds the decoder state of an attention encoder-decoder, which this model cannot "
+                "continue: pass the cache this model returned, or none to start afresh."
+            )
+        parts = ("h", "c") if config.cell_type == "lstm" else ("h",)
+        expected = [((1, batch_size, config.hidden_size),) * len(parts)] * config.num_layers
+        shapes = [tuple(tuple(t.shape) for t in state) for state in cache.states]
+        if shapes != expected:
+            raise ValueError(
+                f"`past_key_values` holds states of shapes {shapes}, but this model (cell_type={config.cell_type!r}, "
+                f"num_layers={config.num_layers}) continues from ({', '.join(parts)}) per layer, each of shape "
+                f"(1, batch={batch_size}, hidden_size={config.hidden_size}): pass the cache this model returned for "
+                "the same sequences, or none to start afresh."
+            )
 
     @staticmethod
     def _recurrent_cache(past_key_values) -> RecurrentCache | None:

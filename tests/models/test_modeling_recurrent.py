@@ -6,11 +6,14 @@ from torch.nn import functional as F
 from transformers import pipeline
 
 from hf_seqmodels import (
+    AttentionSeq2SeqConfig,
+    AttentionSeq2SeqModel,
     RecurrentConfig,
     RecurrentForCausalLM,
     RecurrentForSequenceClassification,
     RecurrentForTokenClassification,
     RecurrentModel,
+    TransformerConfig,
 )
 from hf_seqmodels.models.cache import RecurrentCache
 from tests.test_generation_common import GenerationTesterMixin
@@ -182,16 +185,37 @@ def test_token_classification_pipeline():
         ({"hidden_size": 0}, "`hidden_size`=0 must be a positive integer"),
         ({"num_layers": 0}, "`num_layers`=0 must be a positive integer"),
         ({"num_layers": 1.5}, "`num_layers`=1.5 must be a positive integer"),
+        ({"hidden_size": True}, "`hidden_size`=True must be a positive integer"),
+        ({"initializer_range": -0.02}, "`initializer_range`=-0.02 must be a positive number"),
         ({"pad_token_id": VOCAB_SIZE}, rf"`pad_token_id`={VOCAB_SIZE} is outside the vocabulary \(0..{VOCAB_SIZE - 1}\)"),
         ({"bos_token_id": -1}, "`bos_token_id`=-1 is outside the vocabulary"),
         ({"eos_token_id": 99}, "`eos_token_id`=99 is outside the vocabulary"),
+        ({"eos_token_id": [EOS, 50]}, rf"`eos_token_id`=\[{EOS}, 50\] holds 50, outside the vocabulary"),
         ({"spelling_features": -1}, "`spelling_features`=-1 must be a non-negative integer"),
+        ({"spelling_features": True}, "`spelling_features`=True must be a non-negative integer"),
         ({"spelling_features": 4, "spelling_kernel_size": 2}, "`spelling_kernel_size`=2 must be odd"),
     ],
 )
 def test_bad_config(changes, match):
     with pytest.raises(ValueError, match=match):
         RecurrentModelTester("lstm").get_config(**changes)
+
+
+@pytest.mark.parametrize(
+    "config_class,changes,match",
+    [
+        (AttentionSeq2SeqConfig, {"initializer_range": -0.1}, "`initializer_range`=-0.1 must be a positive number"),
+        (AttentionSeq2SeqConfig, {"hidden_size": True}, "`hidden_size`=True must be a positive integer"),
+        (AttentionSeq2SeqConfig, {"eos_token_id": [2, 50]}, "holds 50, outside the target vocabulary"),
+        (TransformerConfig, {"d_model": True, "num_heads": 1}, "`d_model`=True must be a positive integer"),
+        (TransformerConfig, {"eos_token_id": [2, 50]}, "holds 50, outside the vocabulary"),
+    ],
+    ids=lambda value: value.__name__ if isinstance(value, type) else None,
+)
+def test_shared_config_checks_in_other_families(config_class, changes, match):
+    """configuration_recurrent's checks guard the other families' configs too."""
+    with pytest.raises(ValueError, match=match):
+        config_class(vocab_size=VOCAB_SIZE, **changes)
 
 
 def test_spelling_features_feed_the_first_layer_and_are_saved(tmp_path):
@@ -260,6 +284,10 @@ BAD_INPUTS = {  # name: (changes to a valid right-padded batch of 4 sequences, e
     "1-D ids": (lambda b: {"input_ids": b["input_ids"][0], "attention_mask": None}, "must have shape"),
     "embeds of the wrong size": (lambda b: {"input_ids": None, "inputs_embeds": torch.zeros(4, 3, 5)},
                                  r"`inputs_embeds` must have shape \(batch, length, 8\)"),
+    "embeds of length 0": (lambda b: {"input_ids": None, "inputs_embeds": torch.zeros(4, 0, 8), "attention_mask": None},
+                           r"`inputs_embeds` is empty \(shape \(4, 0, 8\)\): pass at least one token per sequence"),
+    "embeds of no sequence": (lambda b: {"input_ids": None, "inputs_embeds": torch.zeros(0, 3, 8),
+                                         "attention_mask": None}, r"`inputs_embeds` is empty \(shape \(0, 3, 8\)\)"),
 }
 
 
@@ -273,6 +301,54 @@ def test_bad_inputs(model_class, bad):
     change, match = BAD_INPUTS[bad]
     with pytest.raises(ValueError, match=match):
         model(**{**batch, **change(batch)})
+
+
+def language_model(**changes) -> RecurrentForCausalLM:
+    """Two LSTM layers unless changed."""
+    return make_model(RecurrentForCausalLM, RecurrentModelTester("lstm").get_config(RecurrentForCausalLM, **changes))
+
+
+def prefix_cache(model, batch: int = 2):
+    """The cache ``model`` returns after a prefix of 3 tokens for ``batch`` sequences."""
+    with torch.no_grad():
+        return model(torch.randint(4, VOCAB_SIZE, (batch, 3)), use_cache=True).past_key_values
+
+
+def attention_decoder_cache():
+    """The cache of an attention encoder-decoder whose decoder has the language model's layers and sizes."""
+    config = AttentionSeq2SeqConfig(vocab_size=VOCAB_SIZE, embedding_size=8, hidden_size=12, cell_type="lstm",
+                                    decoder_layers=2)
+    with torch.no_grad():
+        return make_model(AttentionSeq2SeqModel, config)(
+            torch.randint(4, VOCAB_SIZE, (2, 5)), decoder_input_ids=torch.randint(4, VOCAB_SIZE, (2, 3)), use_cache=True
+        ).past_key_values
+
+
+FOREIGN_CACHES = {  # name: (a cache the default language_model() cannot continue 2 sequences from, expected message)
+    "another batch size": (lambda: prefix_cache(language_model(), batch=3),
+                           r"holds states of shapes \[\(\(1, 3, 12\), \(1, 3, 12\)\), .*"
+                           r"continues from \(h, c\) per layer, each of shape \(1, batch=2, hidden_size=12\)"),
+    "another cell type": (lambda: prefix_cache(language_model(cell_type="gru")),
+                          r"holds states of shapes \[\(\(1, 2, 12\),\), .*\(cell_type='lstm', num_layers=2\)"),
+    "another layer count": (lambda: prefix_cache(language_model(num_layers=3)),
+                            r"holds states of shapes .*, but this model \(cell_type='lstm', num_layers=2\)"),
+    "another hidden size": (lambda: prefix_cache(language_model(hidden_size=6)),
+                            r"holds states of shapes \[\(\(1, 2, 6\), .*hidden_size=12\): pass the cache"),
+    "an attention decoder's": (attention_decoder_cache, "holds the decoder state of an attention encoder-decoder"),
+}
+
+
+@pytest.mark.parametrize("foreign", list(FOREIGN_CACHES))
+def test_foreign_cache_is_rejected(foreign):
+    make_cache, match = FOREIGN_CACHES[foreign]
+    with pytest.raises(ValueError, match=f"`past_key_values` {match}"):
+        language_model()(torch.tensor([[4], [5]]), past_key_values=make_cache())
+
+
+def test_bidirectional_model_does_not_continue_a_cache():
+    model = make_model(RecurrentModel, RecurrentModelTester("gru").get_config(RecurrentModel))
+    with pytest.raises(ValueError, match="`past_key_values` cannot be continued by a bidirectional model"):
+        model(torch.tensor([[4], [5]]), past_key_values=prefix_cache(model))
 
 
 LENGTH = 7  # of the examples' padded batch: (4, 7)
