@@ -253,8 +253,8 @@ class AttentionSeq2SeqModel(TargetVocabularyResizing, AttentionSeq2SeqPreTrained
         self.encoder.embed_tokens = value
 
     def _target_embeddings(self) -> list[tuple[nn.Module, str]]:
-        shared = self.config.source_vocab_size is None
-        return [(self.decoder, "embed_tokens")] + ([(self.encoder, "embed_tokens")] if shared else [])
+        modules = [self.decoder] if self.config.source_vocab_size is not None else [self.decoder, self.encoder]
+        return [(module, "embed_tokens") for module in modules]
 
     def forward(
         self,

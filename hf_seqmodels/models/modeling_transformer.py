@@ -376,9 +376,8 @@ class TransformerModel(TargetVocabularyResizing, TransformerPreTrainedModel):
             self.decoder.embeddings.embed_tokens = value
 
     def _target_embeddings(self) -> list[tuple[nn.Module, str]]:
-        shared = self.config.source_vocab_size is None
-        return [(self.decoder.embeddings, "embed_tokens")] + ([(self.encoder.embeddings, "embed_tokens")] if shared
-                                                               else [])
+        stacks = [self.decoder] if self.config.source_vocab_size is not None else [self.decoder, self.encoder]
+        return [(stack.embeddings, "embed_tokens") for stack in stacks]
 
     def forward(
         self,
