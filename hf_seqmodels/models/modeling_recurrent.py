@@ -325,7 +325,8 @@ class RecurrentForSequenceClassification(RecurrentPreTrainedModel):
         return_dict: bool | None = None,
         **kwargs,
     ) -> SequenceClassifierOutput | tuple:
-        """labels: `(batch,)` class ids, `(batch, num_labels)` multi-hot floats, or `(batch,)` floats for regression."""
+        """labels: `(batch,)` class ids (-100 for sequences that do not count), `(batch, num_labels)` multi-hot floats,
+        or `(batch,)` floats for regression."""
         return_dict = return_dict if return_dict is not None else self.config.return_dict
         outputs = self.model(
             input_ids=input_ids,

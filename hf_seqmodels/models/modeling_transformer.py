@@ -683,8 +683,8 @@ class TransformerForSequenceClassification(_TransformerEncoderClassifier):
         return_dict: bool | None = None,
         **kwargs,
     ) -> SequenceClassifierOutput | tuple:
-        """labels: ``(batch,)`` class ids, ``(batch, num_labels)`` multi-hot floats, or ``(batch,)`` floats for
-        regression."""
+        """labels: ``(batch,)`` class ids (-100 for sequences that do not count), ``(batch, num_labels)`` multi-hot
+        floats, or ``(batch,)`` floats for regression."""
         return_dict = self._flag(return_dict, "return_dict")
         outputs = self._encode(input_ids, attention_mask, inputs_embeds, output_attentions, output_hidden_states)
         mask = None if attention_mask is None else attention_mask.bool()
