@@ -1,6 +1,8 @@
 """hf_seqmodels.translation: tokenizers that end texts with eos, batches of similar lengths that a resumed run sees
 again, batched translation == one sentence at a time, the saved translation pipeline, and attention matrices."""
 
+import shutil
+
 import datasets
 import pytest
 import torch
@@ -129,6 +131,17 @@ def test_saved_translation_pipeline(tokenizers, tmp_path):
     expected = translate(AutoModelForSeq2SeqLM.from_pretrained(tmp_path), tokenizers, PAIRS["en"][:2])
     assert translator(PAIRS["en"][:2]) == [{"translation_text": text} for text in expected]
     assert translator(PAIRS["en"][0]) == [{"translation_text": expected[0]}]
+
+
+def test_pipeline_of_a_separate_source_vocabulary_needs_its_source_tokenizer(raw, tmp_path):
+    separate = train_tokenizers(raw["train"], "en", "de", vocab_size=120, joint=False)
+    tiny_model(separate).save_pretrained(tmp_path)
+    separate.save_pretrained(tmp_path)
+    assert len(pipeline("translation", model=str(tmp_path), trust_remote_code=True).source_tokenizer) == len(
+        separate.source)
+    shutil.rmtree(tmp_path / "source_tokenizer")
+    with pytest.raises(ValueError, match="has no source_tokenizer/ to read it with"):
+        pipeline("translation", model=str(tmp_path), trust_remote_code=True)
 
 
 def test_attention_matrix(tokenizers):

@@ -25,9 +25,16 @@ class TranslationPipeline(Pipeline):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.source_tokenizer = self.tokenizer
-        if getattr(self.model.config, "source_vocab_size", None) is not None:
-            self.source_tokenizer = AutoTokenizer.from_pretrained(self.model.name_or_path,
-                                                                  subfolder=SOURCE_TOKENIZER_DIR)
+        if (source_vocab_size := getattr(self.model.config, "source_vocab_size", None)) is not None:
+            try:
+                self.source_tokenizer = AutoTokenizer.from_pretrained(self.model.name_or_path,
+                                                                      subfolder=SOURCE_TOKENIZER_DIR)
+            except (OSError, ValueError) as error:  # no such folder, or one without tokenizer files
+                raise ValueError(
+                    f"The model reads a source vocabulary of its own (source_vocab_size={source_vocab_size}), but "
+                    f"{self.model.name_or_path!r} has no {SOURCE_TOKENIZER_DIR}/ to read it with: save the source "
+                    "tokenizer there (run_translation.py does)."
+                ) from error
 
     def __call__(self, texts, **generate_kwargs):
         """``texts``: a string -> ``[{"translation_text": ...}]`` (one per returned sequence); a list of strings ->
