@@ -23,8 +23,8 @@ run rnn-bleu python -m benchmarks.translation_bleu --cells gru lstm --jobs 2 --t
 # transformer NAME CONFIG_OVERRIDES LEARNING_RATE: one Transformer recipe through run_translation.py.
 transformer() {
     run "transformer-$1" python scripts/run_translation.py --model_type vanilla_transformer \
-        --output_dir "$out/transformer-$1" --config_overrides "$2" --learning_rate "$3" --num_warmup_steps 1000 \
-        --num_train_epochs 25 --time_budget_minutes "$minutes" $extra
+        --output_dir "$out/transformer-$1" --overwrite_output_dir --config_overrides "$2" --learning_rate "$3" \
+        --num_warmup_steps 1000 --num_train_epochs 25 --time_budget_minutes "$minutes" $extra
 }
 small="d_model=256,ffn_dim=1024,encoder_layers=3,decoder_layers=3,num_heads=4,share_encoder_decoder_embeddings=true"
 transformer post "$small" 5e-4

@@ -5,9 +5,10 @@ trained by ``scripts/run_translation.py`` with its defaults within a stated time
     python -m benchmarks.translation_bleu --cells gru --time_budget_minutes 30 -- --num_train_epochs 8
     python -m benchmarks.translation_bleu --out /tmp/b -- --max_train_samples 500 --max_train_steps 5  # smoke
 
-Each model gets its own folder under ``--out``; the table (``translation_bleu.md``) and the raw results
-(``translation_bleu.json``) go there too. Arguments after ``--`` go to run_translation.py unchanged. Numbers depend on
-the machine and on what else runs on it: the table records the device, threads and wall times.
+Each model gets its own folder under ``--out`` (replacing that of an earlier run); the table
+(``translation_bleu.md``) and the raw results (``translation_bleu.json``) go there too. Arguments after ``--`` go to
+run_translation.py unchanged. Numbers depend on the machine and on what else runs on it: the table records the
+device, threads and wall times.
 """
 
 import argparse
@@ -43,7 +44,7 @@ def main():
         folder = out / f"multi30k-attention-{cell}"
         overrides = ",".join(filter(None, [f"cell_type={cell}", args.config_overrides]))
         command = [sys.executable, str(RUN_TRANSLATION), "--output_dir", str(folder), "--config_overrides", overrides,
-                   "--time_budget_minutes", str(args.time_budget_minutes), *args.extra]
+                   "--time_budget_minutes", str(args.time_budget_minutes), "--overwrite_output_dir", *args.extra]
         subprocess.run(command, check=True, cwd=REPO_ROOT)
         results = json.loads((folder / "results.json").read_text())
         return {"cell_type": cell, **{k: v for k, v in results.items() if k not in ("eval_history", "arguments")},

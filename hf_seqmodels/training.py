@@ -5,8 +5,10 @@ machines too): Accelerate shards the training batches and averages the gradients
 token counts over processes, and only the main process logs, shows progress bars and writes the final model.
 
 Files: the final model goes to ``output_dir`` through `save_model`, which builds a complete folder next to it
-and renames it into place. Checkpoints (``accelerator.save_state``: weights, optimizer, scheduler, RNG states)
-go to ``<checkpoint_dir>/step_<n>``, also renamed into place once complete. A checkpoint also holds the run's
+and renames it into place; it replaces an earlier run's folder only with ``--overwrite_output_dir``, which also
+deletes that run's checkpoints when a new run starts (`TrainingArguments` checks both before any training).
+Checkpoints (``accelerator.save_state``: weights, optimizer, scheduler, RNG states) go to
+``<checkpoint_dir>/step_<n>``, also renamed into place once complete. A checkpoint also holds the run's
 tokenizer in ``step_<n>/tokenizer/`` (when `train` is given one), and `run_tokenizer` loads it from there on
 ``--resume_from_checkpoint``, so a resumed run uses exactly the vocabulary the checkpoint's model was trained with.
 """
@@ -39,13 +41,22 @@ logger = get_logger(__name__)
 
 OPTIMIZERS = ("adamw", "sgd")
 CHECKPOINT_TOKENIZER_DIR = "tokenizer"  # the run's tokenizer, inside every step_<n> checkpoint
+RUN_OUTPUT_FILES = ("config.json", "results.json")  # one of them marks a folder as the output of an earlier run
+EVAL_SIZE_OPTIONS = "--max_eval_samples and --block_size"  # what can leave an evaluation set empty
 
 
 @dataclass
 class TrainingArguments:
     """Options of `train`; every field is also a command-line flag of the scripts (through HfArgumentParser)."""
 
-    output_dir: str = field(metadata={"help": "Folder for the final model, tokenizer and results.json."})
+    output_dir: str = field(metadata={"help": "Folder for the final model, tokenizer and results.json; absent or "
+                                              "empty unless --overwrite_output_dir."})
+    overwrite_output_dir: bool = field(
+        default=False,
+        metadata={"help": "Replace the output of an earlier run in output_dir (a folder with config.json or "
+                          "results.json; nothing else is replaced) and delete the step_<n> checkpoints of "
+                          "checkpoint_dir at the start of a new run."},
+    )
     per_device_train_batch_size: int = field(default=20, metadata={"help": "Training batch size per process."})
     per_device_eval_batch_size: int = field(default=64, metadata={"help": "Evaluation batch size per process."})
     optimizer: str = field(default="adamw", metadata={"help": f"One of {OPTIMIZERS}."})
@@ -106,6 +117,7 @@ class TrainingArguments:
                              f"got {self.checkpointing_steps!r}.")
         if self.checkpoint_dir is None:
             self.checkpoint_dir = f"{self.output_dir.rstrip('/')}-checkpoints"
+        self._check_earlier_run()
         if not 0.0 <= self.label_smoothing_factor < 1.0:
             raise ValueError(f"--label_smoothing_factor must be in [0, 1), got {self.label_smoothing_factor}.")
         if self.early_stopping_patience is not None:
@@ -115,6 +127,25 @@ class TrainingArguments:
                 raise ValueError("--early_stopping_patience needs --metric_for_best_model (e.g. 'eval_loss').")
         if self.metric_for_best_model is not None and self.greater_is_better is None:
             self.greater_is_better = not self.metric_for_best_model.endswith(("loss", "perplexity"))
+
+    def _check_earlier_run(self) -> None:
+        """Refuse, before any training, to replace what output_dir holds or to start a new run next to the
+        checkpoints of another, unless --overwrite_output_dir (which replaces only an earlier run's output)."""
+        output = Path(self.output_dir)
+        if output.exists() and not output.is_dir():
+            raise ValueError(f"--output_dir={output} is an existing file; pass the path of a new or empty folder.")
+        if output.is_dir() and any(output.iterdir()):
+            if not self.overwrite_output_dir:
+                raise ValueError(f"--output_dir={output} is not empty; pass --overwrite_output_dir to replace the "
+                                 f"earlier run there, or another folder.")
+            if not any((output / name).is_file() for name in RUN_OUTPUT_FILES):
+                raise ValueError(f"--output_dir={output} is not empty and holds no earlier run (no "
+                                 f"{' or '.join(RUN_OUTPUT_FILES)}), so even --overwrite_output_dir does not replace "
+                                 f"it; pass the path of a new or empty folder.")
+        if not (self.resume_from_checkpoint or self.overwrite_output_dir) and checkpoints(self.checkpoint_dir):
+            raise ValueError(f"--checkpoint_dir {self.checkpoint_dir} holds the step_<n> checkpoints of an earlier "
+                             f"run; resume it with --resume_from_checkpoint latest, or pass --overwrite_output_dir to "
+                             f"start afresh (deleting them).")
 
 
 def make_accelerator(args: TrainingArguments) -> Accelerator:
@@ -154,6 +185,7 @@ def evaluate_loss(accelerator: Accelerator, model: PreTrainedModel, dataset, col
     ``labels[:, 0]`` is never a target. Each process takes a contiguous shard (no row twice, none dropped) and sums
     ``loss * targets`` per batch; the sums are added over processes.
     """
+    _require_rows(dataset, "evaluation", EVAL_SIZE_OPTIONS)
     model = accelerator.unwrap_model(model)
     was_training = model.training
     model.eval()
@@ -169,6 +201,11 @@ def evaluate_loss(accelerator: Accelerator, model: PreTrainedModel, dataset, col
     model.train(was_training)
     totals = accelerator.reduce(totals, reduction="sum")
     return (totals[0] / totals[1]).item()
+
+
+def _require_rows(dataset, name: str, options: str) -> None:
+    if len(dataset) == 0:
+        raise ValueError(f"The {name} set is empty after preprocessing; check {options}.")
 
 
 def _replace_dir(new: Path, target: Path) -> None:
@@ -239,6 +276,11 @@ def describe_device(device: torch.device) -> str:
     return f"{device.type}: {name} ({torch.get_num_threads()} threads)"
 
 
+def checkpoints(checkpoint_dir: str) -> list[Path]:
+    """The step_<n> checkpoint folders in ``checkpoint_dir``, oldest first."""
+    return sorted(Path(checkpoint_dir).glob("step_*"), key=lambda p: int(p.name.removeprefix("step_")))
+
+
 def find_checkpoint(args: TrainingArguments) -> Path:
     """The checkpoint folder that ``args.resume_from_checkpoint`` names (the newest one for 'latest')."""
     if args.resume_from_checkpoint != "latest":
@@ -247,7 +289,7 @@ def find_checkpoint(args: TrainingArguments) -> Path:
             raise ValueError(f"--resume_from_checkpoint={path} is not a step_<n> checkpoint folder; pass one "
                              f"from {args.checkpoint_dir} or 'latest'.")
         return path
-    found = sorted(Path(args.checkpoint_dir).glob("step_*"), key=lambda p: int(p.name.removeprefix("step_")))
+    found = checkpoints(args.checkpoint_dir)
     if not found:
         raise ValueError(f"--resume_from_checkpoint=latest, but {args.checkpoint_dir} has no step_<n> checkpoint.")
     return found[-1]
@@ -339,6 +381,9 @@ def train(
         and ``eval_perplexity``, and ``eval_history`` (one entry per evaluation); with ``metric_for_best_model``
         the ``eval_*`` values are those of the best evaluation, whose step is ``best_step``.
     """
+    _require_rows(train_dataset, "training", "--max_train_samples, --max_source_length, --block_size and the "
+                 "filters of the data (e.g. rows without a label or target)")
+    _require_rows(eval_dataset, "evaluation", EVAL_SIZE_OPTIONS)
     # Its own generator keeps the global RNG (dropout) untouched by starting an epoch, so a resumed run matches.
     order = {"shuffle": True} if train_sampler is None else {"sampler": train_sampler}
     train_dataloader = DataLoader(train_dataset, batch_size=args.per_device_train_batch_size, collate_fn=collate_fn,
@@ -364,6 +409,12 @@ def train(
         accelerator.load_state(str(checkpoint))
         step = int(checkpoint.name.removeprefix("step_"))
         logger.info(f"Resumed from {checkpoint} at step {step}", main_process_only=True)
+    elif args.overwrite_output_dir:  # a new run: the checkpoints of an earlier one must not be resumed later
+        if accelerator.is_main_process:
+            for stale in checkpoints(args.checkpoint_dir):
+                logger.info(f"Deleting {stale} of an earlier run (--overwrite_output_dir)")
+                shutil.rmtree(stale)
+        accelerator.wait_for_everyone()
     resumed_from_step = step
     logger.info(
         f"{len(train_dataset)} training rows, {accelerator.num_processes} process(es) x batch "

@@ -176,8 +176,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "keeping the other runs (which must share the budget, seed and threads).")
     parser.add_argument("--results_dir", default=str(REPO_ROOT / "results"), help="Where <suite>.json/.md/.png go.")
     parser.add_argument("--output_dir", default=str(REPO_ROOT / "outputs" / "compare"),
-                        help="Where each model folder goes: <output_dir>/<suite>/<model>.")
-    return parser.parse_args(argv)
+                        help="Where each model folder goes: <output_dir>/<suite>/<model> (replacing an earlier run's).")
+    args = parser.parse_args(argv)
+    for name in ("time_budget_minutes", "max_train_steps", "max_train_samples", "max_eval_samples", "jobs"):
+        if getattr(args, name) is not None and getattr(args, name) <= 0:
+            parser.error(f"--{name} must be positive, got {getattr(args, name)}.")
+    if args.num_threads < 0:
+        parser.error(f"--num_threads must be 0 (all cores) or positive, got {args.num_threads}.")
+    return args
 
 
 def slug(name: str) -> str:
@@ -200,7 +206,8 @@ def command(suite: Suite, name: str, budget: dict, args: argparse.Namespace, out
         if getattr(args, key) is not None:
             options[key] = getattr(args, key)
     flags = [item for key, value in options.items() for item in (f"--{key}", str(value))]
-    return [sys.executable, str(REPO_ROOT / "scripts" / suite.script), *suite.common, *suite.models[name], *flags]
+    return [sys.executable, str(REPO_ROOT / "scripts" / suite.script), *suite.common, *suite.models[name], *flags,
+            "--overwrite_output_dir"]  # a model's folder holds its earlier run, if any
 
 
 def run_model(suite: Suite, name: str, cmd: list[str], output_dir: Path, num_threads: int) -> dict:
@@ -337,7 +344,7 @@ def run_suite(suite_name: str, args: argparse.Namespace) -> dict:
                   f"{run['train_runtime_s'] / 60:.1f} min, {run['steps']} steps", flush=True)
         return run
 
-    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         done = []
         for run in pool.map(run_one, names):  # in the suite's order, each written as soon as it and those before are
             done.append(run)
@@ -354,6 +361,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     for suite_name in args.suites:
         reports.append(run_suite(suite_name, args))
         print((Path(args.results_dir) / f"{suite_name}.md").read_text())
+    if failed := [f"{report['suite']}/{run['name']}" for report in reports for run in report["runs"] if "error" in run]:
+        raise SystemExit(f"Failed runs (their logs are named in the results): {', '.join(failed)}")
     return reports
 
 

@@ -13,7 +13,7 @@ export HF_HUB_OFFLINE="${HF_HUB_OFFLINE:-1}" HF_DATASETS_OFFLINE="${HF_DATASETS_
 # Idle OpenMP threads sleep instead of spinning: on a machine busy with other work, spinning threads waiting for a
 # descheduled peer made each training step several times slower.
 export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"
-.venv/bin/python scripts/run_translation.py --output_dir outputs/multi30k-gru "$@"
+.venv/bin/python scripts/run_translation.py --output_dir outputs/multi30k-gru --overwrite_output_dir "$@"
 echo "Attention picture: outputs/multi30k-gru/attention.png"
 .venv/bin/python scripts/push_to_hub.py outputs/multi30k-gru --repo_id your-name/multi30k-gru --dry-run
 echo "Model card: outputs/multi30k-gru-hub/README.md"

@@ -1,5 +1,6 @@
 """hf_seqmodels.training on a tiny LSTM LM: resuming from a checkpoint reproduces an uninterrupted run, saving is
-atomic, evaluation weighs every target token once, and bad options fail early."""
+atomic, evaluation weighs every target token once, and bad options (an output folder or checkpoints of something
+else, empty datasets) fail early."""
 
 import math
 
@@ -99,6 +100,47 @@ def test_save_model_replaces_the_folder_whole(tmp_path):
 def test_bad_training_arguments_raise(options, message):
     with pytest.raises(ValueError, match=message):
         TrainingArguments(output_dir="out", **options)
+
+
+def test_output_dir_is_replaced_only_when_it_holds_an_earlier_run_and_overwrite_is_asked(tmp_path):
+    (tmp_path / "file").write_text("a user's file")
+    with pytest.raises(ValueError, match="--output_dir=.*file is an existing file"):
+        TrainingArguments(output_dir=str(tmp_path / "file"), overwrite_output_dir=True)
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    TrainingArguments(output_dir=str(folder))  # empty: fine
+    (folder / "notes.txt").write_text("a user's notes")
+    with pytest.raises(ValueError, match="--output_dir=.*folder is not empty; pass --overwrite_output_dir"):
+        TrainingArguments(output_dir=str(folder))
+    with pytest.raises(ValueError, match="holds no earlier run .*not replace it"):
+        TrainingArguments(output_dir=str(folder), overwrite_output_dir=True)
+    (folder / "results.json").write_text("{}")
+    assert TrainingArguments(output_dir=str(folder), overwrite_output_dir=True).overwrite_output_dir
+    assert (folder / "notes.txt").read_text() == "a user's notes"  # nothing is deleted before training
+
+
+def test_a_new_run_next_to_old_checkpoints_needs_overwrite_and_deletes_them(tmp_path):
+    run(tmp_path, checkpointing_steps="5")
+    checkpoint_dir = tmp_path / "out-checkpoints"
+    assert sorted(p.name for p in checkpoint_dir.iterdir()) == ["step_10", "step_5"]
+    with pytest.raises(ValueError, match="out-checkpoints holds the step_<n> checkpoints of an earlier run; resume "
+                                         "it with --resume_from_checkpoint latest, or pass --overwrite_output_dir"):
+        TrainingArguments(output_dir=str(tmp_path / "out"))
+    TrainingArguments(output_dir=str(tmp_path / "out"), resume_from_checkpoint="latest")  # resuming is fine
+    (checkpoint_dir / "notes.txt").write_text("not a checkpoint")
+    run(tmp_path, checkpointing_steps="7", overwrite_output_dir=True)
+    assert sorted(p.name for p in checkpoint_dir.iterdir()) == ["notes.txt", "step_7"]
+
+
+def test_empty_datasets_raise_before_training(tmp_path):
+    args = TrainingArguments(output_dir=str(tmp_path / "out"))
+    accelerator = make_accelerator(args)
+    with pytest.raises(ValueError, match="training set is empty after preprocessing; check --max_train_samples"):
+        train(accelerator, tiny_model(), blocks(0), blocks(6), default_data_collator, args)
+    with pytest.raises(ValueError, match="evaluation set is empty after preprocessing; check --max_eval_samples"):
+        train(accelerator, tiny_model(), blocks(20), blocks(0), default_data_collator, args)
+    with pytest.raises(ValueError, match="evaluation set is empty after preprocessing; check --max_eval_samples"):
+        evaluate_loss(accelerator, tiny_model(), blocks(0), default_data_collator, batch_size=3)
 
 
 def test_early_stopping_keeps_the_best_evaluated_model(tmp_path):

@@ -57,3 +57,27 @@ def test_update_replaces_only_the_rerun_models(tmp_path):
     assert "| GRU |" in (tmp_path / "results" / "sentiment.md").read_text()
     with pytest.raises(SystemExit, match="was run with seed=7 but this run has 8"):
         compare.main(["sentiment", "--models", "RNN", "--update", "--seed", "8", *tiny])
+
+
+@pytest.mark.parametrize("option, value", [("--max_train_steps", "0"), ("--max_eval_samples", "-1"),
+                                           ("--jobs", "0"), ("--num_threads", "-1")])
+def test_bad_numbers_are_refused(option, value, tmp_path, capsys):
+    with pytest.raises(SystemExit):  # before any run: were they accepted, the folders are the test's own
+        script("compare").main(["sentiment", option, value, "--results_dir", str(tmp_path / "results"),
+                                "--output_dir", str(tmp_path / "outputs"), "--max_train_samples", "8"])
+    assert f"{option} must be" in capsys.readouterr().err
+
+
+def test_a_failed_run_is_recorded_and_fails_the_command(tmp_path):
+    """The run fails at once (its output_dir is a user's file, which it refuses to replace); the results still
+    record it, and compare.py exits non-zero."""
+    compare = script("compare")
+    user_file = tmp_path / "outputs" / "sentiment" / "lstm"
+    user_file.parent.mkdir(parents=True)
+    user_file.write_text("a user's file")
+    with pytest.raises(SystemExit, match="Failed runs .*: sentiment/LSTM"):
+        compare.main(["sentiment", "--models", "LSTM", "--max_train_steps", "2", "--results_dir",
+                      str(tmp_path / "results"), "--output_dir", str(tmp_path / "outputs")])
+    [run] = json.loads((tmp_path / "results" / "sentiment.json").read_text())["runs"]
+    assert run["error"] == "exit code 1" and "is an existing file" in run["log_tail"]
+    assert user_file.read_text() == "a user's file"
