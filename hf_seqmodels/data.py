@@ -57,7 +57,9 @@ def load_text_dataset(
         if len(extensions) > 1:
             raise ValueError(f"All data files must have one format, got {sorted(extensions)} from {data_files}.")
         builder, options = FORMATS[extensions.pop()]
-        raw = datasets.load_dataset(builder, data_files=data_files, **options)
+        # One split at a time: files with other columns reach the caller's column checks instead of failing in datasets.
+        raw = datasets.DatasetDict({split: datasets.load_dataset(builder, data_files={split: path}, **options)[split]
+                                    for split, path in data_files.items()})
     elif name_or_path is None:
         raise ValueError("Pass a data set name (e.g. 'ptb'), a local folder, a Hub name, or data_files.")
     elif (data_dir() / name_or_path).is_dir():

@@ -23,7 +23,8 @@ from .models.pipeline_translation import CUSTOM_PIPELINES, SOURCE_TOKENIZER_DIR
 from .tokenization import train_tokenizer
 
 __all__ = ["CUSTOM_PIPELINES", "TranslationTokenizers", "LengthGroupedSampler", "train_tokenizers", "load_tokenizers",
-           "tokenize_pairs", "translate", "translation_scores", "attention_matrix", "save_attention_plot"]
+           "check_language_columns", "tokenize_pairs", "translate", "translation_scores", "attention_matrix",
+           "save_attention_plot"]
 
 
 def end_with_eos(tokenizer: PreTrainedTokenizerFast) -> PreTrainedTokenizerFast:
@@ -90,11 +91,9 @@ def tokenize_pairs(
     num_proc: int | None = None,
 ) -> datasets.DatasetDict:
     """Columns ``input_ids`` (source, ending with eos) and ``labels`` (target, ending with eos), truncated to the
-    maximum lengths, for every split. Pairs with an empty side are dropped: they teach nothing."""
-    columns = next(iter(raw.values())).column_names
-    for lang in (source_lang, target_lang):
-        if lang not in columns:
-            raise ValueError(f"Language column {lang!r} not found; the data has columns {columns}.")
+    maximum lengths, for every split. Pairs with an empty side are dropped: they teach nothing; a split left empty
+    raises a ValueError."""
+    columns = check_language_columns(raw, source_lang, target_lang)
 
     def tokenize(batch):
         return {
@@ -105,7 +104,29 @@ def tokenize_pairs(
         }
 
     tokenized = raw.map(tokenize, batched=True, remove_columns=columns, num_proc=num_proc, desc="Tokenizing")
-    return tokenized.filter(lambda row: len(row["input_ids"]) > 1 and len(row["labels"]) > 1, num_proc=num_proc)
+    tokenized = tokenized.filter(lambda row: len(row["input_ids"]) > 1 and len(row["labels"]) > 1, num_proc=num_proc)
+    for split, rows in tokenized.items():
+        if len(rows) == 0:
+            option = "--max_train_samples" if split == "train" else "--max_eval_samples"
+            raise ValueError(f"The {split!r} split has no sentence pairs left ({len(raw[split])} before tokenizing, "
+                             f"pairs with an empty side are dropped): raise {option} (at least 1) or check the data.")
+    return tokenized
+
+
+def check_language_columns(raw: datasets.DatasetDict, source_lang: str, target_lang: str) -> list[str]:
+    """Raise a ValueError unless every split has the columns ``source_lang`` and ``target_lang`` (one sentence
+    each); return the column names (of the first split)."""
+    for split, dataset in raw.items():
+        columns = dataset.column_names
+        missing = [lang for lang in (source_lang, target_lang) if lang not in columns]
+        if missing:
+            nested = (" The data is in transformers' nested format {'translation': {lang: text}}: flatten it to one "
+                      "column per language (datasets: raw.flatten() and rename 'translation.en' to 'en')."
+                      if "translation" in columns else "")
+            raise ValueError(f"Language column(s) {missing} not found in the {split!r} split, which has columns "
+                             f"{columns}: pick the columns with --source_lang/--target_lang "
+                             f"(now {source_lang!r}/{target_lang!r}).{nested}")
+    return next(iter(raw.values())).column_names
 
 
 class LengthGroupedSampler(Sampler):

@@ -35,6 +35,7 @@ from hf_seqmodels.data import first_rows, load_text_dataset
 from hf_seqmodels.translation import (
     CUSTOM_PIPELINES,
     LengthGroupedSampler,
+    check_language_columns,
     load_tokenizers,
     save_attention_plot,
     tokenize_pairs,
@@ -50,6 +51,13 @@ VOCABULARIES = ("joint", "separate")
 SEQ2SEQ_MODEL_TYPES = ("attention_seq2seq", "vanilla_transformer")
 EXAMPLES = ["A little girl climbs into a wooden playhouse.", "Two dogs are running through the snow.",
             "A man in a blue shirt is standing on a ladder cleaning windows."]
+
+
+def check_at_least(arguments, name: str, minimum: int, why: str = "") -> None:
+    """Raise a ValueError naming ``--name`` unless that option of ``arguments`` is at least ``minimum``."""
+    value = getattr(arguments, name)
+    if value < minimum:
+        raise ValueError(f"--{name} must be at least {minimum}{why}, got {value}.")
 
 
 @dataclass
@@ -76,6 +84,8 @@ class DataArguments:
     def __post_init__(self):
         if self.vocabulary not in VOCABULARIES:
             raise ValueError(f"--vocabulary={self.vocabulary!r} is not supported; choose one of {VOCABULARIES}.")
+        for name in ("max_source_length", "max_target_length"):
+            check_at_least(self, name, 2, " (a token and the eos)")
 
 
 @dataclass
@@ -99,6 +109,10 @@ class GenerationArguments:
     length_penalty: float = field(default=1.0, metadata={"help": "Beam scores are divided by length**this."})
     max_new_tokens: int = field(default=64, metadata={"help": "Longest translation, in tokens."})
     eval_num_beams: int = field(default=1, metadata={"help": "Beam size for the validation BLEU of each epoch."})
+
+    def __post_init__(self):
+        for name in ("num_beams", "eval_num_beams", "max_new_tokens"):
+            check_at_least(self, name, 1)
 
 
 def show_examples(model_dir: str, sentences: list[str]) -> None:
@@ -124,6 +138,7 @@ def main():
         files = {"train": data_args.train_file, "validation": data_args.validation_file, "test": data_args.test_file}
         raw = load_text_dataset(data_args.dataset_name, data_args.dataset_config_name,
                                 {split: path for split, path in files.items() if path})
+        check_language_columns(raw, data_args.source_lang, data_args.target_lang)
         raw = first_rows(raw, data_args.max_train_samples, data_args.max_eval_samples)
         tokenizers = run_tokenizer(
             training_args,
@@ -149,7 +164,8 @@ def main():
     config.custom_pipelines = CUSTOM_PIPELINES  # pipeline("translation", model=folder, trust_remote_code=True)
     model = AutoModelForSeq2SeqLM.from_config(config)
     model.generation_config.update(num_beams=generation_args.num_beams, length_penalty=generation_args.length_penalty,
-                                   max_new_tokens=generation_args.max_new_tokens, early_stopping=True)
+                                   max_new_tokens=generation_args.max_new_tokens,
+                                   early_stopping=generation_args.num_beams > 1)  # only valid with beam search
 
     src, tgt = data_args.source_lang, data_args.target_lang
     decode = {"batch_size": training_args.per_device_eval_batch_size, "max_source_length": data_args.max_source_length,

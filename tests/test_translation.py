@@ -84,8 +84,11 @@ def test_tokenize_pairs_truncates_and_keeps_eos(raw, tokenizers):
     for row in tokenized["train"]:
         assert len(row["input_ids"]) <= 4 and len(row["labels"]) <= 5
         assert row["labels"][-1] == tokenizers.target.eos_token_id
-    with pytest.raises(ValueError, match="Language column 'fr' not found"):
+    with pytest.raises(ValueError, match=r"Language column\(s\) \['fr'\] not found"):
         tokenize_pairs(raw, tokenizers, "en", "fr", 8, 8)
+    empty = datasets.DatasetDict({"train": raw["train"], "validation": raw["validation"].select([])})
+    with pytest.raises(ValueError, match="'validation' split has no sentence pairs left .* raise --max_eval_samples"):
+        tokenize_pairs(empty, tokenizers, "en", "de", 8, 8)
 
 
 def test_length_grouped_sampler():

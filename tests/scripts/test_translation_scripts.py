@@ -87,3 +87,48 @@ def test_run_translation_rejects_bad_options(monkeypatch):
         run_script(RUN_TRANSLATION, ["--output_dir", "unused", "--vocabulary", "shared"], monkeypatch)
     with pytest.raises(ValueError, match="--model_type='recurrent' is not supported"):
         run_script(RUN_TRANSLATION, ["--output_dir", "unused", "--model_type", "recurrent"], monkeypatch)
+
+
+@pytest.mark.parametrize("option, value, message", [
+    ("--num_beams", "0", "--num_beams must be at least 1, got 0"),
+    ("--eval_num_beams", "0", "--eval_num_beams must be at least 1, got 0"),
+    ("--max_new_tokens", "0", "--max_new_tokens must be at least 1, got 0"),
+    ("--max_source_length", "1", r"--max_source_length must be at least 2 \(a token and the eos\), got 1"),
+    ("--max_target_length", "0", "--max_target_length must be at least 2"),
+])
+def test_run_translation_rejects_bad_lengths_and_beams(option, value, message, monkeypatch):
+    with pytest.raises(ValueError, match=message):
+        run_script(RUN_TRANSLATION, ["--output_dir", "unused", option, value], monkeypatch)
+
+
+def test_run_translation_greedy_decoding_saves(data_dir, tmp_path, monkeypatch):
+    """--num_beams 1 once crashed in save_pretrained (early_stopping without beam search), after the whole run."""
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    tiny = [*TINY[:TINY.index("--num_beams")], *TINY[TINY.index("--num_beams") + 2:]]
+    run_script(RUN_TRANSLATION, ["--output_dir", str(tmp_path / "greedy"), *tiny, "--num_beams", "1",
+                                 *MODELS["gru-luong"]], monkeypatch)
+    assert json.loads((tmp_path / "greedy" / "results.json").read_text())["test_num_beams"] == 1
+
+
+@pytest.mark.parametrize("option", ["--max_train_samples", "--max_eval_samples"])
+def test_run_translation_rejects_empty_splits_before_training(option, data_dir, tmp_path, monkeypatch):
+    arguments = ["--output_dir", str(tmp_path / "out"), *TINY, option, "0"]
+    with pytest.raises(ValueError, match=f"no sentence pairs left .* raise {option}"):
+        run_script(RUN_TRANSLATION, arguments, monkeypatch)
+    assert not (tmp_path / "out-checkpoints").exists()
+
+
+def test_run_translation_names_missing_language_columns(tmp_path, monkeypatch):
+    pairs = [{"en": f"a dog {i}", "de": f"ein hund {i}"} for i in range(20)]
+    files = {"train": pairs, "validation": [{"src": "a dog", "tgt": "ein hund"}],
+             "nested": [{"translation": pair} for pair in pairs]}
+    for name, rows in files.items():
+        (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    train = ["--output_dir", str(tmp_path / "out"), "--train_file", str(tmp_path / "train.jsonl")]
+    with pytest.raises(ValueError, match=r"\['fr'\] not found in the 'train' split, which has columns \['en', 'de'\]"):
+        run_script(RUN_TRANSLATION, [*train, "--source_lang", "fr"], monkeypatch)
+    with pytest.raises(ValueError, match=r"not found in the 'validation' split, which has columns \['src', 'tgt'\]"):
+        run_script(RUN_TRANSLATION, [*train, "--validation_file", str(tmp_path / "validation.jsonl")], monkeypatch)
+    with pytest.raises(ValueError, match="nested format .* flatten it"):
+        run_script(RUN_TRANSLATION, ["--output_dir", str(tmp_path / "out"), "--train_file",
+                                     str(tmp_path / "nested.jsonl")], monkeypatch)
