@@ -2,6 +2,14 @@
 
 from transformers import AutoConfig
 
+# Config fields the scripts set themselves, and what sets them.
+SET_BY_SCRIPT = {
+    "vocab_size": "--vocab_size (the trained tokenizer's size)",
+    "source_vocab_size": "--vocab_size and --vocabulary",
+    **{f"{token}_token_id": "the tokenizer" for token in ("pad", "bos", "eos", "decoder_start")},
+    **dict.fromkeys(("num_labels", "id2label", "label2id"), "the labels found in the data"),
+}
+
 
 def parse_config_overrides(model_type: str, text: str | None) -> dict:
     """``--config_overrides "a=1,b=pre,c=true"`` -> ``{"a": 1, "b": "pre", "c": True}``.
@@ -17,6 +25,9 @@ def parse_config_overrides(model_type: str, text: str | None) -> dict:
         name, sep, value = (part.strip() for part in item.partition("="))
         if not sep or not hasattr(defaults, name):
             raise ValueError(f"--config_overrides: {item!r} is not 'field=value' for a field of {model_type}.")
+        if name in SET_BY_SCRIPT:
+            raise ValueError(f"--config_overrides: {name} is set by the script from {SET_BY_SCRIPT[name]}; "
+                             f"leave it out of --config_overrides.")
         overrides[name] = _typed_like(getattr(defaults, name), name, value)
     return overrides
 

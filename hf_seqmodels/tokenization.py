@@ -41,6 +41,9 @@ def train_tokenizer(
     if "unk_token" not in special_tokens:
         raise ValueError(f"special_tokens must include 'unk_token', got {special_tokens}.")
     unk, tokens = special_tokens["unk_token"], list(special_tokens.values())
+    if vocab_size <= len(tokens):
+        raise ValueError(f"vocab_size (--vocab_size) must be larger than the {len(tokens)} special tokens {tokens}, "
+                         f"got {vocab_size}.")
     options = {"vocab_size": vocab_size, "min_frequency": min_frequency, "special_tokens": tokens}
     if kind == "word":
         tokenizer = Tokenizer(models.WordLevel(unk_token=unk))

@@ -41,3 +41,9 @@ def test_bad_arguments_raise():
         train_tokenizer(TEXTS, "sentencepiece")
     with pytest.raises(ValueError, match="unk_token"):
         train_tokenizer(TEXTS, special_tokens={"pad_token": "<pad>"})
+
+
+@pytest.mark.parametrize("kind, vocab_size", [("word", 0), ("bpe", 4)])
+def test_vocab_size_must_leave_room_beyond_the_special_tokens(kind, vocab_size):
+    with pytest.raises(ValueError, match=f"must be larger than the 4 special tokens .* got {vocab_size}"):
+        train_tokenizer(TEXTS, kind, vocab_size=vocab_size)
