@@ -366,7 +366,8 @@ def stage_hub_folder(model_dir: str | Path, target: str | Path, card: ModelCard)
     Copied: weights (safetensors only), config.json, generation_config.json, results.json, tokenizer files (and
     those of a translation model's ``source_tokenizer/``), and every ``.py`` file in ``model_dir`` (the remote code
     ``save_pretrained`` wrote next to config.json). Pickle weights (``*.bin``...) are refused: they run code when
-    loaded.
+    loaded. An existing ``target`` is replaced only if it is a folder staged earlier; it may not overlap
+    ``model_dir``.
 
     Returns:
         The staged file names, sorted.
@@ -377,8 +378,15 @@ def stage_hub_folder(model_dir: str | Path, target: str | Path, card: ModelCard)
     if pickles := sorted(p.name for p in model_dir.iterdir() if _matches(p.name, PICKLE_FILES)):
         raise ValueError(f"{model_dir} holds pickle weights {pickles}; save with safetensors (save_pretrained's "
                          "default) and remove them before uploading.")
+    model, staged = model_dir.resolve(), target.resolve()
+    if staged == model or model in staged.parents or staged in model.parents:
+        raise ValueError(f"The staging folder {target} and the model folder {model_dir} overlap: stage elsewhere "
+                         "(the default is <model_dir>-hub).")
     if target.exists():
-        shutil.rmtree(target)
+        if not (target / "README.md").is_file() or not (target / "config.json").is_file():
+            raise ValueError(f"{target} exists and is not a folder staged earlier (README.md and config.json): "
+                             "nothing there is deleted; pass another --staging_dir or remove it yourself.")
+        shutil.rmtree(target)  # an earlier staging of a model, replaced whole
     target.mkdir(parents=True)
     for path in sorted(model_dir.iterdir()):
         if path.is_file() and (_matches(path.name, WEIGHT_FILES + OTHER_FILES) or path.name in TOKENIZER_FILES

@@ -8,7 +8,7 @@ from huggingface_hub import ModelCard, metadata_load
 from huggingface_hub.repocard_data import model_index_to_eval_results
 
 from hf_seqmodels import AttentionSeq2SeqConfig, RecurrentConfig, TransformerConfig
-from hf_seqmodels.cards import check_hub_folder, format_metric, load_run, render_card
+from hf_seqmodels.cards import check_hub_folder, format_metric, load_run, render_card, stage_hub_folder
 from hf_seqmodels.paths import REPO_ROOT
 
 BENCHMARKS = json.loads((REPO_ROOT / "results" / "benchmarks.json").read_text())  # python -m benchmarks.run's
@@ -218,3 +218,24 @@ def test_check_hub_folder_catches_wrong_numbers_and_missing_files(tmp_path):
     (tmp_path / "README.md").write_text("---\nmodel-index:\n- name: x\n  results: [{task: 3}]\n---\ntext\n")
     with pytest.raises(ValueError, match="does not validate"):
         check_hub_folder(tmp_path)
+
+
+def test_staging_never_deletes_what_it_did_not_stage(tmp_path):
+    model_dir = tmp_path / "model"
+    model_dir.mkdir()
+    (model_dir / "config.json").write_text("{}")
+    (model_dir / "model.safetensors").write_bytes(b"\0")
+    card = render_card(RUN)
+    for target in (model_dir, tmp_path):  # the model folder itself, or a folder holding it
+        with pytest.raises(ValueError, match="overlap"):
+            stage_hub_folder(model_dir, target, card)
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "thesis.txt").write_text("mine")
+    with pytest.raises(ValueError, match="is not a folder staged earlier"):
+        stage_hub_folder(model_dir, notes, card)
+    assert (notes / "thesis.txt").read_text() == "mine" and (model_dir / "model.safetensors").is_file()
+    staged = tmp_path / "staged"
+    stage_hub_folder(model_dir, staged, card)
+    (staged / "stale.bin").write_bytes(b"\0")
+    assert "stale.bin" not in stage_hub_folder(model_dir, staged, card)  # an earlier staging is replaced whole
