@@ -93,7 +93,7 @@ def tokenize_pairs(
     """Columns ``input_ids`` (source, ending with eos) and ``labels`` (target, ending with eos), truncated to the
     maximum lengths, for every split. Pairs with an empty side are dropped: they teach nothing; a split left empty
     raises a ValueError."""
-    columns = check_language_columns(raw, source_lang, target_lang)
+    check_language_columns(raw, source_lang, target_lang)
 
     def tokenize(batch):
         return {
@@ -103,7 +103,11 @@ def tokenize_pairs(
                 "input_ids"],
         }
 
-    tokenized = raw.map(tokenize, batched=True, remove_columns=columns, num_proc=num_proc, desc="Tokenizing")
+    # Each split drops its own columns: files loaded one by one need not share them (data.load_text_dataset).
+    tokenized = datasets.DatasetDict({
+        split: rows.map(tokenize, batched=True, remove_columns=rows.column_names, num_proc=num_proc, desc="Tokenizing")
+        for split, rows in raw.items()
+    })
     tokenized = tokenized.filter(lambda row: len(row["input_ids"]) > 1 and len(row["labels"]) > 1, num_proc=num_proc)
     for split, rows in tokenized.items():
         if len(rows) == 0:
@@ -113,9 +117,9 @@ def tokenize_pairs(
     return tokenized
 
 
-def check_language_columns(raw: datasets.DatasetDict, source_lang: str, target_lang: str) -> list[str]:
+def check_language_columns(raw: datasets.DatasetDict, source_lang: str, target_lang: str) -> None:
     """Raise a ValueError unless every split has the columns ``source_lang`` and ``target_lang`` (one sentence
-    each); return the column names (of the first split)."""
+    each)."""
     for split, dataset in raw.items():
         columns = dataset.column_names
         missing = [lang for lang in (source_lang, target_lang) if lang not in columns]
@@ -126,7 +130,6 @@ def check_language_columns(raw: datasets.DatasetDict, source_lang: str, target_l
             raise ValueError(f"Language column(s) {missing} not found in the {split!r} split, which has columns "
                              f"{columns}: pick the columns with --source_lang/--target_lang "
                              f"(now {source_lang!r}/{target_lang!r}).{nested}")
-    return next(iter(raw.values())).column_names
 
 
 class LengthGroupedSampler(Sampler):

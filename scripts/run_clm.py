@@ -166,10 +166,11 @@ def main():
         test_loss = evaluate_loss(accelerator, model, lm_datasets["test"], default_data_collator,
                                   training_args.per_device_eval_batch_size)
         results.update(test_loss=test_loss, test_perplexity=perplexity(test_loss))
+    unwrapped = accelerator.unwrap_model(model)
     results.update(
         task="text-generation",
-        model_config=accelerator.unwrap_model(model).config.to_dict(),  # what the model card describes
-        num_parameters=accelerator.unwrap_model(model).num_parameters(),
+        model_config=unwrapped.config.to_dict(),  # what the model card describes
+        num_parameters=unwrapped.num_parameters(),
         vocab_size=len(tokenizer),
         num_processes=accelerator.num_processes,
         device=describe_device(accelerator.device),

@@ -89,6 +89,11 @@ def test_tokenize_pairs_truncates_and_keeps_eos(raw, tokenizers):
     empty = datasets.DatasetDict({"train": raw["train"], "validation": raw["validation"].select([])})
     with pytest.raises(ValueError, match="'validation' split has no sentence pairs left .* raise --max_eval_samples"):
         tokenize_pairs(empty, tokenizers, "en", "de", 8, 8)
+    # Splits loaded from separate files may carry other columns besides the two languages.
+    extra = datasets.DatasetDict({"train": raw["train"],
+                                  "validation": raw["validation"].add_column("id", list(range(4)))})
+    assert all(split.column_names == ["input_ids", "labels"]
+               for split in tokenize_pairs(extra, tokenizers, "en", "de", 8, 8).values())
 
 
 def test_length_grouped_sampler():
