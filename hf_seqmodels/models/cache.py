@@ -64,6 +64,20 @@ class RecurrentCache(Cache):
         """The state and extras tensors, in order."""
         return _flatten(self.states, self.extras.values())
 
+    def check_shapes(self, states: list[tuple[tuple[int, ...], ...]], extras: dict[str, tuple[int, ...]],
+                     expected: str) -> None:
+        """Raise unless the states and extras have exactly these shapes (``expected`` describes them to the user):
+        a cache from another model, or from the same model for other sequences, cannot be continued. Shapes only,
+        as this runs at every decoding step."""
+        found = [tuple(tuple(t.shape) for t in state) for state in self.states]
+        found_extras = {name: tuple(t.shape) for name, t in self.extras.items()}
+        if found != states or found_extras != extras:
+            held = f"states of shapes {found}" + (f" and extras {found_extras}" if found_extras else "")
+            raise ValueError(
+                f"`past_key_values` holds {held}, but this model continues from {expected}: pass the cache this "
+                "model returned for the same sequences, or none to start afresh."
+            )
+
     def get_seq_length(self, layer_idx: int = 0) -> int:
         """Number of positions consumed so far, padding included."""
         return self.seen_tokens

@@ -120,6 +120,7 @@ class AttentionSeq2SeqDecoder(GraphedSteps):
         super().__init__()
         self.attention_type = config.attention_type
         self.input_feeding = config.input_feeding
+        self.cell_type = config.cell_type
         self.layers = config.decoder_layers
         self.hidden_size = config.hidden_size
         memory_size = config.encoder_output_size
@@ -154,6 +155,24 @@ class AttentionSeq2SeqDecoder(GraphedSteps):
         batch, parts = final_state.shape[:2]
         init = torch.tanh(self.bridge(final_state.flatten(1))).view(batch, parts, self.layers, self.hidden_size)
         return [tuple(init[:, p, layer].unsqueeze(0).contiguous() for p in range(parts)) for layer in range(self.layers)]
+
+    def check_cache(self, cache: RecurrentCache, batch: int, source_length: int) -> None:
+        """Raise unless the non-empty ``cache`` continues this decoder for ``batch`` sources of ``source_length``
+        positions. Shapes only: this runs at every decoding step."""
+        parts = ("h", "c") if self.cell_type == "lstm" else ("h",)
+        feed = {"input_feed": (batch, 1, self.hidden_size)} if self.input_feeding else {}
+        cache.check_shapes(
+            [((1, batch, self.hidden_size),) * len(parts)] * self.layers, feed,
+            f"({', '.join(parts)}) per layer, each of shape (1, batch={batch}, hidden_size={self.hidden_size}), for "
+            f"its cell_type={self.cell_type!r} and decoder_layers={self.layers}"
+            + (f", and the input-feeding vector {feed['input_feed']}" if feed else ""),
+        )
+        keys = cache.per_input.get("projected_keys")
+        if keys is not None and tuple(keys.shape[:2]) != (batch, source_length):
+            raise ValueError(
+                f"`past_key_values` was made for {keys.shape[0]} sources of {keys.shape[1]} positions, but this call "
+                f"has {batch} of {source_length}: pass the cache returned for these sources, or none to start afresh."
+            )
 
     def forward(
         self,
@@ -335,6 +354,8 @@ class AttentionSeq2SeqModel(TargetVocabularyResizing, AttentionSeq2SeqPreTrained
         cache = RecurrentModel._recurrent_cache(past_key_values)
         if cache is None:
             cache = RecurrentCache()
+        elif cache.states:
+            self.decoder.check_cache(cache, batch, source_length)
         if replays_step(self.decoder, cache, decoder_input_ids, output_hidden_states):
             outputs, weights, decoder_hidden_states = self.decoder.step_graphs(
                 self.decoder, decoder_input_ids, cache, memory=memory, memory_mask=mask, encoder_final_state=None

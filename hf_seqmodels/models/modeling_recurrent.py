@@ -208,15 +208,11 @@ class RecurrentModel(GraphedSteps, RecurrentPreTrainedModel):
                 "continue: pass the cache this model returned, or none to start afresh."
             )
         parts = ("h", "c") if config.cell_type == "lstm" else ("h",)
-        expected = [((1, batch_size, config.hidden_size),) * len(parts)] * config.num_layers
-        shapes = [tuple(tuple(t.shape) for t in state) for state in cache.states]
-        if shapes != expected:
-            raise ValueError(
-                f"`past_key_values` holds states of shapes {shapes}, but this model (cell_type={config.cell_type!r}, "
-                f"num_layers={config.num_layers}) continues from ({', '.join(parts)}) per layer, each of shape "
-                f"(1, batch={batch_size}, hidden_size={config.hidden_size}): pass the cache this model returned for "
-                "the same sequences, or none to start afresh."
-            )
+        cache.check_shapes(
+            [((1, batch_size, config.hidden_size),) * len(parts)] * config.num_layers, {},
+            f"({', '.join(parts)}) per layer, each of shape (1, batch={batch_size}, hidden_size={config.hidden_size}),"
+            f" for its cell_type={config.cell_type!r} and num_layers={config.num_layers}",
+        )
 
     @staticmethod
     def _recurrent_cache(past_key_values) -> RecurrentCache | None:

@@ -315,6 +315,42 @@ def test_bad_inputs():
     torch.testing.assert_close(as_tuple.logits, model(input_ids=source, labels=torch.tensor([[4, EOS]])).logits)
 
 
+
+def decoder_cache(config, sources: torch.Tensor):
+    """The cache a model of ``config`` returns after two decoder positions on ``sources``."""
+    torch.manual_seed(0)
+    model = AttentionSeq2SeqForConditionalGeneration(config).eval()
+    targets = torch.full((sources.shape[0], 2), 4)
+    with torch.no_grad():
+        return model(input_ids=sources, decoder_input_ids=targets, use_cache=True).past_key_values
+
+
+SOURCES = torch.tensor([[5, 3, 9], [6, 7, 8]])
+FOREIGN_CACHES = {  # name: (a cache the default tiny_config() model cannot continue SOURCES from, expected message)
+    "another batch size": (lambda: decoder_cache(tiny_config(), SOURCES[:1]),
+                           r"holds states of shapes \[\(\(1, 1, 8\),\), .*each of shape \(1, batch=2, hidden_size=8\)"),
+    "another cell type": (lambda: decoder_cache(tiny_config(cell_type="lstm"), SOURCES),
+                          r"holds states of shapes \[\(\(1, 2, 8\), \(1, 2, 8\)\), .*"
+                          r"for its cell_type='gru' and decoder_layers=2"),
+    "another layer count": (lambda: decoder_cache(tiny_config(decoder_layers=3), SOURCES),
+                            r"holds states of shapes \[(\(\(1, 2, 8\),\), ){2}\(\(1, 2, 8\),\)\], but "
+                            r".*decoder_layers=2"),
+    "input feeding": (lambda: decoder_cache(tiny_config(input_feeding=True), SOURCES),
+                      r"holds states of shapes .* and extras \{'input_feed': \(2, 1, 8\)\}, but"),
+    "other sources": (lambda: decoder_cache(tiny_config(), torch.tensor([[5, 3, 9, 4], [6, 7, 8, 4]])),
+                      r"was made for 2 sources of 4 positions, but this call has 2 of 3"),
+}
+
+
+@pytest.mark.parametrize("foreign", list(FOREIGN_CACHES))
+def test_foreign_cache_is_rejected(foreign):
+    make_cache, match = FOREIGN_CACHES[foreign]
+    model = AttentionSeq2SeqForConditionalGeneration(tiny_config()).eval()
+    with pytest.raises(ValueError, match=f"`past_key_values` {match}"):
+        model(input_ids=SOURCES, decoder_input_ids=torch.tensor([[4], [4]]), past_key_values=make_cache())
+    model(input_ids=SOURCES, decoder_input_ids=torch.tensor([[4], [4]]),
+          past_key_values=decoder_cache(tiny_config(), SOURCES))  # its own kind of cache is continued
+
 # ---------------------------------------------------------------------------------------------------------------
 # Seq2SeqTrainer, with the collator that builds decoder inputs through prepare_decoder_input_ids_from_labels.
 

@@ -329,11 +329,13 @@ FOREIGN_CACHES = {  # name: (a cache the default language_model() cannot continu
                            r"holds states of shapes \[\(\(1, 3, 12\), \(1, 3, 12\)\), .*"
                            r"continues from \(h, c\) per layer, each of shape \(1, batch=2, hidden_size=12\)"),
     "another cell type": (lambda: prefix_cache(language_model(cell_type="gru")),
-                          r"holds states of shapes \[\(\(1, 2, 12\),\), .*\(cell_type='lstm', num_layers=2\)"),
+                          r"holds states of shapes \[\(\(1, 2, 12\),\), .*for its cell_type='lstm' and num_layers=2"),
     "another layer count": (lambda: prefix_cache(language_model(num_layers=3)),
-                            r"holds states of shapes .*, but this model \(cell_type='lstm', num_layers=2\)"),
+                            r"holds states of shapes \[(\(\(1, 2, 12\), \(1, 2, 12\)\), ){2}"
+                            r"\(\(1, 2, 12\), \(1, 2, 12\)\)\], but .*"
+                            r"for its cell_type='lstm' and num_layers=2"),
     "another hidden size": (lambda: prefix_cache(language_model(hidden_size=6)),
-                            r"holds states of shapes \[\(\(1, 2, 6\), .*hidden_size=12\): pass the cache"),
+                            r"holds states of shapes \[\(\(1, 2, 6\), .*hidden_size=12\), for its .*: pass the cache"),
     "an attention decoder's": (attention_decoder_cache, "holds the decoder state of an attention encoder-decoder"),
 }
 
