@@ -141,6 +141,7 @@ class TransformerStack(nn.Module):
     ):
         super().__init__()
         self.d_model = config.d_model
+        self.num_heads = config.num_heads
         self.causal = causal
         self.cross_attention = cross_attention
         self.input_prefix = "decoder_" if cross_attention else ""  # how its inputs are named in the model's forward
@@ -185,6 +186,8 @@ class TransformerStack(nn.Module):
         batch_size, length = embeds.shape[:2]
         self_cache, cross_cache = self._caches(past_key_values, use_cache)
         past_length = self_cache.get_seq_length() if self_cache is not None else 0
+        if past_length:
+            self._check_cache(self_cache, cross_cache, batch_size, past_length, encoder_hidden_states)
         name = f"{self.input_prefix}attention_mask"
         key_mask = prepare_padding_mask(attention_mask, batch_size, past_length + length, name=name)
         if key_mask is not None:
@@ -275,6 +278,24 @@ class TransformerStack(nn.Module):
                 f"got {type(past_key_values).__name__}."
             )
         return past_key_values, None
+
+    def _check_cache(self, self_cache: DynamicCache, cross_cache: EncoderDecoderCache | None, batch_size: int,
+                     past_length: int, memory: torch.Tensor | None) -> None:
+        """Raise unless the caches hold every layer's keys for ``batch_size`` sequences of ``past_length`` positions
+        (and of ``memory``'s source positions). Shapes only: this runs at every decoding step."""
+        head_dim = self.d_model // self.num_heads
+        expected = {"self-attention": (self_cache, past_length)}
+        if cross_cache is not None and memory is not None and any(cross_cache.is_updated.values()):
+            expected["cross-attention"] = (cross_cache.cross_attention_cache, memory.shape[1])
+        for kind, (cache, positions) in expected.items():
+            found = [tuple(layer.keys.shape) for layer in cache.layers if layer.is_initialized]
+            shape = (batch_size, self.num_heads, positions, head_dim)
+            if found != [shape] * len(self.layers):
+                raise ValueError(
+                    f"`past_key_values` holds {kind} keys of shapes {found}, but this model continues from "
+                    f"{len(self.layers)} layers of shape {shape} (batch, num_heads, positions, d_model / num_heads): "
+                    "pass the cache this model returned for the same sequences, or none to start afresh."
+                )
 
     def _memory_mask(self, encoder_hidden_states, encoder_attention_mask, batch_size: int) -> torch.Tensor | None:
         """The cross-attention mask ``(batch, 1, 1, source_length)``, or None when no source token is padding."""

@@ -392,3 +392,43 @@ def test_other_cache_implementations_and_masks_without_the_cached_positions_are_
     cache = causal_lm(torch.tensor([[4, 5, 6]]), use_cache=True).past_key_values
     with pytest.raises(ValueError, match=r"`attention_mask` has shape \(1, 1\), expected \(1, 4\)"):
         causal_lm(torch.tensor([[7]]), past_key_values=cache, attention_mask=torch.ones(1, 1))
+
+
+def lm_cache(batch: int = 2, **changes):
+    """The cache a causal LM of ``tiny_config(**changes)`` returns after 3 tokens of ``batch`` sequences."""
+    model = random_model(TransformerForCausalLM, tiny_config(is_encoder_decoder=False, **changes))
+    return model(torch.randint(4, VOCAB_SIZE, (batch, 3)), use_cache=True).past_key_values
+
+
+def seq2seq_cache(source_length: int = 3):
+    """The cache of an encoder-decoder after 3 target tokens of 2 sequences, sources of ``source_length``."""
+    model = random_model(TransformerForConditionalGeneration, tiny_config())
+    return model(input_ids=torch.randint(4, VOCAB_SIZE, (2, source_length)),
+                 decoder_input_ids=torch.randint(4, VOCAB_SIZE, (2, 3)), use_cache=True).past_key_values
+
+
+SELF = "self-attention keys of shapes "
+FOREIGN_CACHES = {  # name: (a cache that a tiny_config() model cannot continue 2 sequences from, expected message)
+    "another batch size": (lambda: lm_cache(batch=1),
+                           SELF + r"\[\(1, 4, 3, 4\), \(1, 4, 3, 4\)\], but this model continues from 2 layers of "
+                                  r"shape \(2, 4, 3, 4\)"),
+    "other heads": (lambda: lm_cache(num_heads=2), SELF + r"\[\(2, 2, 3, 8\), \(2, 2, 3, 8\)\], but"),
+    "fewer layers": (lambda: lm_cache(decoder_layers=1), SELF + r"\[\(2, 4, 3, 4\)\], but this model continues from 2"),
+    "more layers": (lambda: lm_cache(decoder_layers=3), SELF + r"\[(\(2, 4, 3, 4\), ){2}\(2, 4, 3, 4\)\], but"),
+    "other sources": (lambda: seq2seq_cache(source_length=5),
+                      r"cross-attention keys of shapes \[\(2, 4, 5, 4\), \(2, 4, 5, 4\)\], but .*\(2, 4, 3, 4\)"),
+}
+
+
+@pytest.mark.parametrize("foreign", list(FOREIGN_CACHES))
+def test_foreign_cache_is_rejected(foreign):
+    make_cache, match = FOREIGN_CACHES[foreign]
+    encoder_decoder = foreign == "other sources"
+    model = random_model(TransformerForConditionalGeneration if encoder_decoder else TransformerForCausalLM,
+                         tiny_config(is_encoder_decoder=encoder_decoder))
+    inputs = {"input_ids": torch.tensor([[4, 5, 6], [7, 8, 9]])} if encoder_decoder else {}
+    own_cache = seq2seq_cache if encoder_decoder else lm_cache
+    step = {"decoder_input_ids" if encoder_decoder else "input_ids": torch.tensor([[4], [5]])}
+    with pytest.raises(ValueError, match=f"`past_key_values` holds {match}"):
+        model(**inputs, **step, past_key_values=make_cache())
+    model(**inputs, **step, past_key_values=own_cache())  # its own kind of cache is continued
