@@ -131,13 +131,20 @@ class DataArguments:
         default=True, metadata={"help": "Batch training rows of similar lengths (shuffled batches, little padding)."}
     )
 
+    def __post_init__(self):
+        for name in ("max_train_samples", "max_eval_samples"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"--{name} must be at least 1 (leave it out for all rows), got {value}.")
+
 
 def label_names(raw: datasets.DatasetDict, column: str) -> list[str]:
     """The label set of ``column`` (class labels, or tag sequences), in id order.
 
     A `datasets.ClassLabel` column (e.g. Hub NER sets with integer tags) keeps its own names; otherwise the
     sorted distinct values of the ``train`` and ``validation`` splits, as strings (a validation-only label still
-    gets an id, so scoring never fails on it). ``-1`` marks an unlabelled row, as in GLUE test splits.
+    gets an id, so scoring never fails on it). ``-1`` marks an unlabelled row, as in GLUE test splits. Numbers
+    must be integers (see `_label_name`).
     """
     feature = raw["train"].features[column]
     feature = getattr(feature, "feature", feature)  # the element type of a sequence column
@@ -148,7 +155,26 @@ def label_names(raw: datasets.DatasetDict, column: str) -> list[str]:
         for value in raw[split][column] if split in raw else []:
             values.update(value if isinstance(value, list) else [value])
     values.discard(-1)
-    return [str(value) for value in sorted(values)]
+    return [_label_name(value, column) for value in sorted(values)]
+
+
+def _label_name(value, column: str) -> str:
+    """The class name of a raw label: its string form, except that an integer-valued float is named like the
+    integer (pandas writes 1 as 1.0 in some columns), so 1.0 in one split and 1 in another are one class.
+
+    Raises:
+        ValueError: for a non-integer number (a regression target such as STS-B's similarity scores).
+    """
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise ValueError(
+                f"The label column {column!r} holds non-integer numbers (e.g. {value}), like a regression data set "
+                "(e.g. STS-B). This script trains classifiers: the labels must be class names or integers. "
+                "Regression is not supported here (the models' sequence-classification heads do support it, with "
+                "config problem_type='regression' and num_labels=1, in a training loop of your own)."
+            )
+        value = int(value)
+    return str(value)
 
 
 def is_bio(labels: list[str]) -> bool:
@@ -180,13 +206,13 @@ def _check_columns(raw: datasets.DatasetDict, columns: tuple[str, str]) -> None:
                                  f"{dataset.column_names}. Pick one with --text_column_name / --label_column_name.")
 
 
-def _label_mapper(feature, labels: list[str]):
+def _label_mapper(feature, labels: list[str], column: str):
     """A function from a raw label to its id: a ClassLabel value is already its id, anything else is looked up
-    by its string form (so the integer 1 and the string "1" both map to the id of "1")."""
+    by its `_label_name` (so the integer 1, the float 1.0 and the string "1" all map to the id of "1")."""
     if isinstance(getattr(feature, "feature", feature), datasets.ClassLabel):
         return int
     index = {name: i for i, name in enumerate(labels)}
-    return lambda value: index[str(value)]
+    return lambda value: index[_label_name(value, column)]
 
 
 def tokenize_for_classification(
@@ -203,7 +229,7 @@ def tokenize_for_classification(
     ClassLabel's names) give the same ids. Rows labelled -1 (unlabelled) are dropped.
     """
     _check_columns(raw, (text_column, label_column))
-    to_id = _label_mapper(raw["train"].features[label_column], labels)
+    to_id = _label_mapper(raw["train"].features[label_column], labels, label_column)
     raw = raw.filter(lambda batch: [label != -1 for label in batch[label_column]], batched=True, desc="Labelled rows")
 
     def tokenize(batch):
@@ -229,7 +255,7 @@ def tokenize_for_tagging(
         raise ValueError(f"{type(tokenizer).__name__} is not a fast tokenizer: word-to-subword label alignment "
                          "needs word_ids(). Use a tokenizer with a tokenizer.json.")
     _check_columns(raw, (tokens_column, tags_column))
-    to_id = _label_mapper(raw["train"].features[tags_column], labels)
+    to_id = _label_mapper(raw["train"].features[tags_column], labels, tags_column)
 
     def tokenize(batch):
         encoded = tokenizer(batch[tokens_column], is_split_into_words=True, truncation=True, max_length=max_length)
@@ -394,11 +420,15 @@ def token_scores(output: dict, labels: list[str]) -> dict:
     return scores
 
 
+def _eval_prefixed(scores: dict) -> dict:
+    return {f"eval_{key}": value for key, value in scores.items()}
+
+
 def evaluation_results(accelerator: Accelerator, output: dict, scores: dict, model: PreTrainedModel) -> dict:
     """The fields every classification script adds to ``results.json``: ``eval_<metric>`` scores, parameters,
     inference throughput (validation rows per second, batched) and the device."""
     return {
-        **{f"eval_{key}": value for key, value in scores.items()},
+        **_eval_prefixed(scores),
         "eval_rows": output["rows"],
         "eval_samples_per_second": output["rows"] / max(output["seconds"], 1e-9),
         "num_parameters": accelerator.unwrap_model(model).num_parameters(),
@@ -419,9 +449,44 @@ TASKS = {
 }
 
 
+def _load_labelled_data(data_args: DataArguments) -> datasets.DatasetDict:
+    """The ``train`` and ``validation`` splits (a ``test`` split is dropped: GLUE test labels are hidden), cut to
+    ``--max_train_samples``/``--max_eval_samples``; refused unless both have the columns and a labelled row."""
+    files = {"train": data_args.train_file, "validation": data_args.validation_file}
+    raw = load_text_dataset(data_args.dataset_name, data_args.dataset_config_name,
+                            {k: v for k, v in files.items() if v})
+    raw.pop("test", None)
+    raw = first_rows(raw, data_args.max_train_samples, data_args.max_eval_samples)
+    _check_columns(raw, (data_args.text_column_name, data_args.label_column_name))
+    for split, rows in raw.items():
+        if not any(label != -1 for label in rows[data_args.label_column_name]):
+            raise ValueError(
+                f"The {split!r} split has no labelled rows ({len(rows)} rows; a {data_args.label_column_name!r} of "
+                f"-1 marks an unlabelled row, as in GLUE test splits), so there is nothing to "
+                f"{'train on' if split == 'train' else 'score'}: pass a --{split}_file (or --dataset_name) with labels."
+            )
+    return raw
+
+
+def _check_metric_for_best_model(metric: str | None, task: str, labels: list[str]) -> None:
+    """Refuse, before training, a ``--metric_for_best_model`` that no evaluation reports: `training.train`'s
+    ``eval_loss`` and ``eval_perplexity``, and the task's scores (``eval_accuracy``...). The scores' names are
+    read off the scoring of one row, so that they are exactly the keys of the results."""
+    if metric is None:
+        return
+    score = TASKS[task][-1]
+    row = [[0]] if task == "token-classification" else [0]
+    names = ["eval_loss", "eval_perplexity", *_eval_prefixed(score({"predictions": row, "references": row}, labels))]
+    if metric not in names:
+        raise ValueError(f"--metric_for_best_model={metric!r} is not a metric of the {task} evaluations; choose one "
+                         f"of {names}.")
+
+
 def run(task: str, model_args: ModelArguments, data_args: DataArguments, training_args: TrainingArguments) -> dict:
     """The whole script: load the data, make the tokenizer and model, train with `training.train`, score the
-    validation split and save model, tokenizer and ``results.json`` to ``training_args.output_dir``.
+    validation split and save model, tokenizer and ``results.json`` to ``training_args.output_dir``. Every
+    evaluation during training scores the validation split too, so ``--metric_for_best_model`` can be any of the
+    results' scores (e.g. ``eval_accuracy``, or ``eval_seqeval_f1`` for BIO tags).
 
     Args:
         task: "text-classification" (one label per text) or "token-classification" (one tag per word).
@@ -435,14 +500,10 @@ def run(task: str, model_args: ModelArguments, data_args: DataArguments, trainin
     auto_class, collator_class, tokenize, score = TASKS[task]
     start = time.monotonic()
     accelerator = make_accelerator(training_args)
-    files = {"train": data_args.train_file, "validation": data_args.validation_file}
     with accelerator.main_process_first():
-        raw = load_text_dataset(data_args.dataset_name, data_args.dataset_config_name,
-                                {k: v for k, v in files.items() if v})
-        raw.pop("test", None)  # scored on validation (GLUE test labels are hidden)
-        raw = first_rows(raw, data_args.max_train_samples, data_args.max_eval_samples)
-        _check_columns(raw, (data_args.text_column_name, data_args.label_column_name))
+        raw = _load_labelled_data(data_args)
         labels = label_names(raw, data_args.label_column_name)
+        _check_metric_for_best_model(training_args.metric_for_best_model, task, labels)
         tokenizer = run_tokenizer(training_args,
                                   lambda: make_tokenizer(model_args, raw["train"][data_args.text_column_name]))
         tokenized = tokenize(raw, tokenizer, data_args.text_column_name, data_args.label_column_name, labels,
@@ -457,8 +518,13 @@ def run(task: str, model_args: ModelArguments, data_args: DataArguments, trainin
     if data_args.group_by_length:
         sampler = LengthGroupedSampler([len(ids) for ids in tokenized["train"]["input_ids"]],
                                        training_args.per_device_train_batch_size, seed=training_args.seed)
-    results = train(accelerator, model, tokenized["train"], validation, collator, training_args, train_sampler=sampler,
-                    tokenizer=tokenizer)
+
+    def validation_scores(unwrapped: PreTrainedModel) -> dict:  # each evaluation reports the results' scores too
+        output = predict(accelerator, unwrapped, validation, collator, training_args.per_device_eval_batch_size)
+        return _eval_prefixed(score(output, labels))
+
+    results = train(accelerator, model, tokenized["train"], validation, collator, training_args,
+                    evaluate_fn=validation_scores, train_sampler=sampler, tokenizer=tokenizer)
     output = predict(accelerator, model, validation, collator, training_args.per_device_eval_batch_size)
     results.update(evaluation_results(accelerator, output, score(output, labels), model))
     results.update(

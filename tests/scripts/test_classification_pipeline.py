@@ -105,6 +105,25 @@ def test_label_names():
     assert label_names(tagging_dataset(), "tags") == ["B-LOC", "B-MISC", "B-PER", "O"]
 
 
+def test_integer_valued_float_labels_are_the_integers_classes():
+    tokenizer = train_tokenizer(["a b c"], "word", vocab_size=20)
+    raw = datasets.DatasetDict({  # pandas writes a column of integers with gaps as floats
+        "train": datasets.Dataset.from_dict({"sentence": ["a", "b", "c"], "label": [1.0, 0.0, -1.0]}),
+        "validation": datasets.Dataset.from_dict({"sentence": ["a", "b"], "label": [0, 1]}),
+    })
+    labels = label_names(raw, "label")
+    assert labels == ["0", "1"]
+    tokenized = tokenize_for_classification(raw, tokenizer, "sentence", "label", labels, max_length=8)
+    assert tokenized["train"]["labels"] == [1, 0] and tokenized["validation"]["labels"] == [0, 1]
+
+
+def test_non_integer_labels_are_refused():
+    regression = datasets.DatasetDict({"train": datasets.Dataset.from_dict({"score": [0.0, 3.8, 1.5]})})
+    with pytest.raises(ValueError, match=r"'score' holds non-integer numbers \(e.g. 1.5\).*class names or integers.*"
+                                         r"problem_type='regression'"):
+        label_names(regression, "score")
+
+
 def test_is_bio():
     assert is_bio(["O", "B-PER", "I-PER", "B-LOC"])
     assert is_bio(["O", "S-PER", "E-LOC"])  # IOBES

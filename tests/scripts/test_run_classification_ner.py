@@ -16,6 +16,7 @@ from transformers import (
     BertModel,
 )
 
+from hf_seqmodels import classification
 from hf_seqmodels.classification import ModelArguments, make_model, make_tokenizer, pretrained_rows
 from hf_seqmodels.paths import REPO_ROOT
 
@@ -58,6 +59,16 @@ def write_ner_files(folder):
                 handle.write(json.dumps({"tokens": words, "ner_tags": tags}) + "\n")
     return ["--train_file", str(folder / "train.jsonl"), "--validation_file", str(folder / "validation.jsonl"),
             "--label_column_name", "ner_tags"]
+
+
+def write_classification_files(folder, train_labels: list, validation_labels: list) -> list[str]:
+    """Rows of two-word sentences with the given labels, in train.jsonl and validation.jsonl."""
+    for split, labels in (("train", train_labels), ("validation", validation_labels)):
+        with open(folder / f"{split}.jsonl", "w") as handle:
+            for i, label in enumerate(labels):
+                sentence = f"word{i % 5} {'good' if i % 2 else 'bad'}"
+                handle.write(json.dumps({"sentence": sentence, "label": label}) + "\n")
+    return ["--train_file", str(folder / "train.jsonl"), "--validation_file", str(folder / "validation.jsonl")]
 
 
 def test_sst2_with_a_bidirectional_gru(tmp_path, data_dir):
@@ -205,3 +216,47 @@ def test_bad_arguments_fail_early(tmp_path):
     with pytest.raises(ValueError, match="'nope=1' is not 'field=value'"):
         script("run_classification").main(["--config_overrides", "nope=1", "--max_train_samples", "8",
                                            "--max_eval_samples", "8", "--output_dir", str(tmp_path / "y"), *TINY])
+
+
+def test_best_model_on_accuracy(tmp_path):
+    output = tmp_path / "best"
+    results = script("run_classification").main(
+        ["--metric_for_best_model", "eval_accuracy", "--output_dir", str(output),
+         *write_classification_files(tmp_path, [0, 1] * 8, [0, 1, 1, 0, 1, 0]), *TINY])
+    history = results["eval_history"]
+    assert len(history) == 2 and all({"eval_accuracy", "eval_f1", "eval_loss"} <= set(entry) for entry in history)
+    best = max(history, key=lambda entry: entry["eval_accuracy"])  # the first of equals, as BestModel keeps it
+    # The final scores are recomputed after training: the best evaluation's weights were restored.
+    assert results["best_step"] == best["step"] and results["eval_accuracy"] == pytest.approx(best["eval_accuracy"])
+
+
+def test_early_stopping_on_the_seqeval_f1(tmp_path):
+    # With a learning rate of 0 no evaluation is better than the first: patience 1 stops after the second.
+    results = script("run_ner").main(
+        ["--metric_for_best_model", "eval_seqeval_f1", "--early_stopping_patience", "1", "--learning_rate", "0",
+         "--output_dir", str(tmp_path / "ner"), *write_ner_files(tmp_path), *TINY])
+    assert results["stopped_early"] and results["steps"] == 2 and results["best_step"] == 1
+    assert all("eval_seqeval_f1" in entry for entry in results["eval_history"])
+
+
+@pytest.mark.parametrize(
+    "train_labels, validation_labels, options, message",
+    [
+        ([0.37, 1.5, 4.0], [2.25], [], r"'label' holds non-integer numbers \(e.g. 0.37\).*class names or integers"),
+        ([0, 1], [0, 1], ["--max_train_samples", "0"], "--max_train_samples must be at least 1"),
+        ([0, 1], [0, 1], ["--max_eval_samples", "0"], "--max_eval_samples must be at least 1"),
+        ([-1, -1], [0, 1], [], r"'train' split has no labelled rows \(2 rows; a 'label' of -1.*--train_file"),
+        ([0, 1], [-1], [], r"'validation' split has no labelled rows \(1 rows; .*--validation_file"),
+        ([0, 1], [0, 1], ["--metric_for_best_model", "eval_bleu"],
+         r"'eval_bleu' is not a metric .*\['eval_loss', 'eval_perplexity', 'eval_accuracy', 'eval_f1'\]"),
+    ],
+)
+def test_bad_data_is_refused_before_training(tmp_path, monkeypatch, train_labels, validation_labels, options,
+                                             message):
+    def no_tokenizer(*args):
+        raise AssertionError("a tokenizer was made before the bad input was refused")
+
+    monkeypatch.setattr(classification, "make_tokenizer", no_tokenizer)
+    with pytest.raises(ValueError, match=message):
+        script("run_classification").main(["--output_dir", str(tmp_path / "out"), *options,
+                                           *write_classification_files(tmp_path, train_labels, validation_labels)])
