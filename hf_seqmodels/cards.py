@@ -360,6 +360,16 @@ def _code_files(config: dict) -> list[str]:
     return sorted({ref.split("--")[-1].rsplit(".", 1)[0] + ".py" for ref in references})
 
 
+def check_model_dir(model_dir: str | Path) -> None:
+    """Raise a ValueError unless ``model_dir`` is a folder with a config.json (the output_dir of a training script)."""
+    model_dir = Path(model_dir)
+    if not model_dir.is_dir():
+        raise ValueError(f"{model_dir}: no such folder ({model_dir.absolute()}); pass the output_dir of a training "
+                         "script.")
+    if not (model_dir / "config.json").is_file():
+        raise ValueError(f"{model_dir} has no config.json: pass the output_dir of a training script.")
+
+
 def stage_hub_folder(model_dir: str | Path, target: str | Path, card: ModelCard) -> list[str]:
     """Copy the files a Hub repo needs from ``model_dir`` into a fresh ``target`` and write ``card`` as README.md.
 
@@ -373,8 +383,7 @@ def stage_hub_folder(model_dir: str | Path, target: str | Path, card: ModelCard)
         The staged file names, sorted.
     """
     model_dir, target = Path(model_dir), Path(target)
-    if not (model_dir / "config.json").is_file():
-        raise ValueError(f"{model_dir} has no config.json: pass the output_dir of a training script.")
+    check_model_dir(model_dir)
     if pickles := sorted(p.name for p in model_dir.iterdir() if _matches(p.name, PICKLE_FILES)):
         raise ValueError(f"{model_dir} holds pickle weights {pickles}; save with safetensors (save_pretrained's "
                          "default) and remove them before uploading.")

@@ -25,6 +25,12 @@ FORMATS = {
     ".tsv": ("csv", {"delimiter": "\t"}),
     ".txt": ("text", {}),
 }
+# What a file of each builder must hold, for error messages.
+LAYOUTS = {
+    "json": 'JSON lines: one object per line, e.g. {"sentence": "..."}',
+    "csv": "a header row of column names, then one row per example",
+    "text": "one example per line (the column 'text')",
+}
 COMPRESSION = {".gz", ".bz2", ".xz", ".zst"}
 
 
@@ -34,6 +40,27 @@ def _extension(path: str) -> str:
     if extension not in FORMATS:
         raise ValueError(f"Unsupported data file {path!r}: use one of {sorted(FORMATS)} (optionally .gz).")
     return extension
+
+
+def check_column_files(files: dict[str, str | None]) -> None:
+    """Raise a ValueError for a .txt file among ``files`` (option -> path or None), for tasks that read named
+    columns: a text file has only the column 'text'."""
+    for option, path in files.items():
+        if path and FORMATS[_extension(path)][0] == "text":
+            raise ValueError(f"{option}={path}: a .txt file has one column, 'text', but this task reads named "
+                             "columns; use JSON lines (.jsonl) or csv/tsv with a header row of column names.")
+
+
+def _load_file(split: str, path: str, extension: str) -> datasets.Dataset:
+    """One data file as the ``split`` split; a ValueError naming the file when it is empty or not in its format."""
+    builder, options = FORMATS[extension]
+    expected = f"a {extension} file holds {LAYOUTS[builder]}"
+    if Path(path).is_file() and Path(path).stat().st_size == 0:
+        raise ValueError(f"The {split} file {path} is empty; {expected}.")
+    try:
+        return datasets.load_dataset(builder, data_files={split: path}, **options)[split]
+    except datasets.exceptions.DatasetGenerationError as error:
+        raise ValueError(f"The {split} file {path} could not be read ({error.__cause__}); {expected}.") from error
 
 
 def load_text_dataset(
@@ -56,10 +83,9 @@ def load_text_dataset(
         extensions = {_extension(path) for path in data_files.values()}
         if len(extensions) > 1:
             raise ValueError(f"All data files must have one format, got {sorted(extensions)} from {data_files}.")
-        builder, options = FORMATS[extensions.pop()]
+        extension = extensions.pop()
         # One split at a time: files with other columns reach the caller's column checks instead of failing in datasets.
-        raw = datasets.DatasetDict({split: datasets.load_dataset(builder, data_files={split: path}, **options)[split]
-                                    for split, path in data_files.items()})
+        raw = datasets.DatasetDict({split: _load_file(split, path, extension) for split, path in data_files.items()})
     elif name_or_path is None:
         raise ValueError("Pass a data set name (e.g. 'ptb'), a local folder, a Hub name, or data_files.")
     elif (data_dir() / name_or_path).is_dir():
@@ -123,7 +149,8 @@ def tokenize_for_lm(
     """Tokenize ``text_column``, end every text with ``eos`` and group each split into blocks.
 
     Ending each sentence with ``eos`` is Mikolov's PTB convention: the model also learns where sentences end.
-    Each split is grouped as one stream, so only its last partial block (< ``block_size`` tokens) is dropped.
+    Each split is grouped as one stream, so only its last partial block (< ``block_size`` tokens) is dropped; a
+    split shorter than one block raises a ValueError.
 
     Returns:
         A DatasetDict with columns ``input_ids`` and ``labels``, each a list of ``block_size`` ints.
@@ -139,7 +166,7 @@ def tokenize_for_lm(
         return {"input_ids": [sentence + [tokenizer.eos_token_id] for sentence in ids]}
 
     tokenized = raw.map(tokenize, batched=True, remove_columns=columns, num_proc=num_proc, desc="Tokenizing")
-    return tokenized.map(
+    blocks = tokenized.map(
         group_texts,
         fn_kwargs={"block_size": block_size},
         batched=True,
@@ -147,3 +174,10 @@ def tokenize_for_lm(
         num_proc=num_proc,
         desc=f"Grouping texts in blocks of {block_size}",
     )
+    for split, rows in blocks.items():
+        if len(rows) == 0:
+            tokens = sum(map(len, tokenized[split]["input_ids"]))
+            option = "--max_train_samples" if split == "train" else "--max_eval_samples"
+            raise ValueError(f"The {split!r} split has {tokens} tokens, fewer than --block_size={block_size}, so it "
+                             f"makes no block: lower --block_size, or give it more text ({option}).")
+    return blocks

@@ -15,16 +15,18 @@ import datasets
 import torch
 from tokenizers import processors
 from torch.utils.data import Sampler
-from transformers import AutoTokenizer, PreTrainedTokenizerFast
+from transformers import AutoConfig, AutoModelForSeq2SeqLM, AutoTokenizer, PreTrainedTokenizerFast
+from transformers.models.auto.modeling_auto import MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING
 
 from .evaluation import translation_metrics
 from .models import pipeline_translation
 from .models.pipeline_translation import CUSTOM_PIPELINES, SOURCE_TOKENIZER_DIR
+from .paths import check_model_path
 from .tokenization import train_tokenizer
 
 __all__ = ["CUSTOM_PIPELINES", "TranslationTokenizers", "LengthGroupedSampler", "train_tokenizers", "load_tokenizers",
-           "check_language_columns", "tokenize_pairs", "translate", "translation_scores", "attention_matrix",
-           "save_attention_plot"]
+           "check_language_columns", "tokenize_pairs", "translate", "translation_scores", "load_translation_model",
+           "attention_matrix", "save_attention_plot"]
 
 
 def end_with_eos(tokenizer: PreTrainedTokenizerFast) -> PreTrainedTokenizerFast:
@@ -200,6 +202,21 @@ def translation_scores(
     return {f"{prefix}{name}": value for name, value in scores.items()}, translations
 
 
+def load_translation_model(model_dir):
+    """The encoder-decoder saved in ``model_dir`` (a folder or Hub id), loaded through `AutoModelForSeq2SeqLM`.
+
+    Raises a ValueError naming what the folder holds when it is some other model (a language model or a classifier):
+    a Transformer classifier would otherwise load as a translation model with an untrained decoder.
+    """
+    check_model_path(str(model_dir), option="model_dir")
+    config = AutoConfig.from_pretrained(model_dir)
+    seq2seq = MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING.get(type(config), None)
+    architectures = config.architectures or []
+    if seq2seq is None or (architectures and seq2seq.__name__ not in architectures):
+        raise ValueError(f"{model_dir} holds a {config.model_type!r} model {architectures}, not a translation "
+                         "model: pass a folder saved by scripts/run_translation.py.")
+    return AutoModelForSeq2SeqLM.from_pretrained(model_dir, config=config)
+
 
 @torch.no_grad()
 def attention_matrix(model, tokenizers: TranslationTokenizers, text: str, **generate_kwargs):
@@ -231,9 +248,8 @@ def save_attention_plot(model_dir, text: str, path=None, **generate_kwargs):
 
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
-    from transformers import AutoModelForSeq2SeqLM
 
-    model = AutoModelForSeq2SeqLM.from_pretrained(model_dir)
+    model = load_translation_model(model_dir)
     source_tokens, target_tokens, weights = attention_matrix(model, load_tokenizers(model_dir), text,
                                                              **generate_kwargs)
     if weights is None:

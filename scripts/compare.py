@@ -10,8 +10,12 @@ the learning-rate schedule completes within the time on the reference CPU). Writ
   inference throughput, device, arguments) under ``runs``; rewritten after each model, so a crash keeps the rest;
 * ``results/<suite>.md``: the table; ``results/<suite>.png``: a bar chart of the suite's metric.
 
+A run never drops saved runs: without ``--update``, a run whose ``--models`` leave out a model that
+``results/<suite>.json`` holds is refused (re-run those models with ``--update``, or write elsewhere with
+``--results_dir``).
+
     python scripts/compare.py sentiment                  # CPU budget (minutes per model), 1 thread
-    python scripts/compare.py ner --models BiLSTM,BERT   # a subset
+    python scripts/compare.py ner --models BiLSTM,BERT --results_dir results/trial   # a subset, on its own
     python scripts/compare.py ner --models BERT --update # re-run one model, keep the other rows
     python scripts/compare.py sentiment ner --full       # GPU budget: full epochs
     python scripts/compare.py sentiment --full --jobs 7  # the same, all seven models at once on one GPU
@@ -159,7 +163,8 @@ SUITES = {
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("suites", nargs="+", choices=list(SUITES), help="The suites to run, in order.")
-    parser.add_argument("--models", help="Comma-separated model names of the suite (default: all).")
+    parser.add_argument("--models", help="Comma-separated model names of the suite (default: all). Without "
+                                         "--update, refused when results/<suite>.json holds runs of other models.")
     parser.add_argument("--full", action="store_true", help="The GPU budget (full epochs) instead of the CPU one.")
     parser.add_argument("--time_budget_minutes", type=float, help="Override the suite's time budget per model.")
     parser.add_argument("--max_train_steps", type=int, help="Cap every model at this many steps (smoke runs).")
@@ -240,6 +245,16 @@ def kept_runs(path: Path, report: dict, names: list[str]) -> tuple[list[dict], d
                              f"{report[key]!r}; re-run the whole suite.")
     caps = {name: steps for name, steps in previous.get("step_caps", {}).items() if name not in names}
     return [run for run in previous["runs"] if run["name"] not in names], caps
+
+
+def check_nothing_dropped(path: Path, names: list[str]) -> None:
+    """Without --update the results file at ``path`` is rewritten with the runs of ``names`` only: refuse when it
+    holds runs of other models, which would be lost."""
+    if not path.is_file():
+        return
+    if dropped := [run["name"] for run in json.loads(path.read_text())["runs"] if run["name"] not in names]:
+        raise SystemExit(f"{path} holds the runs of {dropped}, which a run of only {names} would drop: pass "
+                         "--update to re-run these models and keep the others, or --results_dir to write elsewhere.")
 
 
 def write_json(path: Path, data: dict) -> None:
@@ -332,6 +347,8 @@ def run_suite(suite_name: str, args: argparse.Namespace) -> dict:
     if args.update:
         kept, caps = kept_runs(results_dir / f"{suite_name}.json", report, names)
         report["step_caps"] = {**caps, **report["step_caps"]}
+    else:
+        check_nothing_dropped(results_dir / f"{suite_name}.json", names)
     order = list(suite.models)
 
     def run_one(name: str) -> dict:

@@ -20,7 +20,9 @@ from pathlib import Path
 
 from huggingface_hub import HfApi
 
-from hf_seqmodels.cards import TASKS, check_hub_folder, load_check, load_run, render_card, stage_hub_folder
+from hf_seqmodels.cards import (
+    TASKS, check_hub_folder, check_model_dir, load_check, load_run, render_card, stage_hub_folder,
+)
 from hf_seqmodels.paths import REPO_ROOT
 
 BENCHMARKS = REPO_ROOT / "results" / "benchmarks.json"
@@ -57,10 +59,25 @@ def load_benchmarks(path: str | None) -> dict | None:
     return json.loads(Path(path).read_text())
 
 
+def results_file(args: argparse.Namespace) -> Path:
+    """The results file the card is rendered from: --results, else the one the training script wrote."""
+    if args.results:
+        if not Path(args.results).is_file():
+            raise ValueError(f"--results {args.results}: no such file.")
+        return Path(args.results)
+    path = Path(args.model_dir) / "results.json"
+    if not path.is_file():
+        raise ValueError(f"{path} is missing: the model card is rendered from the results.json that the training "
+                         "script writes beside the model. Pass the run's results with --results: its results.json, "
+                         "or results/<suite>.json with --model <run name> for a model that compare.py trained.")
+    return path
+
+
 def main(argv: list[str] | None = None) -> Path:
     args = parse_args(argv)
     model_dir = Path(args.model_dir)
-    run = load_run(args.results or model_dir / "results.json", args.model)
+    check_model_dir(model_dir)
+    run = load_run(results_file(args), args.model)
     card = render_card(run, model_name=args.model or args.repo_id.split("/")[-1], license=args.license,
                        benchmarks=load_benchmarks(args.benchmarks))
     staging = Path(args.staging_dir or f"{str(model_dir).rstrip('/')}-hub")

@@ -31,7 +31,7 @@ from transformers import AutoConfig, AutoModelForSeq2SeqLM, DataCollatorForSeq2S
 
 import hf_seqmodels  # noqa: F401  (registers the models with the Auto classes)
 from hf_seqmodels.cli import parse_config_overrides
-from hf_seqmodels.data import first_rows, load_text_dataset
+from hf_seqmodels.data import check_column_files, first_rows, load_text_dataset
 from hf_seqmodels.translation import (
     CUSTOM_PIPELINES,
     LengthGroupedSampler,
@@ -86,6 +86,8 @@ class DataArguments:
             raise ValueError(f"--vocabulary={self.vocabulary!r} is not supported; choose one of {VOCABULARIES}.")
         for name in ("max_source_length", "max_target_length"):
             check_at_least(self, name, 2, " (a token and the eos)")
+        check_column_files({"--train_file": self.train_file, "--validation_file": self.validation_file,
+                            "--test_file": self.test_file})
 
 
 @dataclass

@@ -3,7 +3,7 @@
 import datasets
 import pytest
 
-from hf_seqmodels.data import first_rows, group_texts, load_text_dataset, tokenize_for_lm
+from hf_seqmodels.data import check_column_files, first_rows, group_texts, load_text_dataset, tokenize_for_lm
 from hf_seqmodels.tokenization import train_tokenizer
 
 
@@ -36,6 +36,14 @@ def test_tokenize_for_lm_rejects_a_missing_column():
         tokenize_for_lm(raw, train_tokenizer(["a b"], "word"), block_size=4, text_column="sentence")
 
 
+def test_tokenize_for_lm_names_a_split_shorter_than_a_block():
+    raw = datasets.DatasetDict({split: datasets.Dataset.from_dict({"sentence": [text]})
+                                for split, text in (("train", "a b c d e f"), ("validation", "a b"))})
+    with pytest.raises(ValueError, match=r"'validation' split has 3 tokens, fewer than --block_size=4, .*"
+                                         r"--max_eval_samples"):
+        tokenize_for_lm(raw, train_tokenizer(raw["train"]["sentence"], "word"), block_size=4)
+
+
 def test_bundled_ptb_loads_by_name(data_dir):
     raw = load_text_dataset("ptb")
     assert {split: len(rows) for split, rows in raw.items()} == {"train": 42068, "validation": 3370, "test": 3761}
@@ -56,6 +64,25 @@ def test_unsupported_file_and_missing_source_raise():
         load_text_dataset(data_files={"train": "train.parquet.gz"})
     with pytest.raises(ValueError, match="Pass a data set name"):
         load_text_dataset()
+
+
+@pytest.mark.parametrize("name, content, message", [
+    ("train.json", "sentence,label\nhi,1\n", r"could not be read \(JSON parse error.*\); a .json file holds JSON "
+                                            "lines"),
+    ("train.jsonl", "", "is empty; a .jsonl file holds JSON lines"),
+    ("train.csv", "", "is empty; a .csv file holds a header row"),
+])
+def test_a_file_not_in_its_format_is_named(name, content, message, tmp_path):
+    path = tmp_path / name
+    path.write_text(content)
+    with pytest.raises(ValueError, match=f"The train file {path} {message}"):
+        load_text_dataset(data_files={"train": str(path)})
+
+
+def test_check_column_files_refuses_text_files():
+    check_column_files({"--train_file": "train.jsonl.gz", "--validation_file": None})
+    with pytest.raises(ValueError, match="--test_file=test.txt: a .txt file has one column, 'text'"):
+        check_column_files({"--train_file": "train.csv", "--test_file": "test.txt"})
 
 
 def test_first_rows_limits_train_and_the_other_splits_separately():

@@ -1,19 +1,30 @@
 """hf_seqmodels.translation: tokenizers that end texts with eos, batches of similar lengths that a resumed run sees
 again, batched translation == one sentence at a time, the saved translation pipeline, and attention matrices."""
 
+import re
 import shutil
+from pathlib import Path
 
 import datasets
 import pytest
 import torch
 from transformers import AutoModelForSeq2SeqLM, DataCollatorForSeq2Seq, pipeline
 
-from hf_seqmodels import AttentionSeq2SeqConfig, AttentionSeq2SeqForConditionalGeneration
+from hf_seqmodels import (
+    AttentionSeq2SeqConfig,
+    AttentionSeq2SeqForConditionalGeneration,
+    RecurrentConfig,
+    RecurrentForCausalLM,
+    TransformerConfig,
+    TransformerForSequenceClassification,
+)
+from hf_seqmodels.paths import check_model_path
 from hf_seqmodels.translation import (
     CUSTOM_PIPELINES,
     LengthGroupedSampler,
     attention_matrix,
     load_tokenizers,
+    load_translation_model,
     tokenize_pairs,
     train_tokenizers,
     translate,
@@ -160,6 +171,35 @@ def test_attention_matrix(tokenizers):
     torch.testing.assert_close(weights.sum(-1), torch.ones(len(target_tokens)))
     plain = tiny_model(tokenizers, attention_type="none")
     assert attention_matrix(plain, tokenizers, "two cats sit", max_new_tokens=5)[2] is None
+
+
+def test_check_model_path_takes_folders_and_hub_ids(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "outputs" / "run").mkdir(parents=True)
+    for name in ("outputs/run", str(tmp_path / "outputs"), "gpt2", "sentence-transformers/all-MiniLM-L6-v2"):
+        check_model_path(name)  # the Hub is not asked
+    for name in ("outputs/does-not-exist", "./my model", "a/b/c"):
+        folder = re.escape(f"--model_name_or_path={name!r}: there is no such folder ({tmp_path / Path(name)})")
+        with pytest.raises(ValueError, match=f"{folder}.* or a Hub repository id 'user/name'"):
+            check_model_path(name)
+
+
+def test_load_translation_model_refuses_other_models(tokenizers, tmp_path):
+    tiny_model(tokenizers).save_pretrained(tmp_path / "translation")
+    assert isinstance(load_translation_model(tmp_path / "translation"), AttentionSeq2SeqForConditionalGeneration)
+    RecurrentForCausalLM(RecurrentConfig(vocab_size=10, embedding_size=4, hidden_size=4)).save_pretrained(
+        tmp_path / "lm")
+    with pytest.raises(ValueError, match=r"holds a 'recurrent' model \['RecurrentForCausalLM'\], not a translation"):
+        load_translation_model(tmp_path / "lm")
+    # The Transformer's config is registered for seq2seq too: a classifier must not load with an untrained decoder.
+    classifier = TransformerConfig(vocab_size=10, d_model=8, ffn_dim=8, num_heads=2, encoder_layers=1,
+                                   decoder_layers=1, num_labels=2)
+    TransformerForSequenceClassification(classifier).save_pretrained(tmp_path / "classifier")
+    with pytest.raises(ValueError, match=r"TransformerForSequenceClassification'\], not a translation model: pass a "
+                                         "folder saved by scripts/run_translation.py"):
+        load_translation_model(tmp_path / "classifier")
+    with pytest.raises(ValueError, match="model_dir='.*missing': there is no such folder"):
+        load_translation_model(tmp_path / "missing")
 
 
 def test_resumed_run_with_bleu_checkpoints_matches_a_straight_run(raw, tokenizers, tmp_path):

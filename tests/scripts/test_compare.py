@@ -81,3 +81,17 @@ def test_a_failed_run_is_recorded_and_fails_the_command(tmp_path):
     [run] = json.loads((tmp_path / "results" / "sentiment.json").read_text())["runs"]
     assert run["error"] == "exit code 1" and "is an existing file" in run["log_tail"]
     assert user_file.read_text() == "a user's file"
+
+
+def test_a_subset_without_update_keeps_the_saved_runs(tmp_path):
+    """Without --update the results file would be rewritten with the subset only: refused before any run."""
+    results = tmp_path / "results" / "sentiment.json"
+    results.parent.mkdir()
+    results.write_text(json.dumps({"runs": [{"name": "RNN"}, {"name": "GRU"}]}))
+    saved = results.read_text()
+    with pytest.raises(SystemExit, match=r"holds the runs of \['GRU'\], which a run of only \['RNN'\] would drop: "
+                                         "pass --update"):
+        script("compare").main(["sentiment", "--models", "RNN", "--results_dir", str(results.parent),
+                                "--output_dir", str(tmp_path / "outputs")])
+    assert results.read_text() == saved and sorted(p.name for p in results.parent.iterdir()) == ["sentiment.json"]
+    assert not (tmp_path / "outputs").exists()

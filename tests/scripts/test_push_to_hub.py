@@ -108,3 +108,21 @@ def test_upload_to_a_local_hub_stand_in(trained, tmp_path):
              "me/sst2-bilstm", "--staging_dir", str(staging)], env=env, capture_output=True, text=True, timeout=300)
         assert again.returncode == 0, again.stderr[-3000:]
         assert hub.repos["me/sst2-bilstm"] == uploaded
+
+
+def test_bad_model_folders_are_refused_before_staging(tmp_path):
+    push = script("push_to_hub")
+    model_dir, staging = tmp_path / "model", tmp_path / "hub"
+    with pytest.raises(ValueError, match=f"no such folder \\({model_dir}\\); pass the output_dir of a training"):
+        push.main([str(model_dir), "--repo_id", "me/model", "--dry-run", "--staging_dir", str(staging)])
+    model_dir.mkdir()
+    with pytest.raises(ValueError, match="has no config.json: pass the output_dir of a training script"):
+        push.main([str(model_dir), "--repo_id", "me/model", "--dry-run", "--staging_dir", str(staging)])
+    (model_dir / "config.json").write_text("{}")
+    with pytest.raises(ValueError, match="results.json is missing: the model card is rendered from the results.json "
+                                         "that the training script writes .* --results.* --model <run name>"):
+        push.main([str(model_dir), "--repo_id", "me/model", "--dry-run", "--staging_dir", str(staging)])
+    with pytest.raises(ValueError, match="--results /nowhere.json: no such file"):
+        push.main([str(model_dir), "--repo_id", "me/model", "--results", "/nowhere.json", "--staging_dir",
+                   str(staging)])
+    assert not staging.exists()

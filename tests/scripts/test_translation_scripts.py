@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from transformers import AutoModelForSeq2SeqLM, pipeline
 
-import hf_seqmodels  # noqa: F401  (registers the Auto classes for the reload)
+from hf_seqmodels import RecurrentConfig, RecurrentForCausalLM
 from hf_seqmodels.cards import render_card
 from hf_seqmodels.translation import load_tokenizers
 
@@ -82,11 +82,26 @@ def test_run_translation(name, data_dir, tmp_path, monkeypatch, capsys):
             run_script(PUSH_TO_HUB, [*push, "--benchmarks", "/nowhere.json"], monkeypatch)
 
 
+def test_plot_attention_needs_a_translation_model_folder(tmp_path, monkeypatch):
+    RecurrentForCausalLM(RecurrentConfig(vocab_size=10, embedding_size=4, hidden_size=4)).save_pretrained(tmp_path)
+    with pytest.raises(ValueError, match=r"holds a 'recurrent' model \['RecurrentForCausalLM'\], not a translation "
+                                         "model: pass a folder saved by scripts/run_translation.py"):
+        run_script(PLOT_ATTENTION, [str(tmp_path), "A man sleeps."], monkeypatch)
+    with pytest.raises(ValueError, match="there is no such folder"):
+        run_script(PLOT_ATTENTION, [str(tmp_path / "missing"), "A man sleeps."], monkeypatch)
+
+
 def test_run_translation_rejects_bad_options(monkeypatch):
     with pytest.raises(ValueError, match="--vocabulary='shared' is not supported"):
         run_script(RUN_TRANSLATION, ["--output_dir", "unused", "--vocabulary", "shared"], monkeypatch)
     with pytest.raises(ValueError, match="--model_type='recurrent' is not supported"):
         run_script(RUN_TRANSLATION, ["--output_dir", "unused", "--model_type", "recurrent"], monkeypatch)
+
+
+def test_run_translation_refuses_a_text_file(monkeypatch):
+    """A .txt file has one column, 'text': the language columns can never be found in it."""
+    with pytest.raises(ValueError, match="--train_file=train.txt: a .txt file has one column, 'text'.* JSON lines"):
+        run_script(RUN_TRANSLATION, ["--output_dir", "unused", "--train_file", "train.txt"], monkeypatch)
 
 
 @pytest.mark.parametrize("option, value, message", [
