@@ -34,6 +34,7 @@ from transformers import (
 from .cli import parse_config_overrides
 from .data import first_rows, load_text_dataset
 from .evaluation import classification_metrics, tagging_metrics
+from .paths import check_model_path
 from .tokenization import KINDS, train_tokenizer
 from .training import TrainingArguments, describe_device, make_accelerator, run_tokenizer, save_model, train
 from .translation import LengthGroupedSampler
@@ -107,6 +108,9 @@ class ModelArguments:
             raise ValueError("--spelling_features is an option of --model_type recurrent.")
         if self.max_seq_length < 2:
             raise ValueError(f"--max_seq_length must be at least 2, got {self.max_seq_length}.")
+        for option in ("model_name_or_path", "embeddings_from", "tokenizer_name"):
+            if getattr(self, option):
+                check_model_path(getattr(self, option), f"--{option}")
 
 
 @dataclass

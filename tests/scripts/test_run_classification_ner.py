@@ -249,6 +249,9 @@ def test_early_stopping_on_the_seqeval_f1(tmp_path):
         ([0, 1], [-1], [], r"'validation' split has no labelled rows \(1 rows; .*--validation_file"),
         ([0, 1], [0, 1], ["--metric_for_best_model", "eval_bleu"],
          r"'eval_bleu' is not a metric .*\['eval_loss', 'eval_perplexity', 'eval_accuracy', 'eval_f1'\]"),
+        ([0, 1], [0, 1], ["--model_name_or_path", "tests/no-such-run"],
+         r"--model_name_or_path='tests/no-such-run': there is no such folder"),
+        ([0, 1], [0, 1], ["--tokenizer_name", "./no such tokenizer"], r"--tokenizer_name='./no such tokenizer': there is"),
     ],
 )
 def test_bad_data_is_refused_before_training(tmp_path, monkeypatch, train_labels, validation_labels, options,
