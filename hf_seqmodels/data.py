@@ -61,6 +61,10 @@ def _load_file(split: str, path: str, extension: str) -> datasets.Dataset:
         return datasets.load_dataset(builder, data_files={split: path}, **options)[split]
     except datasets.exceptions.DatasetGenerationError as error:
         raise ValueError(f"The {split} file {path} could not be read ({error.__cause__}); {expected}.") from error
+    except ValueError as error:
+        if "corresponds to no data" not in str(error):  # datasets' words for a file without rows (a csv header only)
+            raise
+        raise ValueError(f"The {split} file {path} has no rows; {expected}.") from error
 
 
 def load_text_dataset(

@@ -71,6 +71,8 @@ def test_unsupported_file_and_missing_source_raise():
                                             "lines"),
     ("train.jsonl", "", "is empty; a .jsonl file holds JSON lines"),
     ("train.csv", "", "is empty; a .csv file holds a header row"),
+    ("train.csv", "sentence,label\n", "has no rows; a .csv file holds a header row"),
+    ("train.jsonl", "\n\n", "has no rows; a .jsonl file holds JSON lines"),
 ])
 def test_a_file_not_in_its_format_is_named(name, content, message, tmp_path):
     path = tmp_path / name
