@@ -159,6 +159,10 @@ def label_names(raw: datasets.DatasetDict, column: str) -> list[str]:
         for value in raw[split][column] if split in raw else []:
             values.update(value if isinstance(value, list) else [value])
     values.discard(-1)
+    if len({isinstance(value, str) for value in values}) > 1:
+        number, text = (next(v for v in values if isinstance(v, str) == is_text) for is_text in (False, True))
+        raise ValueError(f"The label column {column!r} holds numbers and strings across the splits (e.g. {number} "
+                         f"and {text!r}): write the labels of every data file the same way.")
     return [_label_name(value, column) for value in sorted(values)]
 
 
