@@ -31,7 +31,7 @@ from transformers import (
     PreTrainedTokenizerBase,
 )
 
-from .cli import parse_config_overrides
+from .cli import check_at_least, parse_config_overrides
 from .data import first_rows, load_text_dataset
 from .evaluation import classification_metrics, tagging_metrics
 from .paths import check_model_path
@@ -106,8 +106,7 @@ class ModelArguments:
                              "fine-tunes a pretrained one with its own embeddings and tokenizer: pass one or the other.")
         if self.spelling_features and self.model_type != "recurrent":
             raise ValueError("--spelling_features is an option of --model_type recurrent.")
-        if self.max_seq_length < 2:
-            raise ValueError(f"--max_seq_length must be at least 2, got {self.max_seq_length}.")
+        check_at_least(self, "max_seq_length", 2)
         for option in ("model_name_or_path", "embeddings_from", "tokenizer_name"):
             if getattr(self, option):
                 check_model_path(getattr(self, option), f"--{option}")
@@ -137,9 +136,7 @@ class DataArguments:
 
     def __post_init__(self):
         for name in ("max_train_samples", "max_eval_samples"):
-            value = getattr(self, name)
-            if value is not None and value < 1:
-                raise ValueError(f"--{name} must be at least 1 (leave it out for all rows), got {value}.")
+            check_at_least(self, name, 1, " (leave it out for all rows)")
 
 
 def label_names(raw: datasets.DatasetDict, column: str) -> list[str]:

@@ -11,6 +11,14 @@ SET_BY_SCRIPT = {
 }
 
 
+def check_at_least(arguments, name: str, minimum: int, why: str = "") -> None:
+    """Raise a ValueError naming ``--name`` when that option of ``arguments`` is set (not None) and below
+    ``minimum``; ``why`` follows the bound in the message."""
+    value = getattr(arguments, name)
+    if value is not None and value < minimum:
+        raise ValueError(f"--{name} must be at least {minimum}{why}, got {value}.")
+
+
 def parse_config_overrides(model_type: str, text: str | None) -> dict:
     """``--config_overrides "a=1,b=pre,c=true"`` -> ``{"a": 1, "b": "pre", "c": True}``.
 

@@ -35,6 +35,7 @@ from tqdm.auto import tqdm
 from transformers import AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase, SchedulerType, get_scheduler
 from transformers.trainer_pt_utils import LabelSmoother
 
+from .cli import check_at_least
 from .evaluation import perplexity
 
 logger = get_logger(__name__)
@@ -103,11 +104,9 @@ class TrainingArguments:
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"--optimizer={self.optimizer!r} is not supported; choose one of {OPTIMIZERS}.")
         SchedulerType(self.lr_scheduler_type)  # raises a ValueError listing the valid names
-        for name in ("per_device_train_batch_size", "per_device_eval_batch_size", "num_train_epochs", "logging_steps"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"--{name} must be at least 1, got {getattr(self, name)}.")
-        if self.max_train_steps is not None and self.max_train_steps < 1:
-            raise ValueError(f"--max_train_steps must be at least 1, got {self.max_train_steps}.")
+        for name in ("per_device_train_batch_size", "per_device_eval_batch_size", "num_train_epochs", "logging_steps",
+                     "max_train_steps", "early_stopping_patience"):
+            check_at_least(self, name, 1)
         if self.time_budget_minutes is not None and self.time_budget_minutes <= 0:
             raise ValueError(f"--time_budget_minutes must be positive, got {self.time_budget_minutes}.")
         if self.checkpointing_steps not in (None, "epoch") and not (
@@ -120,11 +119,8 @@ class TrainingArguments:
         self._check_earlier_run()
         if not 0.0 <= self.label_smoothing_factor < 1.0:
             raise ValueError(f"--label_smoothing_factor must be in [0, 1), got {self.label_smoothing_factor}.")
-        if self.early_stopping_patience is not None:
-            if self.early_stopping_patience < 1:
-                raise ValueError(f"--early_stopping_patience must be at least 1, got {self.early_stopping_patience}.")
-            if self.metric_for_best_model is None:
-                raise ValueError("--early_stopping_patience needs --metric_for_best_model (e.g. 'eval_loss').")
+        if self.early_stopping_patience is not None and self.metric_for_best_model is None:
+            raise ValueError("--early_stopping_patience needs --metric_for_best_model (e.g. 'eval_loss').")
         if self.metric_for_best_model is not None and self.greater_is_better is None:
             self.greater_is_better = not self.metric_for_best_model.endswith(("loss", "perplexity"))
 

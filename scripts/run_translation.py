@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 from transformers import AutoConfig, AutoModelForSeq2SeqLM, DataCollatorForSeq2Seq, HfArgumentParser
 
 import hf_seqmodels  # noqa: F401  (registers the models with the Auto classes)
-from hf_seqmodels.cli import parse_config_overrides
+from hf_seqmodels.cli import check_at_least, parse_config_overrides
 from hf_seqmodels.data import check_column_files, first_rows, load_text_dataset
 from hf_seqmodels.translation import (
     CUSTOM_PIPELINES,
@@ -51,13 +51,6 @@ VOCABULARIES = ("joint", "separate")
 SEQ2SEQ_MODEL_TYPES = ("attention_seq2seq", "vanilla_transformer")
 EXAMPLES = ["A little girl climbs into a wooden playhouse.", "Two dogs are running through the snow.",
             "A man in a blue shirt is standing on a ladder cleaning windows."]
-
-
-def check_at_least(arguments, name: str, minimum: int, why: str = "") -> None:
-    """Raise a ValueError naming ``--name`` unless that option of ``arguments`` is at least ``minimum``."""
-    value = getattr(arguments, name)
-    if value < minimum:
-        raise ValueError(f"--{name} must be at least {minimum}{why}, got {value}.")
 
 
 @dataclass
