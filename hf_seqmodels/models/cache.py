@@ -64,15 +64,20 @@ class RecurrentCache(Cache):
         """The state and extras tensors, in order."""
         return _flatten(self.states, self.extras.values())
 
-    def check_shapes(self, states: list[tuple[tuple[int, ...], ...]], extras: dict[str, tuple[int, ...]],
-                     expected: str) -> None:
-        """Raise unless the states and extras have exactly these shapes (``expected`` describes them to the user):
-        a cache from another model, or from the same model for other sequences, cannot be continued. Shapes only,
-        as this runs at every decoding step."""
+    def check_shapes(self, cell_type: str, num_layers: int, batch_size: int, hidden_size: int, layers_field: str,
+                     extras: dict[str, tuple[int, ...]]) -> None:
+        """Raise unless the cache holds the state of ``num_layers`` unidirectional ``cell_type`` layers for
+        ``batch_size`` sequences, and exactly ``extras`` (name -> shape): a cache from another model, or from the
+        same model for other sequences, cannot be continued. ``layers_field`` names the config field of
+        ``num_layers`` in the message. Shapes only, as this runs at every decoding step."""
+        parts = ("h", "c") if cell_type == "lstm" else ("h",)
         found = [tuple(tuple(t.shape) for t in state) for state in self.states]
         found_extras = {name: tuple(t.shape) for name, t in self.extras.items()}
-        if found != states or found_extras != extras:
+        if found != [((1, batch_size, hidden_size),) * len(parts)] * num_layers or found_extras != extras:
             held = f"states of shapes {found}" + (f" and extras {found_extras}" if found_extras else "")
+            expected = (f"({', '.join(parts)}) per layer, each of shape (1, batch={batch_size}, hidden_size="
+                        f"{hidden_size}), for its cell_type={cell_type!r} and {layers_field}={num_layers}"
+                        + (f", and extras {extras}" if extras else ""))
             raise ValueError(
                 f"`past_key_values` holds {held}, but this model continues from {expected}: pass the cache this "
                 "model returned for the same sequences, or none to start afresh."

@@ -159,14 +159,8 @@ class AttentionSeq2SeqDecoder(GraphedSteps):
     def check_cache(self, cache: RecurrentCache, batch: int, source_length: int) -> None:
         """Raise unless the non-empty ``cache`` continues this decoder for ``batch`` sources of ``source_length``
         positions. Shapes only: this runs at every decoding step."""
-        parts = ("h", "c") if self.cell_type == "lstm" else ("h",)
         feed = {"input_feed": (batch, 1, self.hidden_size)} if self.input_feeding else {}
-        cache.check_shapes(
-            [((1, batch, self.hidden_size),) * len(parts)] * self.layers, feed,
-            f"({', '.join(parts)}) per layer, each of shape (1, batch={batch}, hidden_size={self.hidden_size}), for "
-            f"its cell_type={self.cell_type!r} and decoder_layers={self.layers}"
-            + (f", and the input-feeding vector {feed['input_feed']}" if feed else ""),
-        )
+        cache.check_shapes(self.cell_type, self.layers, batch, self.hidden_size, "decoder_layers", feed)
         keys = cache.per_input.get("projected_keys")
         if keys is not None and tuple(keys.shape[:2]) != (batch, source_length):
             raise ValueError(

@@ -207,12 +207,7 @@ class RecurrentModel(GraphedSteps, RecurrentPreTrainedModel):
                 "`past_key_values` holds the decoder state of an attention encoder-decoder, which this model cannot "
                 "continue: pass the cache this model returned, or none to start afresh."
             )
-        parts = ("h", "c") if config.cell_type == "lstm" else ("h",)
-        cache.check_shapes(
-            [((1, batch_size, config.hidden_size),) * len(parts)] * config.num_layers, {},
-            f"({', '.join(parts)}) per layer, each of shape (1, batch={batch_size}, hidden_size={config.hidden_size}),"
-            f" for its cell_type={config.cell_type!r} and num_layers={config.num_layers}",
-        )
+        cache.check_shapes(config.cell_type, config.num_layers, batch_size, config.hidden_size, "num_layers", {})
 
     @staticmethod
     def _recurrent_cache(past_key_values) -> RecurrentCache | None:
