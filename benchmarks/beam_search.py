@@ -2,7 +2,7 @@
 ``generate()``: the per-sentence searches of the tutorials and plain batched loops.
 
 All of them use the model exactly as ``generate()`` does: the encoder once per source, then one decoder call per
-step with the previous token and the cache (``past_key_values``) of the hypothesis being extended. Scores are
+step with the previous token and the cache (``cache``) of the hypothesis being extended. Scores are
 sums of ``log_softmax`` of the logits in float32.
 
 - ``naive_beam_search``: the classic tutorial search (one sentence; a list of hypotheses; the decoder called once
@@ -23,6 +23,7 @@ import torch
 from torch.nn import functional as F
 
 from hf_seqmodels.models.cache import RecurrentCache
+from hf_seqmodels.models.cache_names import output_cache
 
 
 def fork(cache: RecurrentCache | None) -> RecurrentCache:
@@ -43,8 +44,8 @@ def decoder_step(model, encoder_outputs, attention_mask, tokens: torch.Tensor, c
     """Feed ``tokens`` ``(rows, 1)``; returns log-probabilities ``(rows, vocab)`` and the new cache (``cache`` is
     left as it was)."""
     out = model(encoder_outputs=encoder_outputs, attention_mask=attention_mask, decoder_input_ids=tokens,
-                past_key_values=fork(cache), use_cache=True)
-    return F.log_softmax(out.logits[:, -1].float(), dim=-1), out.past_key_values
+                cache=fork(cache), use_cache=True)
+    return F.log_softmax(out.logits[:, -1].float(), dim=-1), output_cache(out)
 
 
 @dataclass
@@ -131,8 +132,8 @@ def hand_greedy(model, input_ids: torch.Tensor, attention_mask: torch.Tensor | N
     cache, generated = None, []
     for _ in range(max_new_tokens):
         out = model(encoder_outputs=encoder_outputs, attention_mask=attention_mask, decoder_input_ids=tokens,
-                    past_key_values=cache, use_cache=True)
-        cache = out.past_key_values
+                    cache=cache, use_cache=True)
+        cache = output_cache(out)
         tokens = out.logits[:, -1].argmax(-1, keepdim=True).masked_fill(done.unsqueeze(1), config.pad_token_id)
         generated.append(tokens)
         done |= tokens.squeeze(1) == config.eos_token_id
@@ -163,8 +164,8 @@ def hand_beam_search(
     cache = None
     for length in range(1, max_new_tokens + 1):
         out = model(encoder_outputs=encoder_outputs, attention_mask=mask, decoder_input_ids=tokens,
-                    past_key_values=cache, use_cache=True)
-        cache = out.past_key_values
+                    cache=cache, use_cache=True)
+        cache = output_cache(out)
         log_probs = F.log_softmax(out.logits[:, -1].float(), dim=-1)
         vocab = log_probs.shape[-1]
         totals = (log_probs.view(batch, k, vocab) + scores.unsqueeze(-1)).view(batch, k * vocab)

@@ -1,7 +1,7 @@
 """Entry 2, incremental decoding: time per new token after a prefix, with the cache vs recomputing the prefix.
 
 For each prefix length the model first reads a random prefix, then greedily adds tokens three ways:
-- ``cached``: a hand loop feeding only the newest token with the returned ``past_key_values``;
+- ``cached``: a hand loop feeding only the newest token with the returned cache;
 - ``generate``: ``model.generate()`` (which also uses the cache), per token = the time of ``n + 1`` new tokens
   minus the time of one, divided by ``n``, so that the prefill is not counted;
 - ``recompute``: a hand loop re-running the whole sequence for every token (only the last position's logits
@@ -14,6 +14,8 @@ import statistics
 import time
 
 import torch
+
+from hf_seqmodels.models.cache_names import output_cache
 
 from .common import Settings, entry_result, resolve_sizes, synchronize, target
 from .models import LMSizes, recurrent_lm, transformer_lm
@@ -33,7 +35,7 @@ SMOKE = Sizes(vocab_size=50, hidden_size=16, num_layers=1, batch_size=2, prefix_
 
 
 def build_models(sizes: Sizes) -> dict[str, torch.nn.Module]:
-    """The language models to measure, by name; each supports ``past_key_values`` and ``logits_to_keep``."""
+    """The language models to measure, by name; each supports ``cache`` and ``logits_to_keep``."""
     max_positions = max(sizes.prefix_lengths) + sizes.new_tokens + sizes.recompute_tokens + 2
     return {
         f"recurrent LM ({sizes.cell_type})": recurrent_lm(sizes),
@@ -51,7 +53,7 @@ def cached_loop(model, prefix: torch.Tensor, steps: int) -> tuple[torch.Tensor, 
     for _ in range(steps):
         token = out.logits[:, -1].argmax(-1, keepdim=True)
         tokens.append(token)
-        out = model(input_ids=token, past_key_values=out.past_key_values, use_cache=True)
+        out = model(input_ids=token, cache=output_cache(out), use_cache=True)
     synchronize(prefix.device.type)
     return torch.cat(tokens, dim=1), (time.perf_counter() - start) / steps
 

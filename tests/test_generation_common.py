@@ -67,7 +67,7 @@ class GenerationTesterMixin:
       ``input_ids``, left-padded in batches) or ``*ForConditionalGeneration`` (sources are the examples'
       ``input_ids``, right-padded, loaded through ``AutoModelForSeq2SeqLM``; the decoder starts from
       ``decoder_start_token_id``, else ``bos_token_id``; ``decoder_input_ids`` of the examples are unused here).
-    - ``cache_class``: the type of the model's ``past_key_values`` during generation (``RecurrentCache``,
+    - ``cache_class``: the type of the model's cache during generation (``RecurrentCache``,
       ``EncoderDecoderCache``, ...); ``test_beam_search_needs_reorder_cache`` makes its ``reorder_cache`` a no-op.
     - ``cache_implementations``: the ``generate(cache_implementation=...)`` values the models accept besides the
       default, each checked to give the default's results and an exact beam search.

@@ -3,6 +3,7 @@
 import torch
 from transformers.cache_utils import Cache
 
+from .cache_names import CACHE_NAME
 from .recurrent_layers import State
 
 
@@ -151,6 +152,6 @@ class RecurrentGenerationMixin:
                 f"`cache_implementation={implementation!r}` does not apply to a recurrent state: use 'static' (state "
                 "at fixed addresses, decoding steps replayed as CUDA graphs on a GPU) or leave it unset."
             )
-        if model_kwargs.get("past_key_values") is not None:
-            raise ValueError("Pass either `past_key_values` or `cache_implementation`, not both.")
-        model_kwargs["past_key_values"] = RecurrentCache(static=True)
+        if model_kwargs.get(CACHE_NAME) is not None:
+            raise ValueError(f"Pass either `{CACHE_NAME}` or `cache_implementation`, not both.")
+        model_kwargs[CACHE_NAME] = RecurrentCache(static=True)

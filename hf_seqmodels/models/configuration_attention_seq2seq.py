@@ -94,7 +94,7 @@ class AttentionSeq2SeqConfig(PretrainedConfig):
 
     model_type = "attention_seq2seq"
     attribute_map = {"num_hidden_layers": "decoder_layers"}
-    keys_to_ignore_at_inference = ["past_key_values"]
+    keys_to_ignore_at_inference = ["cache", "past_key_values"]
 
     def __init__(
         self,

@@ -105,7 +105,7 @@ class RecurrentConfig(PretrainedConfig):
 
     model_type = "recurrent"
     attribute_map = {"num_hidden_layers": "num_layers"}
-    keys_to_ignore_at_inference = ["past_key_values"]
+    keys_to_ignore_at_inference = ["cache", "past_key_values"]
 
     def __init__(
         self,

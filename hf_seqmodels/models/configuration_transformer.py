@@ -98,7 +98,7 @@ class TransformerConfig(PretrainedConfig):
         "num_hidden_layers": "decoder_layers",
     }
     # Trainer's evaluate/predict return the logits alone.
-    keys_to_ignore_at_inference = ["past_key_values", "encoder_last_hidden_state"]
+    keys_to_ignore_at_inference = ["cache", "past_key_values", "encoder_last_hidden_state"]
 
     def __init__(
         self,

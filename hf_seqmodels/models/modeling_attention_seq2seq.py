@@ -13,6 +13,7 @@ from transformers.models.bart.modeling_bart import shift_tokens_right
 
 from .attention import AdditiveAttention, LuongAttention
 from .cache import RecurrentCache, RecurrentGenerationMixin
+from .cache_names import CACHE_NAME, cache_argument, cache_field, output_cache
 from .configuration_attention_seq2seq import AttentionSeq2SeqConfig
 from .embeddings import TargetVocabularyResizing
 from .heads import lm_output_layers
@@ -276,13 +277,13 @@ class AttentionSeq2SeqModel(TargetVocabularyResizing, AttentionSeq2SeqPreTrained
         decoder_input_ids: torch.LongTensor | None = None,
         decoder_attention_mask: torch.Tensor | None = None,
         encoder_outputs: AttentionSeq2SeqEncoderOutput | tuple | None = None,
-        past_key_values: Cache | None = None,
+        cache: Cache | None = None,
         inputs_embeds: torch.FloatTensor | None = None,
         use_cache: bool | None = None,
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
-        **kwargs,
+        past_key_values: Cache | None = None,
     ) -> Seq2SeqModelOutput | tuple:
         """
         Args:
@@ -293,7 +294,8 @@ class AttentionSeq2SeqModel(TargetVocabularyResizing, AttentionSeq2SeqPreTrained
                 shifted right. With a cache, only the new positions.
             decoder_attention_mask: `(batch, target_length)`, optional. The decoder reads left to right, so padding
                 after a target's end never changes its real positions; only right padding is accepted.
-            past_key_values: a `RecurrentCache` returned by the previous call, to continue decoding from.
+            cache: a `RecurrentCache` returned by the previous call, to continue decoding from (`past_key_values`,
+                its name before transformers 5.24, is accepted too).
             use_cache: return the decoder state in a `RecurrentCache`.
             output_attentions: return the cross-attention weights of every target position, as
                 `cross_attentions`: a one-element tuple (one attention layer) of shape
@@ -345,7 +347,7 @@ class AttentionSeq2SeqModel(TargetVocabularyResizing, AttentionSeq2SeqPreTrained
             )
         mask = padding_or_none(prepare_padding_mask(attention_mask, batch, source_length))
 
-        cache = RecurrentModel._recurrent_cache(past_key_values)
+        cache = RecurrentModel._recurrent_cache(cache_argument(cache, past_key_values))
         if cache is None:
             cache = RecurrentCache()
         elif cache.states:
@@ -361,11 +363,11 @@ class AttentionSeq2SeqModel(TargetVocabularyResizing, AttentionSeq2SeqPreTrained
             )
         result = Seq2SeqModelOutput(
             last_hidden_state=outputs,
-            past_key_values=cache if use_cache else None,
             decoder_hidden_states=decoder_hidden_states,
             cross_attentions=(weights.unsqueeze(1),) if output_attentions and weights is not None else None,
             encoder_last_hidden_state=memory,
             encoder_hidden_states=encoder_outputs.hidden_states,
+            **cache_field(cache if use_cache else None),
         )
         return result if return_dict else result.to_tuple()
 
@@ -406,13 +408,20 @@ class AttentionSeq2SeqForConditionalGeneration(
         self,
         input_ids: torch.LongTensor,
         next_sequence_length: int | None = None,
-        past_key_values: Cache | None = None,
+        cache: Cache | None = None,
         attention_mask: torch.Tensor | None = None,
         is_first_iteration: bool | None = False,
-        **kwargs,
+        encoder_outputs: AttentionSeq2SeqEncoderOutput | None = None,
+        decoder_attention_mask: torch.Tensor | None = None,
+        use_cache: bool | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        labels: torch.LongTensor | None = None,
+        past_key_values: Cache | None = None,
     ) -> dict:
-        """One step's inputs for generate(): the newest decoder tokens, the cache, the source mask and the other
-        kwargs (`encoder_outputs`, `use_cache`, ...).
+        """One step's inputs for generate(): the newest decoder tokens, the cache, the source mask, the encoder
+        outputs and the flags. `labels` (which Seq2SeqTrainer leaves in its inputs) are not forwarded; any other
+        argument is refused, as forward would refuse it.
 
         Same result as GenerationMixin's version for this model, without its per-step work that does not apply here
         (position ids, 4-D masks for compiled caches, device moves) or costs time: it inspects `forward`'s signature
@@ -421,9 +430,11 @@ class AttentionSeq2SeqForConditionalGeneration(
         """
         if next_sequence_length is not None:
             input_ids = input_ids[:, -next_sequence_length:]
-        kwargs.pop("labels", None)
-        return {"decoder_input_ids": input_ids, "past_key_values": past_key_values, "attention_mask": attention_mask,
-                **kwargs}
+        inputs = {"decoder_input_ids": input_ids, CACHE_NAME: cache_argument(cache, past_key_values),
+                  "attention_mask": attention_mask, "encoder_outputs": encoder_outputs,
+                  "decoder_attention_mask": decoder_attention_mask, "use_cache": use_cache,
+                  "output_attentions": output_attentions, "output_hidden_states": output_hidden_states}
+        return {name: value for name, value in inputs.items() if value is not None}
 
     def forward(
         self,
@@ -432,14 +443,14 @@ class AttentionSeq2SeqForConditionalGeneration(
         decoder_input_ids: torch.LongTensor | None = None,
         decoder_attention_mask: torch.Tensor | None = None,
         encoder_outputs: AttentionSeq2SeqEncoderOutput | tuple | None = None,
-        past_key_values: Cache | None = None,
+        cache: Cache | None = None,
         inputs_embeds: torch.FloatTensor | None = None,
         labels: torch.LongTensor | None = None,
         use_cache: bool | None = None,
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
-        **kwargs,
+        past_key_values: Cache | None = None,
     ) -> Seq2SeqLMOutput | tuple:
         """
         labels: `(batch, target_length)` target ids, ending with the end-of-sequence token; -100 marks positions
@@ -460,7 +471,7 @@ class AttentionSeq2SeqForConditionalGeneration(
             decoder_input_ids=decoder_input_ids,
             decoder_attention_mask=decoder_attention_mask,
             encoder_outputs=encoder_outputs,
-            past_key_values=past_key_values,
+            cache=cache_argument(cache, past_key_values),
             inputs_embeds=inputs_embeds,
             use_cache=use_cache,
             output_attentions=output_attentions,
@@ -479,15 +490,15 @@ class AttentionSeq2SeqForConditionalGeneration(
                     f"`labels` has shape {tuple(labels.shape)} but `decoder_input_ids` has shape "
                     f"{tuple(logits.shape[:2])}: one label per decoder input."
                 )
-            loss = ForMaskedLMLoss(logits, labels, self.config.vocab_size, **kwargs)
+            loss = ForMaskedLMLoss(logits, labels, self.config.vocab_size)
         result = Seq2SeqLMOutput(
             loss=loss,
             logits=logits,
-            past_key_values=outputs.past_key_values,
             decoder_hidden_states=outputs.decoder_hidden_states,
             cross_attentions=outputs.cross_attentions,
             encoder_last_hidden_state=outputs.encoder_last_hidden_state,
             encoder_hidden_states=outputs.encoder_hidden_states,
+            **cache_field(output_cache(outputs)),
         )
         return result if return_dict else result.to_tuple()
 

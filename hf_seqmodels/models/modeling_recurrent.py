@@ -8,13 +8,14 @@ from transformers import GenerationMixin, PreTrainedModel
 from transformers import initialization as init
 from transformers.cache_utils import Cache
 from transformers.modeling_outputs import (
+    BaseModelOutputWithPast,
     CausalLMOutputWithPast,
-    ModelOutput,
     SequenceClassifierOutput,
     TokenClassifierOutput,
 )
 
 from .cache import RecurrentCache, RecurrentGenerationMixin
+from .cache_names import cache_argument, cache_field, output_cache
 from .configuration_recurrent import RecurrentConfig
 from .embeddings import SpellingFeatures
 from .heads import (
@@ -30,25 +31,23 @@ from .step_graphs import GraphedSteps, replays_step
 
 
 @dataclass
-class RecurrentModelOutput(ModelOutput):
+class RecurrentModelOutput(BaseModelOutputWithPast):
     """
     Args:
         last_hidden_state (`torch.FloatTensor` of shape `(batch, length, output_size)`):
             Top layer outputs at every position (zeros at padded positions).
+        cache (`RecurrentCache`, *optional*; `past_key_values` before transformers 5.24):
+            The final states in a cache, returned when `use_cache=True`, to continue from in the next call.
+        hidden_states (`tuple(torch.FloatTensor)`, *optional*):
+            The embeddings and each layer's outputs, when `output_hidden_states=True`.
+        attentions: always `None` (no attention).
         final_state (`tuple` of one tuple per layer, *optional*):
             Each layer's state after each sequence's last real token: `(h,)` or `(h, c)` for the LSTM, each of
             shape `(num_directions, batch, hidden_size)`. For a bidirectional layer the backward direction's
             state is the one after reading the sequence right to left. `None` with `output_final_state=False`.
-        past_key_values (`RecurrentCache`, *optional*):
-            The same states in a cache, returned when `use_cache=True`, to continue from in the next call.
-        hidden_states (`tuple(torch.FloatTensor)`, *optional*):
-            The embeddings and each layer's outputs, when `output_hidden_states=True`.
     """
 
-    last_hidden_state: torch.FloatTensor | None = None
     final_state: tuple[tuple[torch.FloatTensor, ...], ...] | None = None
-    past_key_values: Cache | None = None
-    hidden_states: tuple[torch.FloatTensor, ...] | None = None
 
 
 class RecurrentPreTrainedModel(PreTrainedModel):
@@ -114,12 +113,12 @@ class RecurrentModel(GraphedSteps, RecurrentPreTrainedModel):
         input_ids: torch.LongTensor | None = None,
         attention_mask: torch.Tensor | None = None,
         inputs_embeds: torch.FloatTensor | None = None,
-        past_key_values: Cache | None = None,
+        cache: Cache | None = None,
         use_cache: bool | None = None,
         output_final_state: bool = True,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
-        **kwargs,
+        past_key_values: Cache | None = None,
     ) -> RecurrentModelOutput | tuple:
         """
         Args:
@@ -127,8 +126,9 @@ class RecurrentModel(GraphedSteps, RecurrentPreTrainedModel):
                 token embeddings and, with `spelling_features`, the spelling features after them.
             attention_mask: `(batch, length)`, 1 for tokens and 0 for padding, on either side. During generation it
                 may also cover the cached prefix: its last `length` columns are used.
-            past_key_values: a `RecurrentCache` to continue from: the one this model returned after the previous
-                chunk of the same sequences (not for bidirectional layers, which read every sequence from the end).
+            cache: a `RecurrentCache` to continue from: the one this model returned after the previous chunk of the
+                same sequences (not for bidirectional layers, which read every sequence from the end).
+                `past_key_values` is its name before transformers 5.24; either is accepted.
             use_cache: return the final states in a `RecurrentCache`.
             output_final_state: return `final_state`. The heads that do not read it pass False, which lets a
                 left-to-right model skip packing a right-padded batch (see `recurrent_layers`).
@@ -157,7 +157,7 @@ class RecurrentModel(GraphedSteps, RecurrentPreTrainedModel):
         )
         return_dict = return_dict if return_dict is not None else self.config.return_dict
 
-        cache = self._recurrent_cache(past_key_values)
+        cache = self._recurrent_cache(cache_argument(cache, past_key_values))
         states = cache.states if cache is not None and cache.states else None
         if states is not None:
             self._check_cache(cache, batch_size)
@@ -182,8 +182,8 @@ class RecurrentModel(GraphedSteps, RecurrentPreTrainedModel):
         result = RecurrentModelOutput(
             last_hidden_state=outputs,
             final_state=tuple(final_state) if output_final_state else None,
-            past_key_values=cache,
             hidden_states=hidden_states,
+            **cache_field(cache),
         )
         return result if return_dict else result.to_tuple()
 
@@ -225,6 +225,7 @@ class RecurrentForCausalLM(RecurrentGenerationMixin, RecurrentPreTrainedModel, G
     """A recurrent language model: predicts each next token from the tokens before it."""
 
     _tied_weights_keys = {"lm_head.weight": "model.embed_tokens.weight"}
+    accepts_loss_kwargs = True  # forward takes `num_items_in_batch` (by name: it takes no **kwargs)
 
     def __init__(self, config: RecurrentConfig):
         if config.bidirectional:
@@ -251,18 +252,22 @@ class RecurrentForCausalLM(RecurrentGenerationMixin, RecurrentPreTrainedModel, G
         input_ids: torch.LongTensor | None = None,
         attention_mask: torch.Tensor | None = None,
         inputs_embeds: torch.FloatTensor | None = None,
-        past_key_values: Cache | None = None,
+        cache: Cache | None = None,
         labels: torch.LongTensor | None = None,
         use_cache: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
         logits_to_keep: int = 0,
-        **kwargs,
+        num_items_in_batch: int | torch.Tensor | None = None,
+        past_key_values: Cache | None = None,
     ) -> CausalLMOutputWithPast | tuple:
         """
         labels: `(batch, length)` token ids, usually `input_ids` itself: the shift to next-token targets happens
             here. -100 marks positions that do not count (for example padding).
         logits_to_keep: compute logits for the last `logits_to_keep` positions only (0 = all), as generate() asks.
+        num_items_in_batch: the number of target tokens in the whole (gradient-accumulated) batch, which Trainer
+            passes so that the loss is a sum divided by it.
+        The other arguments are those of [`RecurrentModel.forward`].
         """
         return_dict = return_dict if return_dict is not None else self.config.return_dict
         use_cache = use_cache if use_cache is not None else (self.config.use_cache and not self.training)
@@ -270,7 +275,7 @@ class RecurrentForCausalLM(RecurrentGenerationMixin, RecurrentPreTrainedModel, G
             input_ids=input_ids,
             attention_mask=attention_mask,
             inputs_embeds=inputs_embeds,
-            past_key_values=past_key_values,
+            cache=cache_argument(cache, past_key_values),
             use_cache=use_cache,
             output_final_state=False,
             output_hidden_states=output_hidden_states,
@@ -287,9 +292,10 @@ class RecurrentForCausalLM(RecurrentGenerationMixin, RecurrentPreTrainedModel, G
         loss = None
         if labels is not None:
             check_lm_labels(labels, logits)
-            loss = self.loss_function(logits, labels, vocab_size=self.config.vocab_size, **kwargs)
+            loss = self.loss_function(logits, labels, vocab_size=self.config.vocab_size,
+                                      num_items_in_batch=num_items_in_batch)
         result = CausalLMOutputWithPast(
-            loss=loss, logits=logits, past_key_values=outputs.past_key_values, hidden_states=outputs.hidden_states
+            loss=loss, logits=logits, hidden_states=outputs.hidden_states, **cache_field(output_cache(outputs))
         )
         return result if return_dict else result.to_tuple()
 
@@ -314,7 +320,6 @@ class RecurrentForSequenceClassification(RecurrentPreTrainedModel):
         labels: torch.Tensor | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
-        **kwargs,
     ) -> SequenceClassifierOutput | tuple:
         """labels: `(batch,)` class ids (-100 for sequences that do not count), `(batch, num_labels)` multi-hot floats,
         or `(batch,)` floats for regression."""
@@ -358,7 +363,6 @@ class RecurrentForTokenClassification(RecurrentPreTrainedModel):
         labels: torch.LongTensor | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
-        **kwargs,
     ) -> TokenClassifierOutput | tuple:
         """labels: `(batch, length)` tag ids, -100 for positions that do not count (padding, later sub-words)."""
         return_dict = return_dict if return_dict is not None else self.config.return_dict

@@ -30,6 +30,7 @@ from transformers.modeling_outputs import (
 from transformers.models.bart.modeling_bart import shift_tokens_right
 
 from .attention import MultiHeadAttention
+from .cache_names import cache_argument, cache_field, output_cache
 from .configuration_transformer import TransformerConfig
 from .embeddings import TargetVocabularyResizing, TransformerEmbeddings, sinusoidal_positions
 from .heads import SequencePooler, check_lm_labels, sequence_classification_loss, token_classification_loss
@@ -165,7 +166,7 @@ class TransformerStack(nn.Module):
         inputs_embeds: torch.FloatTensor | None = None,
         encoder_hidden_states: torch.FloatTensor | None = None,
         encoder_attention_mask: torch.Tensor | None = None,
-        past_key_values: Cache | None = None,
+        cache: Cache | None = None,
         use_cache: bool = False,
         output_attentions: bool = False,
         output_hidden_states: bool = False,
@@ -179,12 +180,12 @@ class TransformerStack(nn.Module):
                 cache it also covers the cached positions.
             encoder_hidden_states: ``(batch, source_length, d_model)``, the memory of cross-attention.
             encoder_attention_mask: ``(batch, source_length)``, 1 for source tokens and 0 for padding.
-            past_key_values: the cache of a decoder: a ``DynamicCache`` (decoder-only) or an
-                ``EncoderDecoderCache`` of two (with cross-attention). ``use_cache`` creates one when None.
+            cache: the cache of a decoder: a ``DynamicCache`` (decoder-only) or an ``EncoderDecoderCache`` of two
+                (with cross-attention). ``use_cache`` creates one when None.
         """
         embeds = self._check_inputs(input_ids, inputs_embeds)
         batch_size, length = embeds.shape[:2]
-        self_cache, cross_cache = self._caches(past_key_values, use_cache)
+        self_cache, cross_cache = self._caches(cache, use_cache)
         past_length = self_cache.get_seq_length() if self_cache is not None else 0
         if past_length:
             self._check_cache(self_cache, cross_cache, batch_size, past_length, encoder_hidden_states)
@@ -224,10 +225,10 @@ class TransformerStack(nn.Module):
             all_hidden_states += (hidden_states,)
         result = BaseModelOutputWithPastAndCrossAttentions(
             last_hidden_state=hidden_states,
-            past_key_values=cross_cache if cross_cache is not None else self_cache,
             hidden_states=all_hidden_states,
             attentions=self_attentions,
             cross_attentions=cross_attentions,
+            **cache_field(cross_cache if cross_cache is not None else self_cache),
         )
         return result if return_dict else result.to_tuple()
 
@@ -251,33 +252,33 @@ class TransformerStack(nn.Module):
                              f"them with `.to({dtype})`.")
         return inputs_embeds
 
-    def _caches(self, past_key_values, use_cache: bool) -> tuple[Cache | None, EncoderDecoderCache | None]:
+    def _caches(self, cache, use_cache: bool) -> tuple[Cache | None, EncoderDecoderCache | None]:
         """The self-attention cache and (with cross-attention) the encoder-decoder cache, created if asked for."""
-        if past_key_values is None:
+        if cache is None:
             if not (use_cache and self.causal):
                 return None, None
-            past_key_values = (
+            cache = (
                 EncoderDecoderCache(DynamicCache(), DynamicCache()) if self.cross_attention else DynamicCache()
             )
         if not self.causal:
             raise ValueError("An encoder reads the whole source at once: it takes no `past_key_values`.")
         if self.cross_attention:
             if not (
-                isinstance(past_key_values, EncoderDecoderCache)
-                and isinstance(past_key_values.self_attention_cache, DynamicCache)
-                and isinstance(past_key_values.cross_attention_cache, DynamicCache)
+                isinstance(cache, EncoderDecoderCache)
+                and isinstance(cache.self_attention_cache, DynamicCache)
+                and isinstance(cache.cross_attention_cache, DynamicCache)
             ):
                 raise ValueError(
                     "The decoder of an encoder-decoder needs `past_key_values` to be an EncoderDecoderCache of two "
-                    f"DynamicCaches (what generate() creates), got {past_key_values!r}."
+                    f"DynamicCaches (what generate() creates), got {cache!r}."
                 )
-            return past_key_values.self_attention_cache, past_key_values
-        if not isinstance(past_key_values, DynamicCache):
+            return cache.self_attention_cache, cache
+        if not isinstance(cache, DynamicCache):
             raise ValueError(
                 "A decoder-only Transformer needs `past_key_values` to be a DynamicCache (what generate() creates), "
-                f"got {type(past_key_values).__name__}."
+                f"got {type(cache).__name__}."
             )
-        return past_key_values, None
+        return cache, None
 
     def _check_cache(self, self_cache: DynamicCache, cross_cache: EncoderDecoderCache | None, batch_size: int,
                      past_length: int, memory: torch.Tensor | None) -> None:
@@ -407,14 +408,14 @@ class TransformerModel(TargetVocabularyResizing, TransformerPreTrainedModel):
         decoder_input_ids: torch.LongTensor | None = None,
         decoder_attention_mask: torch.Tensor | None = None,
         encoder_outputs: ModelOutput | tuple | None = None,
-        past_key_values: Cache | None = None,
+        cache: Cache | None = None,
         inputs_embeds: torch.FloatTensor | None = None,
         decoder_inputs_embeds: torch.FloatTensor | None = None,
         use_cache: bool | None = None,
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
-        **kwargs,
+        past_key_values: Cache | None = None,
     ) -> Seq2SeqModelOutput | tuple:
         """
         Args:
@@ -426,7 +427,8 @@ class TransformerModel(TargetVocabularyResizing, TransformerPreTrainedModel):
             decoder_attention_mask: ``(batch, past_length + target_length)``, 1 for target tokens, 0 for padding;
                 usually None (the causal mask suffices for right-padded targets).
             encoder_outputs: the encoder's output, to skip running it again (generate() does this).
-            past_key_values: an ``EncoderDecoderCache`` of two ``DynamicCache``s; ``use_cache`` creates one.
+            cache: an ``EncoderDecoderCache`` of two ``DynamicCache``s; ``use_cache`` creates one.
+                (``past_key_values``, its name before transformers 5.24, is accepted too.)
         """
         output_attentions = self._flag(output_attentions, "output_attentions")
         output_hidden_states = self._flag(output_hidden_states, "output_hidden_states")
@@ -454,20 +456,20 @@ class TransformerModel(TargetVocabularyResizing, TransformerPreTrainedModel):
             inputs_embeds=decoder_inputs_embeds,
             encoder_hidden_states=encoder_outputs.last_hidden_state,
             encoder_attention_mask=attention_mask,
-            past_key_values=past_key_values,
+            cache=cache_argument(cache, past_key_values),
             use_cache=use_cache,
             output_attentions=output_attentions,
             output_hidden_states=output_hidden_states,
         )
         result = Seq2SeqModelOutput(
             last_hidden_state=decoder_outputs.last_hidden_state,
-            past_key_values=decoder_outputs.past_key_values,
             decoder_hidden_states=decoder_outputs.hidden_states,
             decoder_attentions=decoder_outputs.attentions,
             cross_attentions=decoder_outputs.cross_attentions,
             encoder_last_hidden_state=encoder_outputs.last_hidden_state,
             encoder_hidden_states=encoder_outputs.hidden_states,
             encoder_attentions=encoder_outputs.attentions,
+            **cache_field(output_cache(decoder_outputs)),
         )
         return result if return_dict else result.to_tuple()
 
@@ -520,7 +522,7 @@ class TransformerForConditionalGeneration(TargetVocabularyResizing, TransformerP
         decoder_input_ids: torch.LongTensor | None = None,
         decoder_attention_mask: torch.Tensor | None = None,
         encoder_outputs: ModelOutput | tuple | None = None,
-        past_key_values: Cache | None = None,
+        cache: Cache | None = None,
         inputs_embeds: torch.FloatTensor | None = None,
         decoder_inputs_embeds: torch.FloatTensor | None = None,
         labels: torch.LongTensor | None = None,
@@ -529,7 +531,7 @@ class TransformerForConditionalGeneration(TargetVocabularyResizing, TransformerP
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
         logits_to_keep: int = 0,
-        **kwargs,
+        past_key_values: Cache | None = None,
     ) -> Seq2SeqLMOutput | tuple:
         """
         labels: ``(batch, target_length)`` target ids, -100 where the loss should not count (padding). When no
@@ -551,7 +553,7 @@ class TransformerForConditionalGeneration(TargetVocabularyResizing, TransformerP
             decoder_input_ids=decoder_input_ids,
             decoder_attention_mask=decoder_attention_mask,
             encoder_outputs=encoder_outputs,
-            past_key_values=past_key_values,
+            cache=cache_argument(cache, past_key_values),
             inputs_embeds=inputs_embeds,
             decoder_inputs_embeds=decoder_inputs_embeds,
             use_cache=use_cache,
@@ -568,19 +570,21 @@ class TransformerForConditionalGeneration(TargetVocabularyResizing, TransformerP
         result = Seq2SeqLMOutput(
             loss=loss,
             logits=logits,
-            past_key_values=outputs.past_key_values,
             decoder_hidden_states=outputs.decoder_hidden_states,
             decoder_attentions=outputs.decoder_attentions,
             cross_attentions=outputs.cross_attentions,
             encoder_last_hidden_state=outputs.encoder_last_hidden_state,
             encoder_hidden_states=outputs.encoder_hidden_states,
             encoder_attentions=outputs.encoder_attentions,
+            **cache_field(output_cache(outputs)),
         )
         return result if return_dict else result.to_tuple()
 
 
 class TransformerForCausalLM(TransformerPreTrainedModel, GenerationMixin):
     """A decoder-only Transformer language model (``decoder_layers`` layers, no cross-attention)."""
+
+    accepts_loss_kwargs = True  # forward takes `num_items_in_batch` (by name: it takes no **kwargs)
 
     def __init__(self, config: TransformerConfig):
         config = _config_with(config, is_encoder_decoder=False)
@@ -610,24 +614,28 @@ class TransformerForCausalLM(TransformerPreTrainedModel, GenerationMixin):
         input_ids: torch.LongTensor | None = None,
         attention_mask: torch.Tensor | None = None,
         inputs_embeds: torch.FloatTensor | None = None,
-        past_key_values: Cache | None = None,
+        cache: Cache | None = None,
         labels: torch.LongTensor | None = None,
         use_cache: bool | None = None,
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
         logits_to_keep: int = 0,
-        **kwargs,
+        num_items_in_batch: int | torch.Tensor | None = None,
+        past_key_values: Cache | None = None,
     ) -> CausalLMOutputWithPast | tuple:
         """
         Args:
             input_ids: ``(batch, length)`` token ids (or ``inputs_embeds``); with a cache, only the new ones.
             attention_mask: ``(batch, past_length + length)``, 1 for tokens and 0 for padding (left padding for
                 generation); positions count real tokens only.
-            past_key_values: a ``DynamicCache``; ``use_cache`` creates one.
+            cache: a ``DynamicCache``; ``use_cache`` creates one. (``past_key_values``, its name before transformers
+                5.24, is accepted too.)
             labels: ``(batch, length)`` token ids, usually ``input_ids`` itself: the shift to next-token targets
                 happens here. -100 marks positions that do not count.
             logits_to_keep: compute logits for the last ``logits_to_keep`` positions only (0 = all).
+            num_items_in_batch: the number of target tokens in the whole (gradient-accumulated) batch, which
+                Trainer passes so that the loss is a sum divided by it.
         """
         return_dict = self._flag(return_dict, "return_dict")
         use_cache = use_cache if use_cache is not None else (self.config.use_cache and not self.training)
@@ -635,7 +643,7 @@ class TransformerForCausalLM(TransformerPreTrainedModel, GenerationMixin):
             input_ids=input_ids,
             attention_mask=attention_mask,
             inputs_embeds=inputs_embeds,
-            past_key_values=past_key_values,
+            cache=cache_argument(cache, past_key_values),
             use_cache=use_cache,
             output_attentions=self._flag(output_attentions, "output_attentions"),
             output_hidden_states=self._flag(output_hidden_states, "output_hidden_states"),
@@ -645,13 +653,14 @@ class TransformerForCausalLM(TransformerPreTrainedModel, GenerationMixin):
         loss = None
         if labels is not None:
             check_lm_labels(labels, logits)
-            loss = self.loss_function(logits, labels, vocab_size=self.config.vocab_size, **kwargs)
+            loss = self.loss_function(logits, labels, vocab_size=self.config.vocab_size,
+                                      num_items_in_batch=num_items_in_batch)
         result = CausalLMOutputWithPast(
             loss=loss,
             logits=logits,
-            past_key_values=outputs.past_key_values,
             hidden_states=outputs.hidden_states,
             attentions=outputs.attentions,
+            **cache_field(output_cache(outputs)),
         )
         return result if return_dict else result.to_tuple()
 
@@ -702,7 +711,6 @@ class TransformerForSequenceClassification(_TransformerEncoderClassifier):
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
-        **kwargs,
     ) -> SequenceClassifierOutput | tuple:
         """labels: ``(batch,)`` class ids (-100 for sequences that do not count), ``(batch, num_labels)`` multi-hot
         floats, or ``(batch,)`` floats for regression."""
@@ -733,7 +741,6 @@ class TransformerForTokenClassification(_TransformerEncoderClassifier):
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
-        **kwargs,
     ) -> TokenClassifierOutput | tuple:
         """labels: ``(batch, length)`` tag ids, -100 for positions that do not count (padding, later sub-words)."""
         return_dict = self._flag(return_dict, "return_dict")

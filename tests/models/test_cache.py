@@ -5,6 +5,7 @@ import torch
 
 from hf_seqmodels import RecurrentConfig, RecurrentModel
 from hf_seqmodels.models.cache import RecurrentCache
+from hf_seqmodels.models.cache_names import output_cache
 
 BATCH, LAYERS, DIRECTIONS, HIDDEN = 3, 2, 2, 4
 
@@ -93,9 +94,9 @@ def test_seq_length_counts_padding_and_continuing_equals_one_pass():
     with torch.no_grad():
         whole = model(ids, attention_mask=mask).last_hidden_state
         first = model(ids[:, :3], attention_mask=mask[:, :3], use_cache=True)
-        assert first.past_key_values.get_seq_length() == 3
-        rest = model(ids[:, 3:], attention_mask=mask, past_key_values=first.past_key_values, use_cache=True)
-    assert rest.past_key_values.get_seq_length() == 5
+        assert output_cache(first).get_seq_length() == 3
+        rest = model(ids[:, 3:], attention_mask=mask, cache=output_cache(first), use_cache=True)
+    assert output_cache(rest).get_seq_length() == 5
     torch.testing.assert_close(rest.last_hidden_state, whole[:, 3:], rtol=0, atol=1e-6)
 
 

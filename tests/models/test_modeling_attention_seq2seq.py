@@ -10,6 +10,7 @@ from transformers.modeling_outputs import BaseModelOutput
 
 from hf_seqmodels import AttentionSeq2SeqConfig, AttentionSeq2SeqForConditionalGeneration, AttentionSeq2SeqModel
 from hf_seqmodels.models.cache import RecurrentCache
+from hf_seqmodels.models.cache_names import output_cache
 from tests.test_generation_common import GenerationTesterMixin
 from tests.test_modeling_common import BOS, EOS, PAD, ModelTesterMixin
 
@@ -216,8 +217,8 @@ def test_teacher_forcing_matches_incremental_decoding(cell_type, attention_type,
         cache, steps, weights = None, [], []
         for t in range(targets.shape[1]):
             out = model(encoder_outputs=encoder_outputs, attention_mask=mask, decoder_input_ids=targets[:, t : t + 1],
-                        past_key_values=cache, use_cache=True, output_attentions=True)
-            cache = out.past_key_values
+                        cache=cache, use_cache=True, output_attentions=True)
+            cache = output_cache(out)
             steps.append(out.logits)
             weights.append(out.cross_attentions)
     assert cache.get_seq_length() == targets.shape[1]
@@ -322,7 +323,7 @@ def decoder_cache(config, sources: torch.Tensor):
     model = AttentionSeq2SeqForConditionalGeneration(config).eval()
     targets = torch.full((sources.shape[0], 2), 4)
     with torch.no_grad():
-        return model(input_ids=sources, decoder_input_ids=targets, use_cache=True).past_key_values
+        return output_cache(model(input_ids=sources, decoder_input_ids=targets, use_cache=True))
 
 
 SOURCES = torch.tensor([[5, 3, 9], [6, 7, 8]])
@@ -347,9 +348,9 @@ def test_foreign_cache_is_rejected(foreign):
     make_cache, match = FOREIGN_CACHES[foreign]
     model = AttentionSeq2SeqForConditionalGeneration(tiny_config()).eval()
     with pytest.raises(ValueError, match=f"`past_key_values` {match}"):
-        model(input_ids=SOURCES, decoder_input_ids=torch.tensor([[4], [4]]), past_key_values=make_cache())
+        model(input_ids=SOURCES, decoder_input_ids=torch.tensor([[4], [4]]), cache=make_cache())
     model(input_ids=SOURCES, decoder_input_ids=torch.tensor([[4], [4]]),
-          past_key_values=decoder_cache(tiny_config(), SOURCES))  # its own kind of cache is continued
+          cache=decoder_cache(tiny_config(), SOURCES))  # its own kind of cache is continued
 
 # ---------------------------------------------------------------------------------------------------------------
 # Seq2SeqTrainer, with the collator that builds decoder inputs through prepare_decoder_input_ids_from_labels.

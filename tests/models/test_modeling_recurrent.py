@@ -16,6 +16,7 @@ from hf_seqmodels import (
     TransformerConfig,
 )
 from hf_seqmodels.models.cache import RecurrentCache
+from hf_seqmodels.models.cache_names import output_cache
 from tests.test_generation_common import GenerationTesterMixin
 from tests.test_modeling_common import (
     BOS,
@@ -311,7 +312,7 @@ def language_model(**changes) -> RecurrentForCausalLM:
 def prefix_cache(model, batch: int = 2):
     """The cache ``model`` returns after a prefix of 3 tokens for ``batch`` sequences."""
     with torch.no_grad():
-        return model(torch.randint(4, VOCAB_SIZE, (batch, 3)), use_cache=True).past_key_values
+        return output_cache(model(torch.randint(4, VOCAB_SIZE, (batch, 3)), use_cache=True))
 
 
 def attention_decoder_cache():
@@ -319,9 +320,9 @@ def attention_decoder_cache():
     config = AttentionSeq2SeqConfig(vocab_size=VOCAB_SIZE, embedding_size=8, hidden_size=12, cell_type="lstm",
                                     decoder_layers=2)
     with torch.no_grad():
-        return make_model(AttentionSeq2SeqModel, config)(
+        return output_cache(make_model(AttentionSeq2SeqModel, config)(
             torch.randint(4, VOCAB_SIZE, (2, 5)), decoder_input_ids=torch.randint(4, VOCAB_SIZE, (2, 3)), use_cache=True
-        ).past_key_values
+        ))
 
 
 FOREIGN_CACHES = {  # name: (a cache the default language_model() cannot continue 2 sequences from, expected message)
@@ -344,13 +345,13 @@ FOREIGN_CACHES = {  # name: (a cache the default language_model() cannot continu
 def test_foreign_cache_is_rejected(foreign):
     make_cache, match = FOREIGN_CACHES[foreign]
     with pytest.raises(ValueError, match=f"`past_key_values` {match}"):
-        language_model()(torch.tensor([[4], [5]]), past_key_values=make_cache())
+        language_model()(torch.tensor([[4], [5]]), cache=make_cache())
 
 
 def test_bidirectional_model_does_not_continue_a_cache():
     model = make_model(RecurrentModel, RecurrentModelTester("gru").get_config(RecurrentModel))
     with pytest.raises(ValueError, match="`past_key_values` cannot be continued by a bidirectional model"):
-        model(torch.tensor([[4], [5]]), past_key_values=prefix_cache(model))
+        model(torch.tensor([[4], [5]]), cache=prefix_cache(model))
 
 
 LENGTH = 7  # of the examples' padded batch: (4, 7)

@@ -16,6 +16,7 @@ from hf_seqmodels import (
     TransformerForTokenClassification,
     TransformerModel,
 )
+from hf_seqmodels.models.cache_names import output_cache
 from tests.test_generation_common import GenerationTesterMixin
 from tests.test_modeling_common import BOS, EOS, PAD, ModelTesterMixin, make_model
 
@@ -270,9 +271,9 @@ def test_causal_lm_chunked_prefill_matches_full_forward(left_padding):
     with torch.no_grad():
         full = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits
         first = model(input_ids=input_ids[:, :4], attention_mask=attention_mask[:, :4], use_cache=True)
-        assert isinstance(first.past_key_values, DynamicCache) and first.past_key_values.get_seq_length() == 4
+        assert isinstance(output_cache(first), DynamicCache) and output_cache(first).get_seq_length() == 4
         second = model(input_ids=input_ids[:, 4:], attention_mask=attention_mask,
-                       past_key_values=first.past_key_values).logits
+                       cache=output_cache(first)).logits
     keep = attention_mask.bool()
     torch.testing.assert_close(torch.cat([first.logits, second], 1)[keep], full[keep], rtol=0, atol=1e-5)
 
@@ -350,7 +351,7 @@ def test_bad_inputs_are_clear_errors():
     with pytest.raises(ValueError, match="decoder_input_ids"):
         model(input_ids=source)
     with pytest.raises(ValueError, match="EncoderDecoderCache"):
-        model(input_ids=source, decoder_input_ids=torch.tensor([[BOS]]), past_key_values=DynamicCache())
+        model(input_ids=source, decoder_input_ids=torch.tensor([[BOS]]), cache=DynamicCache())
     with pytest.raises(ValueError, match="vocabulary"):
         model(input_ids=torch.tensor([[5, VOCAB_SIZE]]), decoder_input_ids=torch.tensor([[BOS]]))
     with pytest.raises(ValueError, match="attention_mask"):
@@ -389,22 +390,22 @@ def test_other_cache_implementations_and_masks_without_the_cached_positions_are_
     causal_lm = random_model(TransformerForCausalLM, tiny_config(is_encoder_decoder=False))
     with pytest.raises(ValueError, match="`cache_implementation='static'` is not supported"):
         causal_lm.generate(torch.tensor([[4, 5]]), max_new_tokens=2, cache_implementation="static")
-    cache = causal_lm(torch.tensor([[4, 5, 6]]), use_cache=True).past_key_values
+    cache = output_cache(causal_lm(torch.tensor([[4, 5, 6]]), use_cache=True))
     with pytest.raises(ValueError, match=r"`attention_mask` has shape \(1, 1\), expected \(1, 4\)"):
-        causal_lm(torch.tensor([[7]]), past_key_values=cache, attention_mask=torch.ones(1, 1))
+        causal_lm(torch.tensor([[7]]), cache=cache, attention_mask=torch.ones(1, 1))
 
 
 def lm_cache(batch: int = 2, **changes):
     """The cache a causal LM of ``tiny_config(**changes)`` returns after 3 tokens of ``batch`` sequences."""
     model = random_model(TransformerForCausalLM, tiny_config(is_encoder_decoder=False, **changes))
-    return model(torch.randint(4, VOCAB_SIZE, (batch, 3)), use_cache=True).past_key_values
+    return output_cache(model(torch.randint(4, VOCAB_SIZE, (batch, 3)), use_cache=True))
 
 
 def seq2seq_cache(source_length: int = 3):
     """The cache of an encoder-decoder after 3 target tokens of 2 sequences, sources of ``source_length``."""
     model = random_model(TransformerForConditionalGeneration, tiny_config())
-    return model(input_ids=torch.randint(4, VOCAB_SIZE, (2, source_length)),
-                 decoder_input_ids=torch.randint(4, VOCAB_SIZE, (2, 3)), use_cache=True).past_key_values
+    return output_cache(model(input_ids=torch.randint(4, VOCAB_SIZE, (2, source_length)),
+                              decoder_input_ids=torch.randint(4, VOCAB_SIZE, (2, 3)), use_cache=True))
 
 
 SELF = "self-attention keys of shapes "
@@ -430,5 +431,5 @@ def test_foreign_cache_is_rejected(foreign):
     own_cache = seq2seq_cache if encoder_decoder else lm_cache
     step = {"decoder_input_ids" if encoder_decoder else "input_ids": torch.tensor([[4], [5]])}
     with pytest.raises(ValueError, match=f"`past_key_values` holds {match}"):
-        model(**inputs, **step, past_key_values=make_cache())
-    model(**inputs, **step, past_key_values=own_cache())  # its own kind of cache is continued
+        model(**inputs, **step, cache=make_cache())
+    model(**inputs, **step, cache=own_cache())  # its own kind of cache is continued

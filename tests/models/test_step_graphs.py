@@ -87,7 +87,7 @@ def test_a_displaced_cache_keeps_its_state(emulated_graphs):
     tokens = torch.tensor([[1], [5], [7], [2]])
 
     def decode(source, cache, positions):
-        return [model(input_ids=source, decoder_input_ids=tokens[i : i + 1].T, past_key_values=cache).logits
+        return [model(input_ids=source, decoder_input_ids=tokens[i : i + 1].T, cache=cache).logits
                 for i in positions]
 
     with torch.no_grad():
