@@ -36,7 +36,15 @@ from .data import first_rows, load_text_dataset
 from .evaluation import classification_metrics, tagging_metrics
 from .paths import check_model_path
 from .tokenization import KINDS, train_tokenizer
-from .training import TrainingArguments, describe_device, make_accelerator, run_tokenizer, save_model, train
+from .training import (
+    TrainingArguments,
+    describe_device,
+    keep_model_inputs,
+    make_accelerator,
+    run_tokenizer,
+    save_model,
+    train,
+)
 from .translation import LengthGroupedSampler
 
 # --model_type name -> the config's model_type (the transformers registry name).
@@ -514,6 +522,7 @@ def run(task: str, model_args: ModelArguments, data_args: DataArguments, trainin
         tokenized = tokenize(raw, tokenizer, data_args.text_column_name, data_args.label_column_name, labels,
                              model_args.max_seq_length)
     model = make_model(model_args, auto_class, tokenizer, labels)
+    tokenized = keep_model_inputs(tokenized, tokenizer, model)
     collator = collator_class(tokenizer)
     # Validation rows in length order batch with little padding; no score depends on the order.
     lengths = [len(ids) for ids in tokenized["validation"]["input_ids"]]

@@ -13,6 +13,7 @@ tokenizer in ``step_<n>/tokenizer/`` (when `train` is given one), and `run_token
 ``--resume_from_checkpoint``, so a resumed run uses exactly the vocabulary the checkpoint's model was trained with.
 """
 
+import inspect
 import json
 import logging
 import math
@@ -142,6 +143,18 @@ class TrainingArguments:
             raise ValueError(f"--checkpoint_dir {self.checkpoint_dir} holds the step_<n> checkpoints of an earlier "
                              f"run; resume it with --resume_from_checkpoint latest, or pass --overwrite_output_dir to "
                              f"start afresh (deleting them).")
+
+
+def keep_model_inputs(dataset: datasets.DatasetDict, tokenizer: PreTrainedTokenizerBase,
+                      model: torch.nn.Module) -> datasets.DatasetDict:
+    """``dataset`` without the columns ``model.forward`` does not take, as Trainer drops them (a BERT tokenizer's
+    ``token_type_ids`` mean nothing to a recurrent model, whose forward refuses unknown arguments); the tokenizer
+    stops producing them too, and saves so, so that a pipeline over the saved folder feeds the model what it takes."""
+    accepted = inspect.signature(model.forward).parameters
+    tokenizer.model_input_names = [name for name in tokenizer.model_input_names if name in accepted]
+    tokenizer.init_kwargs["model_input_names"] = tokenizer.model_input_names
+    unused = [name for name in next(iter(dataset.values())).column_names if name not in accepted]
+    return dataset.remove_columns(unused) if unused else dataset
 
 
 def make_accelerator(args: TrainingArguments) -> Accelerator:

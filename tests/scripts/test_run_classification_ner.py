@@ -14,6 +14,7 @@ from transformers import (
     AutoTokenizer,
     BertConfig,
     BertModel,
+    pipeline,
 )
 
 from hf_seqmodels import classification
@@ -201,6 +202,11 @@ def test_word_embeddings_through_the_script(tmp_path, tiny_bert):
     token_id = AutoTokenizer.from_pretrained(output).convert_tokens_to_ids("##ing")
     spelled = model.model.spelling.spellings[token_id]
     assert bytes((spelled[spelled > 0] - 1).tolist()).decode() == "##ing"  # the spellings came with the folder
+    # The BERT tokenizer's token_type_ids, which the recurrent model does not take, are gone from the saved
+    # tokenizer, so that a pipeline over the folder runs (forward refuses arguments it does not use).
+    assert "token_type_ids" not in AutoTokenizer.from_pretrained(output)("a sentence")
+    tags = pipeline("token-classification", model=str(output), ignore_labels=[])("John lives in Paris")
+    assert tags and all(tag["entity"] in model.config.label2id for tag in tags)
 
 
 def test_bad_arguments_fail_early(tmp_path):
