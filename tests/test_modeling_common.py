@@ -7,12 +7,14 @@ outputs. The helpers below (``collate``, ``make_model``, ``make_tokenizer``, ...
 ``test_generation_common.py`` and the family tests.
 """
 
+import dataclasses
 import inspect
 import subprocess
 import sys
 import textwrap
 from dataclasses import dataclass
 
+import pytest
 import torch
 from tokenizers import Tokenizer, models, pre_tokenizers
 from torch.nn import functional as F
@@ -36,6 +38,7 @@ from transformers.modeling_outputs import (
 )
 
 import hf_seqmodels  # noqa: F401  (registers the Auto classes)
+from hf_seqmodels.models.cache_names import CACHE_NAME, output_cache
 
 PAD, BOS, EOS, UNK = 0, 1, 2, 3
 SPECIAL_TOKENS = ("[PAD]", "[BOS]", "[EOS]", "[UNK]")
@@ -70,6 +73,10 @@ def head_of(model_class: type) -> Head:
         if model_class.__name__.endswith(suffix):
             return head
     raise ValueError(f"{model_class.__name__} does not end with a standard head name: {', '.join(HEADS)}.")
+
+
+def fields_of(output: ModelOutput) -> set[str]:
+    return {field.name for field in dataclasses.fields(output)}
 
 
 def takes_labels(model_class: type) -> bool:
@@ -296,6 +303,50 @@ class ModelTesterMixin:
                 embeds = model.get_input_embeddings()(batch["input_ids"])
                 got = main_output(model(**{**without_labels(batch), "input_ids": None, "inputs_embeds": embeds}))
             torch.testing.assert_close(got, expected, rtol=0, atol=ATOL)
+
+    def test_unknown_arguments_are_refused(self, tester):
+        """No forward takes ``**kwargs``: an argument it does not use is refused by name, never dropped. (transformers
+        5.24 renamed the cache argument, and a forward that swallowed the new name decoded without its state.) What
+        generate() prepares for a step goes through the same door."""
+        for model_class in tester.all_model_classes:
+            config, model = self.build(tester, model_class)
+            name = model_class.__name__
+            kinds = {parameter.kind for parameter in inspect.signature(model.forward).parameters.values()}
+            assert inspect.Parameter.VAR_KEYWORD not in kinds, f"{name}.forward takes **kwargs"
+            batch = without_labels(collate(tester.get_examples(config), config.pad_token_id))
+            with pytest.raises(TypeError, match="not_an_argument"):
+                model(**batch, not_an_argument=1)
+            if model.can_generate():
+                with pytest.raises(TypeError, match="not_an_argument"):  # refused when prepared, or by forward
+                    model(**model.prepare_inputs_for_generation(batch["input_ids"], use_cache=True,
+                                                                attention_mask=batch["attention_mask"],
+                                                                not_an_argument=1))
+
+    def test_cache_under_either_name(self, tester):
+        """The cache goes in as ``cache`` (transformers >= 5.24) or ``past_key_values`` (before) with the same
+        result, and comes back under the installed version's name, which generate() reads."""
+        for model_class in tester.all_model_classes:
+            config, model = self.build(tester, model_class)
+            if not model.can_generate():
+                continue
+            example = tester.get_examples(config)[0]
+            if config.is_encoder_decoder:
+                source, target = {"input_ids": example["input_ids"][None]}, example["decoder_input_ids"][None]
+                prefix, step, whole = ({**source, "decoder_input_ids": ids}
+                                       for ids in (target[:, :-1], target[:, -1:], target))
+            else:
+                ids = example["input_ids"][None]
+                prefix, step, whole = ({"input_ids": part} for part in (ids[:, :-1], ids[:, -1:], ids))
+            with torch.no_grad():
+                first = model(**prefix, use_cache=True)
+                assert CACHE_NAME in fields_of(first) and output_cache(first) is not None, model_class.__name__
+                logits = [model(**step, use_cache=True, **{name: output_cache(model(**prefix, use_cache=True))}).logits
+                          for name in ("cache", "past_key_values")]
+                recomputed = model(**whole, use_cache=False).logits[:, -1:]
+            torch.testing.assert_close(logits[0], logits[1], rtol=0, atol=0)
+            torch.testing.assert_close(logits[0], recomputed, rtol=0, atol=ATOL)
+            with pytest.raises(TypeError, match="not both"):
+                model(**step, cache=output_cache(first), past_key_values=output_cache(first))
 
     def test_save_load(self, tester, tmp_path):
         """save_pretrained -> from_pretrained gives identical outputs from safetensors; ties survive, untied stay so."""
