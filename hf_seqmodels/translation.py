@@ -202,6 +202,25 @@ def translation_scores(
     return {f"{prefix}{name}": value for name, value in scores.items()}, translations
 
 
+# A test BLEU below this means a broken run (decoding without its state, mismatched tokenizers, a metric that does
+# not tokenize the target language), not a weak model: the main job's CPU run reaches 33-36 on Multi30k test2016.
+IMPLAUSIBLE_BLEU = 5.0
+
+
+def implausible_bleu_warning(scores: dict, translations: list[str], prefix: str = "test_") -> str | None:
+    """A warning to print when ``scores[f"{prefix}bleu"]`` is below `IMPLAUSIBLE_BLEU`, naming the likely causes
+    and the most repeated translation; None when the score is plausible."""
+    bleu = scores.get(f"{prefix}bleu")
+    if bleu is None or bleu >= IMPLAUSIBLE_BLEU:
+        return None
+    commonest = max(set(translations), key=translations.count) if translations else ""
+    return (f"WARNING: {prefix}bleu is {bleu:.2f}, implausibly low (below {IMPLAUSIBLE_BLEU}): the model trained, but "
+            f"its translations are not usable ({translations.count(commonest)} of {len(translations)} are "
+            f"{commonest[:60]!r}). Check that decoding works in this environment (`bash scripts/test.sh "
+            "tests/models/test_canaries.py`: a transformers version outside pyproject.toml's range can break the "
+            "cache), that the run was long enough, and that the BLEU tokenization suits the target language.")
+
+
 def load_translation_model(model_dir):
     """The encoder-decoder saved in ``model_dir`` (a folder or Hub id), loaded through `AutoModelForSeq2SeqLM`.
 

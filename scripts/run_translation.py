@@ -24,6 +24,7 @@ The Transformer recipe above (the defaults' 3e-3 is too high for it) reached 36.
 """
 
 import json
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 
@@ -36,6 +37,7 @@ from hf_seqmodels.translation import (
     CUSTOM_PIPELINES,
     LengthGroupedSampler,
     check_language_columns,
+    implausible_bleu_warning,
     load_tokenizers,
     save_attention_plot,
     tokenize_pairs,
@@ -181,11 +183,13 @@ def main():
     model = accelerator.unwrap_model(model)
     if "test" in raw and accelerator.is_main_process:
         test_start = time.monotonic()
-        scores, _ = translation_scores(
+        scores, translations = translation_scores(
             model, tokenizers, raw["test"][src], raw["test"][tgt], prefix="test_",
             num_beams=generation_args.num_beams, length_penalty=generation_args.length_penalty, **decode
         )
         results.update(scores, test_decoding_s=time.monotonic() - test_start, test_num_beams=generation_args.num_beams)
+        if warning := implausible_bleu_warning(scores, translations):
+            results["warnings"] = [warning]
     results.update(
         task="translation",
         model_config=model.config.to_dict(),  # what the model card describes
@@ -202,6 +206,8 @@ def main():
     if accelerator.is_main_process:
         summary = {k: v for k, v in results.items() if k not in ("eval_history", "arguments")}
         print(json.dumps(summary, indent=2))
+        for warning in results.get("warnings", []):
+            print(warning, file=sys.stderr)
         print(f"Translations by the reloaded {training_args.output_dir}:")
         show_examples(training_args.output_dir, EXAMPLES)
         picture = save_attention_plot(training_args.output_dir, EXAMPLES[0])

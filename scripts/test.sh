@@ -1,8 +1,19 @@
 #!/usr/bin/env bash
-# Sets up .venv and runs the test suite offline. Exits non-zero when a test fails, and also when no test is
-# collected (pytest's exit code 5). Extra arguments go to pytest, e.g. `bash scripts/test.sh -k tokenization`.
+# Sets up a virtual environment (scripts/setup.sh) and runs the test suite offline in it. Exits non-zero when a
+# test fails, and also when no test is collected (pytest's exit code 5).
+#   bash scripts/test.sh                       every test, newest allowed versions (.venv)
+#   bash scripts/test.sh --lowest tests/models  the model tests with the lowest allowed transformers (.venv-lowest)
+#   bash scripts/test.sh --locked               every test with constraints/locked.txt
+# Other arguments go to pytest, e.g. `bash scripts/test.sh -k tokenization`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+setup=()
+venv=.venv
+case "${1:-}" in
+  --locked) setup=(--locked); shift ;;
+  --lowest) setup=(--lowest); venv=.venv-lowest; shift ;;
+esac
+venv="${VENV:-$venv}"
+VENV="$venv" bash scripts/setup.sh "${setup[@]}"
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1
-exec .venv/bin/python -m pytest -x -q tests "$@"
+exec "$venv/bin/python" -m pytest -x -q "$@"  # pyproject's testpaths: tests/

@@ -18,11 +18,13 @@ from hf_seqmodels import (
     TransformerConfig,
     TransformerForSequenceClassification,
 )
+from hf_seqmodels.evaluation import translation_metrics
 from hf_seqmodels.paths import check_model_path
 from hf_seqmodels.translation import (
     CUSTOM_PIPELINES,
     LengthGroupedSampler,
     attention_matrix,
+    implausible_bleu_warning,
     load_tokenizers,
     load_translation_model,
     tokenize_pairs,
@@ -171,6 +173,16 @@ def test_attention_matrix(tokenizers):
     torch.testing.assert_close(weights.sum(-1), torch.ones(len(target_tokens)))
     plain = tiny_model(tokenizers, attention_type="none")
     assert attention_matrix(plain, tokenizers, "two cats sit", max_new_tokens=5)[2] is None
+
+
+def test_implausible_bleu_warning():
+    references = ["Zwei Hunde laufen durch den Schnee.", "Ein Mann fährt Fahrrad.", "Kinder spielen im Park."]
+    degenerate = ["Zwei Zwei Zwei Zwei Zwei"] * 3  # what decoding without the cache produced under transformers 5.24
+    scores = {f"test_{name}": value for name, value in translation_metrics(degenerate, references).items()}
+    warning = implausible_bleu_warning(scores, degenerate)
+    assert warning is not None and "3 of 3 are 'Zwei Zwei Zwei Zwei Zwei'" in warning
+    perfect = {f"test_{name}": value for name, value in translation_metrics(references, references).items()}
+    assert implausible_bleu_warning(perfect, references) is None
 
 
 def test_check_model_path_takes_folders_and_hub_ids(tmp_path, monkeypatch):

@@ -40,10 +40,14 @@ def test_run_translation(name, data_dir, tmp_path, monkeypatch, capsys):
     output_dir = tmp_path / name
     run_script(RUN_TRANSLATION, ["--output_dir", str(output_dir), *TINY, *MODELS[name]], monkeypatch)
 
+    printed = capsys.readouterr()
     results = json.loads((output_dir / "results.json").read_text())
     assert results["steps"] == 4 and results["test_num_beams"] == 2
     for key in ("eval_loss", "eval_bleu", "eval_chrf", "test_bleu", "test_chrf"):
         assert math.isfinite(results[key]), key
+    # Four steps cannot translate: the run says so instead of ending as if nothing were wrong.
+    assert results["test_bleu"] < 5 and "implausibly low" in results["warnings"][0]
+    assert results["warnings"][0] in printed.err
     assert sorted(p.name for p in (tmp_path / f"{name}-checkpoints").iterdir()) == ["step_2", "step_4"]
     model = AutoModelForSeq2SeqLM.from_pretrained(output_dir)
     tokenizers = load_tokenizers(output_dir)
@@ -51,8 +55,7 @@ def test_run_translation(name, data_dir, tmp_path, monkeypatch, capsys):
     assert model.config.vocab_size == len(tokenizers.target) == results["vocab_size"]
     assert (model.config.source_vocab_size or model.config.vocab_size) == len(tokenizers.source)
     assert model.generation_config.num_beams == 2 and model.generation_config.max_new_tokens == 8
-    printed = capsys.readouterr().out
-    assert "Translations by the reloaded" in printed and "->" in printed
+    assert "Translations by the reloaded" in printed.out and "->" in printed.out
     assert (output_dir / "attention.png").stat().st_size > 0
 
     translator = pipeline("translation", model=str(output_dir), trust_remote_code=True)
