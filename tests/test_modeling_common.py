@@ -13,9 +13,11 @@ import subprocess
 import sys
 import textwrap
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 import torch
+import transformers
 from tokenizers import Tokenizer, models, pre_tokenizers
 from torch.nn import functional as F
 from transformers import (
@@ -215,9 +217,28 @@ REMOTE_CODE_SCRIPT = textwrap.dedent(
             outputs = model(**case["inputs"])
         got = outputs.logits if getattr(outputs, "logits", None) is not None else outputs.last_hidden_state
         torch.testing.assert_close(got, case["expected"], rtol=0, atol=1e-5)  # see assert_same_model
-        print("loaded", type(model).__name__, "from", module)
+        if "generated" in case:
+            with torch.no_grad():
+                generated = model.generate(**case["prompts"], **case["generate_kwargs"])
+            assert torch.equal(generated, case["generated"]), (generated, case["generated"])
+        print("loaded", type(model).__name__, "from", module, "under transformers", transformers.__version__)
     """
 )
+
+
+def other_transformers_python() -> str | None:
+    """The Python of the repository's other test environment (.venv or .venv-lowest) when its transformers is
+    another version than this process's, else None."""
+    repo = Path(__file__).resolve().parents[1]
+    for venv in (".venv", ".venv-lowest"):
+        python = repo / venv / "bin" / "python"
+        if not python.exists():
+            continue
+        version = subprocess.run([str(python), "-c", "import transformers; print(transformers.__version__)"],
+                                 capture_output=True, text=True, timeout=120).stdout.strip()
+        if version and version != transformers.__version__:
+            return str(python)
+    return None
 
 
 class ModelTesterMixin:
@@ -411,6 +432,24 @@ class ModelTesterMixin:
 
     def test_trust_remote_code(self, tester, tmp_path):
         """Every head loads from its saved folder alone, in a process where ``import hf_seqmodels`` fails."""
+        self.check_remote_code(tester, tmp_path, sys.executable)
+
+    def remote_code_variant(self, tester) -> bool:
+        """Whether the remote-code tests (a fresh process each, ~15 s) run for this variant: a family whose variants
+        all save the same code files checks one of them."""
+        return True
+
+    def test_trust_remote_code_under_the_other_transformers(self, tester, tmp_path):
+        """A folder saved under this transformers loads, computes and generates the same under the other end of
+        the range pyproject.toml allows (the cache changed its name between them), with only its saved code."""
+        python = other_transformers_python()
+        if python is None:
+            pytest.skip("needs .venv and .venv-lowest with different transformers versions (as .ci/run leaves them)")
+        self.check_remote_code(tester, tmp_path, python)
+
+    def check_remote_code(self, tester, tmp_path, python: str) -> None:
+        if not self.remote_code_variant(tester):
+            pytest.skip("every variant saves the same code files: one of them is checked")
         cases = []
         for model_class in tester.all_model_classes:
             config, model = self.build(tester, model_class)
@@ -420,13 +459,22 @@ class ModelTesterMixin:
             with torch.no_grad():
                 expected = main_output(model(**batch))
             auto_class = head_of(model_class).auto_class.__name__
-            cases.append({"auto_class": auto_class, "folder": str(folder), "inputs": batch, "expected": expected,
-                          "state_dict": model.state_dict()})
+            case = {"auto_class": auto_class, "folder": str(folder), "inputs": batch, "expected": expected,
+                    "state_dict": model.state_dict()}
+            if model.can_generate():
+                side = "right" if config.is_encoder_decoder else "left"
+                prompts = collate([{"input_ids": e["input_ids"]} for e in tester.get_examples(config)],
+                                  config.pad_token_id, side)
+                generate_kwargs = {"max_new_tokens": 3, "num_beams": 2, "do_sample": False}
+                with torch.no_grad():
+                    case.update(prompts=prompts, generate_kwargs=generate_kwargs,
+                                generated=model.generate(**prompts, **generate_kwargs))
+            cases.append(case)
         torch.save(cases, tmp_path / "cases.pt")
         env = {"PATH": "/usr/bin:/bin", "HF_HOME": str(tmp_path / "hf_home"), "HF_HUB_OFFLINE": "1",
                "OMP_NUM_THREADS": "1", "PYTHONNOUSERSITE": "1"}
         result = subprocess.run(
-            [sys.executable, "-c", REMOTE_CODE_SCRIPT, str(tmp_path / "cases.pt")],
+            [python, "-c", REMOTE_CODE_SCRIPT, str(tmp_path / "cases.pt")],
             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
         )
         assert result.returncode == 0, result.stdout + result.stderr

@@ -74,10 +74,8 @@ def tester(request):
 
 
 class TestAttentionSeq2SeqModel(ModelTesterMixin, GenerationTesterMixin):
-    def test_trust_remote_code(self, tester, tmp_path):
-        if tester.variant != VARIANTS[1]:
-            pytest.skip("every variant saves the same code files; one fresh process (~15 s) checks them")
-        super().test_trust_remote_code(tester, tmp_path)
+    def remote_code_variant(self, tester) -> bool:
+        return tester.variant == VARIANTS[1]
 
 
 def spread(model, std=0.5, seed=0):

@@ -89,10 +89,8 @@ def tester(request):
 
 
 class TestTransformerModel(ModelTesterMixin, GenerationTesterMixin):
-    def test_trust_remote_code(self, tester, tmp_path):
-        if tester.variant != "paper":
-            pytest.skip("every variant saves the same code files: loading them is checked once, on 'paper'")
-        super().test_trust_remote_code(tester, tmp_path)
+    def remote_code_variant(self, tester) -> bool:
+        return tester.variant == "paper"
 
 
 # --- independent references with copied weights ------------------------------------------------------------------
