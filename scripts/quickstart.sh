@@ -10,13 +10,7 @@
 # .venv-lowest).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-setup=()
-venv=.venv
-case "${1:-}" in
-  --locked) setup=(--locked); shift ;;
-  --lowest) setup=(--lowest); venv=.venv-lowest; shift ;;
-esac
-VENV="$venv" bash scripts/setup.sh "${setup[@]}"
+source scripts/venv.sh
 export HF_HUB_OFFLINE="${HF_HUB_OFFLINE:-1}" HF_DATASETS_OFFLINE="${HF_DATASETS_OFFLINE:-1}"  # data is bundled
 # Idle OpenMP threads sleep instead of spinning: on a machine busy with other work, spinning threads waiting for a
 # descheduled peer made each training step several times slower.

@@ -7,13 +7,6 @@
 # Other arguments go to pytest, e.g. `bash scripts/test.sh -k tokenization`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-setup=()
-venv=.venv
-case "${1:-}" in
-  --locked) setup=(--locked); shift ;;
-  --lowest) setup=(--lowest); venv=.venv-lowest; shift ;;
-esac
-venv="${VENV:-$venv}"
-VENV="$venv" bash scripts/setup.sh "${setup[@]}"
+source scripts/venv.sh
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1
 exec "$venv/bin/python" -m pytest -x -q "$@"  # pyproject's testpaths: tests/
