@@ -8,6 +8,7 @@ outputs. The helpers below (``collate``, ``make_model``, ``make_tokenizer``, ...
 """
 
 import dataclasses
+import functools
 import inspect
 import subprocess
 import sys
@@ -226,6 +227,7 @@ REMOTE_CODE_SCRIPT = textwrap.dedent(
 )
 
 
+@functools.cache
 def other_transformers_python() -> str | None:
     """The Python of the repository's other test environment (.venv or .venv-lowest) when its transformers is
     another version than this process's, else None."""
