@@ -1,8 +1,8 @@
 """GenerationTesterMixin: transformers' generate() on our models against hand-written references.
 
 Greedy and sampling are compared with loops that recompute the whole prefix at every step without a cache; beam
-search with exhaustive search over a tiny vocabulary (GENERATION.md, "Exactness of beam search"). A dedicated test
-breaks the cache's reordering and checks that the beam test then fails.
+search with exhaustive search over a tiny vocabulary (../shared/GENERATION.md, "Exactness of beam search"). A
+dedicated test breaks the cache's reordering and checks that the beam test then fails.
 """
 
 import pytest

@@ -1,4 +1,4 @@
-"""ModelTesterMixin: the checks every model family passes, for every head class (STYLE.md P7, P8).
+"""ModelTesterMixin: the checks every model family passes, for every head class (../shared/STYLE.md P7, P8).
 
 Shaped like transformers' ``tests/test_modeling_common.py``: a family's test class mixes it in and supplies a tiny
 ``tester`` object; every check runs over every class in ``tester.all_model_classes`` and compares against an
@@ -51,7 +51,7 @@ ATOL = 1e-5
 
 @dataclass(frozen=True)
 class Head:
-    """What transformers expects of a head class, recognised by its standard name suffix (STYLE.md P7)."""
+    """What transformers expects of a head class, recognised by its standard name suffix (../shared/STYLE.md P7)."""
 
     auto_class: type
     output_class: type
@@ -250,8 +250,8 @@ class ModelTesterMixin:
     returning an object with:
 
     - ``all_model_classes``: the base model and every head. Kinds are recognised by the standard names of
-      STYLE.md P7 (``*Model``, ``*ForCausalLM``, ``*ForSequenceClassification``, ``*ForTokenClassification``,
-      ``*ForConditionalGeneration``); see ``HEADS`` for the Auto class and output type each must have.
+      ../shared/STYLE.md P7 (``*Model``, ``*ForCausalLM``, ``*ForSequenceClassification``,
+      ``*ForTokenClassification``, ``*ForConditionalGeneration``); see ``HEADS`` for the Auto class and output type each must have.
     - ``get_config(model_class)``: a tiny config for that class: no dropout, ``pad_token_id=PAD``,
       ``bos_token_id=BOS``, ``eos_token_id=EOS``, ``vocab_size`` at most 16 (the tokenizer and the exhaustive beam
       test rely on it), ``num_labels`` set for classifiers, and ``tie_word_embeddings`` settable (the save/load
@@ -395,6 +395,18 @@ class ModelTesterMixin:
                 if not tie:
                     assert not any(torch.equal(output_weight, weight) for weight in embeddings)
 
+    def test_saved_code_is_the_familys_own(self, tester, tmp_path):
+        """A saved folder ships its family's modeling and configuration files and the shared files they import,
+        never another family's (a saved attention encoder-decoder carries no recurrent language model)."""
+        for model_class in tester.all_model_classes:
+            _, model = self.build(tester, model_class)
+            model.save_pretrained(tmp_path / model_class.__name__)
+            family = Path(inspect.getfile(model_class)).name.removeprefix("modeling_")
+            shipped = {path.name for path in (tmp_path / model_class.__name__).glob("*.py")}
+            assert {name for name in shipped if name.startswith(("modeling_", "configuration_"))} == {
+                f"modeling_{family}", f"configuration_{family}", "modeling_utils.py", "configuration_utils.py"
+            }, model_class.__name__
+
     def test_resize_token_embeddings(self, tester, tmp_path):
         """resize_token_embeddings: the old tokens keep their outputs, the new ids are read by every embedding of
         the vocabulary (an encoder-decoder's decoder too), and the resized model saves and loads back."""
@@ -483,7 +495,7 @@ class ModelTesterMixin:
         assert result.stdout.count("loaded ") == len(cases), result.stdout
 
     def test_padding_invariance(self, tester):
-        """A padded batch gives, at the real tokens, what each sequence gives alone (STYLE.md section 3)."""
+        """A padded batch gives, at the real tokens, what each sequence gives alone (../shared/STYLE.md section 3)."""
         for model_class in tester.all_model_classes:
             config, model = self.build(tester, model_class)
             examples = tester.get_examples(config)

@@ -132,6 +132,16 @@ class RecurrentCache(Cache):
         return False
 
 
+def recurrent_cache(cache: Cache | None) -> RecurrentCache | None:
+    """The cache a recurrent forward continues from: ours, or None for no cache or an empty cache of another kind
+    (which generate() may create), to be replaced by ours."""
+    if cache is None or isinstance(cache, RecurrentCache):
+        return cache
+    if isinstance(cache, Cache) and cache.get_seq_length() == 0:
+        return None
+    raise ValueError(f"`past_key_values` must be a RecurrentCache returned by this model, got {type(cache).__name__}.")
+
+
 class RecurrentGenerationMixin:
     """What ``generate()`` needs from a model whose decoding state is a ``RecurrentCache`` (put it before
     ``GenerationMixin`` in the bases)."""

@@ -2,13 +2,14 @@
 
 from transformers import PretrainedConfig
 
-from .configuration_recurrent import (
+from .configuration_utils import (
     CELL_TYPES,
     check_choice,
     check_dropout,
     check_initializer_range,
     check_positive,
     check_token_ids,
+    decoder_start_token_id as start_token_rule,
 )
 
 ATTENTION_TYPES = ("bahdanau", "luong_dot", "luong_general", "luong_concat", "none")
@@ -142,8 +143,7 @@ class AttentionSeq2SeqConfig(PretrainedConfig):
                 f"outputs directly, but `bidirectional_encoder`=True makes those of size {2 * hidden_size}; set "
                 f"`bidirectional_encoder=False` or use 'luong_general'."
             )
-        if decoder_start_token_id is None:
-            decoder_start_token_id = bos_token_id
+        decoder_start_token_id = start_token_rule(decoder_start_token_id, bos_token_id)
         check_token_ids(vocab_size, "target vocabulary", pad_token_id=pad_token_id, bos_token_id=bos_token_id,
                         eos_token_id=eos_token_id, decoder_start_token_id=decoder_start_token_id)
         self.vocab_size = vocab_size

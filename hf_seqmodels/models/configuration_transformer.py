@@ -2,7 +2,13 @@
 
 from transformers import PretrainedConfig
 
-from .configuration_recurrent import check_choice, check_dropout, check_positive, check_token_ids
+from .configuration_utils import (
+    check_choice,
+    check_dropout,
+    check_positive,
+    check_token_ids,
+    decoder_start_token_id as start_token_rule,
+)
 
 ACTIVATIONS = ("relu", "gelu", "gelu_new", "silu")
 NORM_POSITIONS = ("post", "pre")
@@ -155,6 +161,7 @@ class TransformerConfig(PretrainedConfig):
             )
         if not layer_norm_eps > 0:
             raise ValueError(f"`layer_norm_eps`={layer_norm_eps} must be a small positive number.")
+        decoder_start_token_id = start_token_rule(decoder_start_token_id, bos_token_id)
         check_token_ids(vocab_size, pad_token_id=pad_token_id, bos_token_id=bos_token_id, eos_token_id=eos_token_id,
                         decoder_start_token_id=decoder_start_token_id)
         if isinstance(pad_token_id, int) and source_vocab_size is not None and pad_token_id >= source_vocab_size:

@@ -1,10 +1,9 @@
-"""Pooling, classifier heads and their losses, shared by the heads of every family."""
+"""Pooling and the classifier heads' losses, shared by the sequence and token classification heads of the recurrent
+and Transformer families."""
 
 import torch
 from torch import nn
 from torch.nn import functional as F
-
-from .masks import check_input_ids
 
 _CLASS_ID_DTYPES = (torch.long, torch.int)
 
@@ -37,18 +36,6 @@ class SequencePooler(nn.Module):
             return hidden.masked_fill(~keep, torch.finfo(hidden.dtype).min).amax(1)
         scores = self.score(hidden).masked_fill(~keep, torch.finfo(hidden.dtype).min)
         return (scores.softmax(dim=1) * hidden).sum(1)
-
-
-def lm_output_layers(
-    hidden_size: int, embedding_size: int, vocab_size: int, tie_word_embeddings: bool
-) -> tuple[nn.Linear | None, nn.Linear]:
-    """The output layer of a language model reading vectors of ``hidden_size``, and the projection to
-    ``embedding_size`` that must come first when the output layer shares the embedding matrix
-    (``tie_word_embeddings``) and the sizes differ (``None`` otherwise)."""
-    projection = None
-    if tie_word_embeddings and hidden_size != embedding_size:
-        projection = nn.Linear(hidden_size, embedding_size, bias=False)
-    return projection, nn.Linear(embedding_size if tie_word_embeddings else hidden_size, vocab_size)
 
 
 def sequence_classification_loss(logits: torch.Tensor, labels: torch.Tensor, config) -> torch.Tensor:
@@ -91,19 +78,6 @@ def token_classification_loss(logits: torch.Tensor, labels: torch.Tensor) -> tor
     _check_label_shape(labels, {tuple(logits.shape[:2])})
     _check_class_ids(labels, logits.shape[-1], "tokens")
     return F.cross_entropy(logits.flatten(0, 1), labels.flatten().long(), ignore_index=-100)
-
-
-def check_lm_labels(labels: torch.Tensor, logits: torch.Tensor) -> None:
-    """Raise a clear error unless ``labels`` hold one token id (or -100, ignored) for every position of a language
-    model's ``logits`` ``(batch, length, vocab_size)``."""
-    if labels.shape != logits.shape[:2]:
-        raise ValueError(
-            f"`labels` has shape {tuple(labels.shape)}, expected {tuple(logits.shape[:2])}: one target token id per "
-            "position, -100 where the loss should not count."
-        )
-    targets = labels[labels != -100]
-    if targets.numel():
-        check_input_ids(targets, logits.shape[-1], "labels")
 
 
 def _check_label_shape(labels: torch.Tensor, expected: set[tuple[int, ...]]) -> None:

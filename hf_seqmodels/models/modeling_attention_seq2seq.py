@@ -7,18 +7,20 @@ import torch
 from torch import nn
 from transformers import GenerationMixin
 from transformers.cache_utils import Cache
-from transformers.loss.loss_utils import ForMaskedLMLoss
 from transformers.modeling_outputs import ModelOutput, Seq2SeqLMOutput, Seq2SeqModelOutput
-from transformers.models.bart.modeling_bart import shift_tokens_right
 
 from .attention import AdditiveAttention, LuongAttention
-from .cache import RecurrentCache, RecurrentGenerationMixin
+from .cache import RecurrentCache, RecurrentGenerationMixin, recurrent_cache
 from .cache_names import CACHE_NAME, cache_argument, cache_field, output_cache
 from .configuration_attention_seq2seq import AttentionSeq2SeqConfig
-from .embeddings import TargetVocabularyResizing
-from .heads import lm_output_layers
 from .masks import check_input_ids, check_no_empty_rows, padding_or_none, prepare_padding_mask
-from .modeling_recurrent import RecurrentModel, RecurrentPreTrainedModel
+from .modeling_utils import (
+    EncoderDecoderMixin,
+    SeqModelsPreTrainedModel,
+    check_token_inputs,
+    lm_loss,
+    lm_output_layers,
+)
 from .recurrent_layers import RecurrentStack, State
 from .step_graphs import GraphedSteps, replays_step
 
@@ -41,8 +43,9 @@ class AttentionSeq2SeqEncoderOutput(ModelOutput):
     hidden_states: tuple[torch.FloatTensor, ...] | None = None
 
 
-class AttentionSeq2SeqPreTrainedModel(RecurrentPreTrainedModel):
+class AttentionSeq2SeqPreTrainedModel(SeqModelsPreTrainedModel):
     config_class = AttentionSeq2SeqConfig
+    _is_stateful = True
 
 
 class AttentionSeq2SeqEncoder(nn.Module):
@@ -78,20 +81,10 @@ class AttentionSeq2SeqEncoder(nn.Module):
             attention_mask: `(batch, source_length)`, 1 for tokens and 0 for padding (on either side).
             output_attentions: accepted because generate() passes it; a recurrent encoder has no attention.
         """
-        if (input_ids is None) == (inputs_embeds is None):
-            raise ValueError("Pass the source as exactly one of `input_ids` and `inputs_embeds`.")
+        check_token_inputs(input_ids, inputs_embeds, self.config.encoder_vocab_size, self.config.embedding_size,
+                           self.embed_tokens.weight.dtype)
         if input_ids is not None:
-            if input_ids.dim() != 2:
-                raise ValueError(
-                    f"`input_ids` (the source) must have shape (batch, source_length), got {tuple(input_ids.shape)}."
-                )
-            check_input_ids(input_ids, self.config.encoder_vocab_size)
             inputs_embeds = self.embed_tokens(input_ids)
-        elif inputs_embeds.dim() != 3 or inputs_embeds.shape[-1] != self.config.embedding_size or 0 in inputs_embeds.shape:
-            raise ValueError(
-                f"`inputs_embeds` must have shape (batch, source_length, {self.config.embedding_size}) with at least "
-                f"one position, got {tuple(inputs_embeds.shape)}."
-            )
         mask = prepare_padding_mask(attention_mask, *inputs_embeds.shape[:2])
         if mask is not None:
             check_no_empty_rows(mask)
@@ -251,7 +244,7 @@ class AttentionSeq2SeqDecoder(GraphedSteps):
         return outputs, torch.cat(weights, dim=1), states, layer_outputs, {}
 
 
-class AttentionSeq2SeqModel(TargetVocabularyResizing, AttentionSeq2SeqPreTrainedModel):
+class AttentionSeq2SeqModel(EncoderDecoderMixin, AttentionSeq2SeqPreTrainedModel):
     """The encoder and the attention decoder; returns the decoder's output vectors (before the output layer)."""
 
     def __init__(self, config: AttentionSeq2SeqConfig):
@@ -304,10 +297,8 @@ class AttentionSeq2SeqModel(TargetVocabularyResizing, AttentionSeq2SeqPreTrained
                 and `decoder_hidden_states` (the embeddings, each decoder layer's outputs and, with attention, the
                 attentional output vectors, which are `last_hidden_state`).
         """
-        return_dict = return_dict if return_dict is not None else self.config.return_dict
-        output_hidden_states = (
-            output_hidden_states if output_hidden_states is not None else self.config.output_hidden_states
-        )
+        return_dict = self._flag(return_dict, "return_dict")
+        output_hidden_states = self._flag(output_hidden_states, "output_hidden_states")
         if decoder_input_ids is None:
             raise ValueError(
                 "Pass `decoder_input_ids` (the decoder start token followed by the target shifted right) or, to "
@@ -347,7 +338,7 @@ class AttentionSeq2SeqModel(TargetVocabularyResizing, AttentionSeq2SeqPreTrained
             )
         mask = padding_or_none(prepare_padding_mask(attention_mask, batch, source_length))
 
-        cache = RecurrentModel._recurrent_cache(cache_argument(cache, past_key_values))
+        cache = recurrent_cache(cache_argument(cache, past_key_values))
         if cache is None:
             cache = RecurrentCache()
         elif cache.states:
@@ -373,7 +364,7 @@ class AttentionSeq2SeqModel(TargetVocabularyResizing, AttentionSeq2SeqPreTrained
 
 
 class AttentionSeq2SeqForConditionalGeneration(
-    RecurrentGenerationMixin, TargetVocabularyResizing, AttentionSeq2SeqPreTrainedModel, GenerationMixin
+    RecurrentGenerationMixin, EncoderDecoderMixin, AttentionSeq2SeqPreTrainedModel, GenerationMixin
 ):
     """The attention encoder-decoder with its output layer: translation and other sequence-to-sequence tasks."""
 
@@ -396,13 +387,6 @@ class AttentionSeq2SeqForConditionalGeneration(
 
     def _target_embeddings(self) -> list[tuple[nn.Module, str]]:
         return self.model._target_embeddings()
-
-    def prepare_decoder_input_ids_from_labels(self, labels: torch.Tensor) -> torch.Tensor:
-        """Teacher forcing inputs: `decoder_start_token_id`, then `labels` shifted right (-100 becomes padding)."""
-        for name in ("pad_token_id", "decoder_start_token_id"):
-            if getattr(self.config, name) is None:
-                raise ValueError(f"Building `decoder_input_ids` from `labels` needs `config.{name}`; it is unset.")
-        return shift_tokens_right(labels, self.config.pad_token_id, self.config.decoder_start_token_id)
 
     def prepare_inputs_for_generation(
         self,
@@ -457,23 +441,16 @@ class AttentionSeq2SeqForConditionalGeneration(
             that do not count (padding). Without `decoder_input_ids`, they are built from `labels` by shifting right.
         The other arguments are those of [`AttentionSeq2SeqModel.forward`].
         """
-        return_dict = return_dict if return_dict is not None else self.config.return_dict
-        use_cache = use_cache if use_cache is not None else (self.config.use_cache and not self.training)
-        if labels is not None:
-            targets = labels[labels != -100]
-            if targets.numel():
-                check_input_ids(targets, self.config.vocab_size, "labels")
-            if decoder_input_ids is None:
-                decoder_input_ids = self.prepare_decoder_input_ids_from_labels(labels)
+        return_dict = self._flag(return_dict, "return_dict")
         outputs = self.model(
             input_ids=input_ids,
             attention_mask=attention_mask,
-            decoder_input_ids=decoder_input_ids,
+            decoder_input_ids=self.decoder_inputs_from_labels(labels, decoder_input_ids),
             decoder_attention_mask=decoder_attention_mask,
             encoder_outputs=encoder_outputs,
             cache=cache_argument(cache, past_key_values),
             inputs_embeds=inputs_embeds,
-            use_cache=use_cache,
+            use_cache=self._use_cache(use_cache),
             output_attentions=output_attentions,
             output_hidden_states=output_hidden_states,
             return_dict=True,
@@ -483,14 +460,7 @@ class AttentionSeq2SeqForConditionalGeneration(
             hidden = self.projection(hidden)
         logits = self.lm_head(hidden)
 
-        loss = None
-        if labels is not None:
-            if labels.shape != logits.shape[:2]:
-                raise ValueError(
-                    f"`labels` has shape {tuple(labels.shape)} but `decoder_input_ids` has shape "
-                    f"{tuple(logits.shape[:2])}: one label per decoder input."
-                )
-            loss = ForMaskedLMLoss(logits, labels, self.config.vocab_size)
+        loss = None if labels is None else lm_loss(logits, labels, shift=False)
         result = Seq2SeqLMOutput(
             loss=loss,
             logits=logits,

@@ -4,8 +4,7 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
-from transformers import GenerationMixin, PreTrainedModel
-from transformers import initialization as init
+from transformers import GenerationMixin
 from transformers.cache_utils import Cache
 from transformers.modeling_outputs import (
     BaseModelOutputWithPast,
@@ -14,19 +13,14 @@ from transformers.modeling_outputs import (
     TokenClassifierOutput,
 )
 
-from .cache import RecurrentCache, RecurrentGenerationMixin
+from .cache import RecurrentCache, RecurrentGenerationMixin, recurrent_cache
 from .cache_names import cache_argument, cache_field, output_cache
 from .configuration_recurrent import RecurrentConfig
-from .embeddings import SpellingFeatures
-from .heads import (
-    SequencePooler,
-    check_lm_labels,
-    lm_output_layers,
-    sequence_classification_loss,
-    token_classification_loss,
-)
-from .masks import check_input_ids, check_no_empty_rows, padding_or_none, prepare_padding_mask
+from .heads import SequencePooler, sequence_classification_loss, token_classification_loss
+from .masks import check_no_empty_rows, padding_or_none, prepare_padding_mask
+from .modeling_utils import SeqModelsPreTrainedModel, check_token_inputs, lm_loss, lm_output_layers
 from .recurrent_layers import RecurrentStack
+from .spelling import SpellingFeatures
 from .step_graphs import GraphedSteps, replays_step
 
 
@@ -50,20 +44,9 @@ class RecurrentModelOutput(BaseModelOutputWithPast):
     final_state: tuple[tuple[torch.FloatTensor, ...], ...] | None = None
 
 
-class RecurrentPreTrainedModel(PreTrainedModel):
+class RecurrentPreTrainedModel(SeqModelsPreTrainedModel):
     config_class = RecurrentConfig
-    base_model_prefix = "model"
-    main_input_name = "input_ids"
     _is_stateful = True
-
-    def _init_weights(self, module):
-        if isinstance(module, nn.RNNBase):
-            # torch's default for recurrent weights, U(-1/sqrt(H), 1/sqrt(H)); biases too.
-            bound = module.hidden_size**-0.5
-            for param in module.parameters():
-                init.uniform_(param, -bound, bound)  # skips weights already loaded from a checkpoint
-        else:
-            super()._init_weights(module)
 
     def set_input_embeddings(self, value):
         # Through the base model, which keeps its spellings one per token (transformers' fallback sets the attribute).
@@ -133,31 +116,16 @@ class RecurrentModel(GraphedSteps, RecurrentPreTrainedModel):
             output_final_state: return `final_state`. The heads that do not read it pass False, which lets a
                 left-to-right model skip packing a right-padded batch (see `recurrent_layers`).
         """
-        if (input_ids is None) == (inputs_embeds is None):
-            raise ValueError("Pass exactly one of `input_ids` and `inputs_embeds`.")
+        check_token_inputs(input_ids, inputs_embeds, self.config.vocab_size, self.config.input_size, self.dtype)
         if input_ids is not None:
-            if input_ids.dim() != 2:
-                raise ValueError(f"`input_ids` must have shape (batch, length), got {tuple(input_ids.shape)}.")
-            check_input_ids(input_ids, self.config.vocab_size)
             inputs_embeds = self.embed_tokens(input_ids)
             if self.spelling is not None:
                 inputs_embeds = torch.cat([inputs_embeds, self.spelling(input_ids)], dim=-1)
-        elif inputs_embeds.dim() != 3 or inputs_embeds.shape[-1] != self.config.input_size:
-            raise ValueError(
-                f"`inputs_embeds` must have shape (batch, length, {self.config.input_size}), "
-                f"got {tuple(inputs_embeds.shape)}."
-            )
-        elif inputs_embeds.numel() == 0:
-            raise ValueError(
-                f"`inputs_embeds` is empty (shape {tuple(inputs_embeds.shape)}): pass at least one token per sequence."
-            )
         batch_size, length = inputs_embeds.shape[:2]
-        output_hidden_states = (
-            output_hidden_states if output_hidden_states is not None else self.config.output_hidden_states
-        )
-        return_dict = return_dict if return_dict is not None else self.config.return_dict
+        output_hidden_states = self._flag(output_hidden_states, "output_hidden_states")
+        return_dict = self._flag(return_dict, "return_dict")
 
-        cache = self._recurrent_cache(cache_argument(cache, past_key_values))
+        cache = recurrent_cache(cache_argument(cache, past_key_values))
         states = cache.states if cache is not None and cache.states else None
         if states is not None:
             self._check_cache(cache, batch_size)
@@ -209,17 +177,6 @@ class RecurrentModel(GraphedSteps, RecurrentPreTrainedModel):
             )
         cache.check_shapes(config.cell_type, config.num_layers, batch_size, config.hidden_size, "num_layers", {})
 
-    @staticmethod
-    def _recurrent_cache(past_key_values) -> RecurrentCache | None:
-        """Accept our cache, or an empty cache of another kind (which generate() may create) and replace it."""
-        if past_key_values is None or isinstance(past_key_values, RecurrentCache):
-            return past_key_values
-        if isinstance(past_key_values, Cache) and past_key_values.get_seq_length() == 0:
-            return None
-        raise ValueError(
-            f"`past_key_values` must be a RecurrentCache returned by this model, got {type(past_key_values).__name__}."
-        )
-
 
 class RecurrentForCausalLM(RecurrentGenerationMixin, RecurrentPreTrainedModel, GenerationMixin):
     """A recurrent language model: predicts each next token from the tokens before it."""
@@ -269,14 +226,13 @@ class RecurrentForCausalLM(RecurrentGenerationMixin, RecurrentPreTrainedModel, G
             passes so that the loss is a sum divided by it.
         The other arguments are those of [`RecurrentModel.forward`].
         """
-        return_dict = return_dict if return_dict is not None else self.config.return_dict
-        use_cache = use_cache if use_cache is not None else (self.config.use_cache and not self.training)
+        return_dict = self._flag(return_dict, "return_dict")
         outputs = self.model(
             input_ids=input_ids,
             attention_mask=attention_mask,
             inputs_embeds=inputs_embeds,
             cache=cache_argument(cache, past_key_values),
-            use_cache=use_cache,
+            use_cache=self._use_cache(use_cache),
             output_final_state=False,
             output_hidden_states=output_hidden_states,
             return_dict=True,
@@ -289,11 +245,7 @@ class RecurrentForCausalLM(RecurrentGenerationMixin, RecurrentPreTrainedModel, G
             hidden = self.projection(hidden)
         logits = self.lm_head(hidden)
 
-        loss = None
-        if labels is not None:
-            check_lm_labels(labels, logits)
-            loss = self.loss_function(logits, labels, vocab_size=self.config.vocab_size,
-                                      num_items_in_batch=num_items_in_batch)
+        loss = None if labels is None else lm_loss(logits, labels, shift=True, num_items_in_batch=num_items_in_batch)
         result = CausalLMOutputWithPast(
             loss=loss, logits=logits, hidden_states=outputs.hidden_states, **cache_field(output_cache(outputs))
         )
@@ -323,7 +275,7 @@ class RecurrentForSequenceClassification(RecurrentPreTrainedModel):
     ) -> SequenceClassifierOutput | tuple:
         """labels: `(batch,)` class ids (-100 for sequences that do not count), `(batch, num_labels)` multi-hot floats,
         or `(batch,)` floats for regression."""
-        return_dict = return_dict if return_dict is not None else self.config.return_dict
+        return_dict = self._flag(return_dict, "return_dict")
         outputs = self.model(
             input_ids=input_ids,
             attention_mask=attention_mask,
@@ -365,7 +317,7 @@ class RecurrentForTokenClassification(RecurrentPreTrainedModel):
         return_dict: bool | None = None,
     ) -> TokenClassifierOutput | tuple:
         """labels: `(batch, length)` tag ids, -100 for positions that do not count (padding, later sub-words)."""
-        return_dict = return_dict if return_dict is not None else self.config.return_dict
+        return_dict = self._flag(return_dict, "return_dict")
         outputs = self.model(
             input_ids=input_ids,
             attention_mask=attention_mask,

@@ -13,8 +13,7 @@ import copy
 
 import torch
 from torch import nn
-from torch.nn import functional as F
-from transformers import GenerationMixin, PreTrainedModel
+from transformers import GenerationMixin
 from transformers import initialization as init
 from transformers.activations import ACT2FN
 from transformers.cache_utils import Cache, DynamicCache, EncoderDecoderCache
@@ -27,14 +26,14 @@ from transformers.modeling_outputs import (
     SequenceClassifierOutput,
     TokenClassifierOutput,
 )
-from transformers.models.bart.modeling_bart import shift_tokens_right
 
 from .attention import MultiHeadAttention
 from .cache_names import cache_argument, cache_field, output_cache
 from .configuration_transformer import TransformerConfig
-from .embeddings import TargetVocabularyResizing, TransformerEmbeddings, sinusoidal_positions
-from .heads import SequencePooler, check_lm_labels, sequence_classification_loss, token_classification_loss
-from .masks import build_attention_mask, check_input_ids, check_no_empty_rows, padding_or_none, prepare_padding_mask
+from .embeddings import TransformerEmbeddings, sinusoidal_positions
+from .heads import SequencePooler, sequence_classification_loss, token_classification_loss
+from .masks import build_attention_mask, check_no_empty_rows, padding_or_none, prepare_padding_mask
+from .modeling_utils import EncoderDecoderMixin, SeqModelsPreTrainedModel, check_token_inputs, lm_loss
 
 
 class FeedForward(nn.Module):
@@ -183,10 +182,11 @@ class TransformerStack(nn.Module):
             cache: the cache of a decoder: a ``DynamicCache`` (decoder-only) or an ``EncoderDecoderCache`` of two
                 (with cross-attention). ``use_cache`` creates one when None.
         """
-        embeds = self._check_inputs(input_ids, inputs_embeds)
-        batch_size, length = embeds.shape[:2]
         self_cache, cross_cache = self._caches(cache, use_cache)
         past_length = self_cache.get_seq_length() if self_cache is not None else 0
+        self._check_inputs(input_ids, inputs_embeds, past_length)
+        embeds = input_ids if input_ids is not None else inputs_embeds
+        batch_size, length = embeds.shape[:2]
         if past_length:
             self._check_cache(self_cache, cross_cache, batch_size, past_length, encoder_hidden_states)
         name = f"{self.input_prefix}attention_mask"
@@ -232,25 +232,19 @@ class TransformerStack(nn.Module):
         )
         return result if return_dict else result.to_tuple()
 
-    def _check_inputs(self, input_ids, inputs_embeds) -> torch.Tensor:
-        """Validate the inputs; returns the token ids or the embeddings, whichever was given."""
-        ids, embeds = f"{self.input_prefix}input_ids", f"{self.input_prefix}inputs_embeds"
-        if (input_ids is None) == (inputs_embeds is None):
-            raise ValueError(f"Pass exactly one of `{ids}` and `{embeds}`.")
-        if input_ids is not None:
-            if input_ids.dim() != 2:
-                raise ValueError(f"`{ids}` must have shape (batch, length), got {tuple(input_ids.shape)}.")
-            check_input_ids(input_ids, self.embeddings.embed_tokens.num_embeddings, ids)
-            return input_ids
-        if inputs_embeds.dim() != 3 or inputs_embeds.shape[-1] != self.d_model or inputs_embeds.numel() == 0:
+    def _check_inputs(self, input_ids, inputs_embeds, past_length: int) -> None:
+        """The stack's inputs, checked as they enter the model; the layers below assume them valid."""
+        embeddings = self.embeddings.embed_tokens
+        check_token_inputs(input_ids, inputs_embeds, embeddings.num_embeddings, self.d_model, embeddings.weight.dtype,
+                           self.input_prefix)
+        positions = past_length + (input_ids if input_ids is not None else inputs_embeds).shape[1]
+        if positions > (limit := self.embeddings.max_positions):
+            cached = f" ({past_length} of them already cached)" if past_length else ""
             raise ValueError(
-                f"`{embeds}` must have shape (batch, length, {self.d_model}) with at least one position, got "
-                f"{tuple(inputs_embeds.shape)}."
+                f"The sequence has {positions} positions{cached} but `max_position_embeddings` is {limit}: truncate "
+                f"the inputs (e.g. tokenizer(..., truncation=True, max_length={limit})), generate fewer tokens "
+                "(`max_new_tokens`, `max_length`), or use a model whose config has a larger `max_position_embeddings`."
             )
-        if inputs_embeds.dtype != (dtype := self.embeddings.embed_tokens.weight.dtype):
-            raise ValueError(f"`{embeds}` has dtype {inputs_embeds.dtype} but the model computes in {dtype}: convert "
-                             f"them with `.to({dtype})`.")
-        return inputs_embeds
 
     def _caches(self, cache, use_cache: bool) -> tuple[Cache | None, EncoderDecoderCache | None]:
         """The self-attention cache and (with cross-attention) the encoder-decoder cache, created if asked for."""
@@ -326,10 +320,8 @@ def _config_with(config: TransformerConfig, is_encoder_decoder: bool) -> Transfo
     return config
 
 
-class TransformerPreTrainedModel(PreTrainedModel):
+class TransformerPreTrainedModel(SeqModelsPreTrainedModel):
     config_class = TransformerConfig
-    base_model_prefix = "model"
-    main_input_name = "input_ids"
     _no_split_modules = ["TransformerLayer"]
 
     @torch.no_grad()
@@ -358,10 +350,6 @@ class TransformerPreTrainedModel(PreTrainedModel):
             )
         super()._prepare_cache_for_generation(generation_config, model_kwargs, *args, **kwargs)
 
-    def _flag(self, value: bool | None, name: str) -> bool:
-        """A forward argument such as ``output_attentions``, or the config's value when it is None."""
-        return value if value is not None else getattr(self.config, name)
-
     def get_expanded_tied_weights_keys(self, all_submodels: bool = False) -> dict:
         # Each head sets `_tied_weights_keys` from its config (output tying and source/target sharing are separate
         # options), so the base class's gate on `tie_word_embeddings` alone must not apply.
@@ -370,7 +358,7 @@ class TransformerPreTrainedModel(PreTrainedModel):
         return dict(self._tied_weights_keys or {})
 
 
-class TransformerModel(TargetVocabularyResizing, TransformerPreTrainedModel):
+class TransformerModel(EncoderDecoderMixin, TransformerPreTrainedModel):
     """The encoder-decoder: the encoder reads the source, the decoder reads the target so far and attends to the
     encoder outputs. Returns the decoder's last hidden states."""
 
@@ -433,7 +421,7 @@ class TransformerModel(TargetVocabularyResizing, TransformerPreTrainedModel):
         output_attentions = self._flag(output_attentions, "output_attentions")
         output_hidden_states = self._flag(output_hidden_states, "output_hidden_states")
         return_dict = self._flag(return_dict, "return_dict")
-        use_cache = use_cache if use_cache is not None else (self.config.use_cache and not self.training)
+        use_cache = self._use_cache(use_cache)
         if encoder_outputs is None:
             encoder_outputs = self.encoder(
                 input_ids=input_ids,
@@ -474,7 +462,7 @@ class TransformerModel(TargetVocabularyResizing, TransformerPreTrainedModel):
         return result if return_dict else result.to_tuple()
 
 
-class TransformerForConditionalGeneration(TargetVocabularyResizing, TransformerPreTrainedModel, GenerationMixin):
+class TransformerForConditionalGeneration(EncoderDecoderMixin, TransformerPreTrainedModel, GenerationMixin):
     """The encoder-decoder with a language-model head over the target vocabulary, for translation."""
 
     accepts_loss_kwargs = False  # the loss is a mean over the batch's tokens
@@ -502,18 +490,6 @@ class TransformerForConditionalGeneration(TargetVocabularyResizing, TransformerP
 
     def _target_embeddings(self) -> list[tuple[nn.Module, str]]:
         return self.model._target_embeddings()
-
-    def prepare_decoder_input_ids_from_labels(self, labels: torch.Tensor) -> torch.Tensor:
-        """Teacher forcing inputs: the decoder start token (else ``bos_token_id``), then ``labels`` shifted right
-        (-100 becomes padding)."""
-        start = self.config.decoder_start_token_id
-        start = start if start is not None else self.config.bos_token_id
-        if start is None or self.config.pad_token_id is None:
-            raise ValueError(
-                "Building `decoder_input_ids` from `labels` needs `decoder_start_token_id` (or `bos_token_id`) and "
-                "`pad_token_id` in the config; set them, or pass `decoder_input_ids` yourself."
-            )
-        return shift_tokens_right(labels, self.config.pad_token_id, start)
 
     def forward(
         self,
@@ -543,14 +519,10 @@ class TransformerForConditionalGeneration(TargetVocabularyResizing, TransformerP
         return_dict = self._flag(return_dict, "return_dict")
         if labels is not None:
             use_cache = False
-            if (targets := labels[labels != -100]).numel():  # checked as labels before they become decoder inputs
-                check_input_ids(targets, self.config.vocab_size, "labels")
-            if decoder_input_ids is None and decoder_inputs_embeds is None:
-                decoder_input_ids = self.prepare_decoder_input_ids_from_labels(labels)
         outputs = self.model(
             input_ids=input_ids,
             attention_mask=attention_mask,
-            decoder_input_ids=decoder_input_ids,
+            decoder_input_ids=self.decoder_inputs_from_labels(labels, decoder_input_ids, decoder_inputs_embeds),
             decoder_attention_mask=decoder_attention_mask,
             encoder_outputs=encoder_outputs,
             cache=cache_argument(cache, past_key_values),
@@ -563,10 +535,7 @@ class TransformerForConditionalGeneration(TargetVocabularyResizing, TransformerP
         )
         hidden_states = outputs.last_hidden_state
         logits = self.lm_head(hidden_states[:, -logits_to_keep:] if logits_to_keep else hidden_states)
-        loss = None
-        if labels is not None:  # aligned with the decoder inputs already: no shift
-            check_lm_labels(labels, logits)
-            loss = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=-100)
+        loss = None if labels is None else lm_loss(logits, labels, shift=False)  # aligned with the decoder inputs
         result = Seq2SeqLMOutput(
             loss=loss,
             logits=logits,
@@ -638,23 +607,18 @@ class TransformerForCausalLM(TransformerPreTrainedModel, GenerationMixin):
                 Trainer passes so that the loss is a sum divided by it.
         """
         return_dict = self._flag(return_dict, "return_dict")
-        use_cache = use_cache if use_cache is not None else (self.config.use_cache and not self.training)
         outputs = self.model(
             input_ids=input_ids,
             attention_mask=attention_mask,
             inputs_embeds=inputs_embeds,
             cache=cache_argument(cache, past_key_values),
-            use_cache=use_cache,
+            use_cache=self._use_cache(use_cache),
             output_attentions=self._flag(output_attentions, "output_attentions"),
             output_hidden_states=self._flag(output_hidden_states, "output_hidden_states"),
         )
         hidden_states = outputs.last_hidden_state
         logits = self.lm_head(hidden_states[:, -logits_to_keep:] if logits_to_keep else hidden_states)
-        loss = None
-        if labels is not None:
-            check_lm_labels(labels, logits)
-            loss = self.loss_function(logits, labels, vocab_size=self.config.vocab_size,
-                                      num_items_in_batch=num_items_in_batch)
+        loss = None if labels is None else lm_loss(logits, labels, shift=True, num_items_in_batch=num_items_in_batch)
         result = CausalLMOutputWithPast(
             loss=loss,
             logits=logits,

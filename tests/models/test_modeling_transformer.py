@@ -369,8 +369,8 @@ def test_bad_inputs_are_clear_errors():
     ({"labels": torch.tensor([[4, VOCAB_SIZE + 1]])}, rf"`labels` holds token ids in \[4, {VOCAB_SIZE + 1}\]"),
     ({"labels": torch.tensor([[4.0, 5.0]])}, "`labels` must hold integer token ids"),
     ({"decoder_input_ids": torch.tensor([[BOS], [BOS]])}, "2 rows but the source has 1: pass one target per source"),
-    ({"decoder_inputs_embeds": torch.zeros(1, 0, 8)}, r"`decoder_inputs_embeds` must have shape \(batch, length, 8\) "
-                                                      "with at least one position"),
+    ({"decoder_inputs_embeds": torch.zeros(1, 0, 8)}, r"`decoder_inputs_embeds` is empty \(shape \(1, 0, 8\)\): "
+                                                      "pass at least one token per sequence"),
     ({"decoder_inputs_embeds": torch.zeros(1, 2, 8, dtype=torch.float64)}, r"convert them with `.to\(torch.float32"),
     ({"decoder_input_ids": torch.tensor([[BOS]]), "attention_mask": torch.ones(1, 5)},
      r"`attention_mask` has shape \(1, 5\), expected \(1, 3\)"),  # not the last 3 columns of a wider mask
@@ -391,6 +391,16 @@ def test_other_cache_implementations_and_masks_without_the_cached_positions_are_
     cache = output_cache(causal_lm(torch.tensor([[4, 5, 6]]), use_cache=True))
     with pytest.raises(ValueError, match=r"`attention_mask` has shape \(1, 1\), expected \(1, 4\)"):
         causal_lm(torch.tensor([[7]]), cache=cache, attention_mask=torch.ones(1, 1))
+
+
+def test_too_long_is_a_clear_error_where_the_inputs_enter():
+    causal_lm = random_model(TransformerForCausalLM, tiny_config(is_encoder_decoder=False, max_position_embeddings=4))
+    causal_lm(torch.tensor([[4, 5, 6, 7]]))
+    with pytest.raises(ValueError, match="5 positions.*max_position_embeddings"):
+        causal_lm(torch.tensor([[4, 5, 6, 7, 8]]))
+    cache = output_cache(causal_lm(torch.tensor([[4, 5, 6]]), use_cache=True))
+    with pytest.raises(ValueError, match="3 of them already cached"):
+        causal_lm(torch.tensor([[7, 8]]), cache=cache)
 
 
 def lm_cache(batch: int = 2, **changes):
