@@ -122,6 +122,11 @@ def strip(tokens: list[int], config) -> list[int]:
     return tokens[: tokens.index(config.eos_token_id)] if config.eos_token_id in tokens else tokens
 
 
+def agreement(ours: list[list[int]], other: list[list[int]]) -> float:
+    """The fraction of sentences for which two searches found the same (stripped) tokens."""
+    return sum(a == b for a, b in zip(ours, other)) / len(ours)
+
+
 @torch.no_grad()
 def hand_greedy(model, input_ids: torch.Tensor, attention_mask: torch.Tensor | None, max_new_tokens: int):
     """Greedy decoding of a batch in one decoder call per step, until every row has emitted EOS."""

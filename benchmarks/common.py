@@ -1,15 +1,19 @@
 """What every benchmark entry shares: sizes, timing, peak memory, data and the result record."""
 
 import dataclasses
+import functools
 import gzip
 import json
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from pathlib import Path
+from typing import TypeVar
 
 import torch
 from torch.profiler import ProfilerActivity, profile
+
+T = TypeVar("T")
 
 
 @dataclasses.dataclass
@@ -50,18 +54,67 @@ def synchronize(device: str) -> None:
         torch.cuda.synchronize()
 
 
+# Timing: every measurement goes through ``timed``, one call with the device synchronized on both sides.
+# ``time_call`` repeats one call; ``interleaved`` runs several calls by turns, round after round, so that the load
+# of a shared machine (or a GPU's clock) falls on all of them alike, and keeps every round's time for the median
+# and quartiles.
+
+
+def timed(fn: Callable[[], T], device: str) -> tuple[T, float]:
+    """``fn()``'s result and its wall-clock seconds, ``device`` synchronized before and after."""
+    synchronize(device)
+    start = time.perf_counter()
+    result = fn()
+    synchronize(device)
+    return result, time.perf_counter() - start
+
+
 def time_call(fn: Callable[[], object], device: str, repeats: int, warmup: int = 1) -> float:
     """Median wall-clock seconds of ``fn()`` over ``repeats`` runs, after ``warmup`` untimed runs."""
-    for _ in range(warmup):
-        fn()
-    synchronize(device)
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        synchronize(device)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return interleaved({"": fn}, repeats, device, warmup).median("")
+
+
+@dataclasses.dataclass
+class Rounds:
+    """What ``interleaved`` measured: every round's seconds and the last round's result, by name."""
+
+    seconds: dict[Hashable, list[float]]
+    last: dict[Hashable, object]
+
+    def median(self, name: Hashable) -> float:
+        return statistics.median(self.seconds[name])
+
+    def quartiles(self, name: Hashable) -> tuple[float, float, float]:
+        """Lower quartile, median and upper quartile of ``name``'s rounds (IQR = upper - lower)."""
+        return quartiles(self.seconds[name])
+
+
+def interleaved(fns: dict[Hashable, Callable[..., object]], rounds: int, device: str, warmup: int = 1,
+                prepare: dict[Hashable, Callable[[], object]] | None = None) -> Rounds:
+    """Time every ``fns[name]()`` once per round, by turns, for ``rounds`` rounds after ``warmup`` untimed ones; the
+    first timed round takes the names in order, the next in reverse, and so on (no call always follows the same).
+
+    With ``prepare``, ``fns[name](prepare[name]())`` is called instead, ``prepare[name]()`` untimed: set-up each
+    timed call needs afresh (a prefill whose cache the call extends).
+    """
+    names = list(fns)
+    seconds: dict[Hashable, list[float]] = {name: [] for name in names}
+    last: dict[Hashable, object] = {}
+    for index in range(warmup + rounds):
+        for name in names if (index - warmup) % 2 == 0 else names[::-1]:
+            call = fns[name] if prepare is None else functools.partial(fns[name], prepare[name]())
+            last[name], elapsed = timed(call, device)
+            if index >= warmup:
+                seconds[name].append(elapsed)
+    return Rounds(seconds, last)
+
+
+def quartiles(values: list[float]) -> tuple[float, float, float]:
+    """Lower quartile, median and upper quartile of ``values`` (all three the value itself when there is one)."""
+    if len(values) == 1:
+        return values[0], values[0], values[0]
+    low, middle, high = statistics.quantiles(values, n=4)
+    return low, middle, high
 
 
 def peak_memory_bytes(fn: Callable[[], object], device: str) -> int:

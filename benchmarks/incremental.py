@@ -10,14 +10,13 @@ The three must produce the same tokens; with the cache the time per token should
 """
 
 import dataclasses
-import statistics
-import time
+import functools
 
 import torch
 
 from hf_seqmodels.models.cache_names import output_cache
 
-from .common import Settings, entry_result, resolve_sizes, synchronize, target
+from .common import Settings, entry_result, interleaved, resolve_sizes, target
 from .models import LMSizes, recurrent_lm, transformer_lm
 
 
@@ -44,53 +43,40 @@ def build_models(sizes: Sizes) -> dict[str, torch.nn.Module]:
 
 
 @torch.no_grad()
-def cached_loop(model, prefix: torch.Tensor, steps: int) -> tuple[torch.Tensor, float]:
-    """Greedy tokens after ``prefix`` feeding one token per step with the cache; returns them and s/token."""
-    out = model(input_ids=prefix, use_cache=True, logits_to_keep=1)
-    synchronize(prefix.device.type)
-    start = time.perf_counter()
+def prefill(model, prefix: torch.Tensor):
+    """The model's output after reading ``prefix``: the cache and the logits of its last position."""
+    return model(input_ids=prefix, use_cache=True, logits_to_keep=1)
+
+
+@torch.no_grad()
+def cached_loop(model, out, steps: int) -> torch.Tensor:
+    """``steps`` greedy tokens after the output ``out`` of a prefill, feeding one token per step with the cache."""
     tokens = []
     for _ in range(steps):
         token = out.logits[:, -1].argmax(-1, keepdim=True)
         tokens.append(token)
         out = model(input_ids=token, cache=output_cache(out), use_cache=True)
-    synchronize(prefix.device.type)
-    return torch.cat(tokens, dim=1), (time.perf_counter() - start) / steps
+    return torch.cat(tokens, dim=1)
 
 
 @torch.no_grad()
-def recompute_loop(model, prefix: torch.Tensor, steps: int) -> tuple[torch.Tensor, float]:
-    """Greedy tokens after ``prefix`` re-reading the whole sequence every step; returns them and s/token."""
+def recompute_loop(model, prefix: torch.Tensor, steps: int) -> torch.Tensor:
+    """``steps`` greedy tokens after ``prefix``, re-reading the whole sequence every step."""
     ids = prefix
-    synchronize(prefix.device.type)
-    start = time.perf_counter()
     for _ in range(steps):
         logits = model(input_ids=ids, use_cache=False, logits_to_keep=1).logits
         ids = torch.cat([ids, logits[:, -1].argmax(-1, keepdim=True)], dim=1)
-    synchronize(prefix.device.type)
-    return ids[:, prefix.shape[1]:], (time.perf_counter() - start) / steps
+    return ids[:, prefix.shape[1]:]
 
 
 @torch.no_grad()
-def generate_time(model, prefix: torch.Tensor, new_tokens: int) -> tuple[torch.Tensor, float]:
-    """Seconds of one ``generate()`` call making exactly ``new_tokens`` greedy tokens, and those tokens."""
-    mask = torch.ones_like(prefix)
-    synchronize(prefix.device.type)
-    start = time.perf_counter()
+def generate_greedy(model, prefix: torch.Tensor, new_tokens: int) -> torch.Tensor:
+    """Exactly ``new_tokens`` greedy tokens after ``prefix`` from one ``generate()`` call."""
     out = model.generate(
-        prefix, attention_mask=mask, do_sample=False, num_beams=1, max_new_tokens=new_tokens,
+        prefix, attention_mask=torch.ones_like(prefix), do_sample=False, num_beams=1, max_new_tokens=new_tokens,
         min_new_tokens=new_tokens, pad_token_id=0,
     )
-    synchronize(prefix.device.type)
-    return out[:, prefix.shape[1]:], time.perf_counter() - start
-
-
-def median_of(repeats: int, fn):
-    """Run ``fn`` once to warm up, then ``repeats`` times; return the last tokens and the median time."""
-    fn()
-    runs = [fn() for _ in range(repeats)]
-    times = sorted(seconds for _, seconds in runs)
-    return runs[-1][0], times[len(times) // 2]
+    return out[:, prefix.shape[1]:]
 
 
 def measure(model, sizes: Sizes, device: str) -> list[dict]:
@@ -99,33 +85,32 @@ def measure(model, sizes: Sizes, device: str) -> list[dict]:
                 for length in sizes.prefix_lengths}
     # The cached loop's per-token times are what the target compares across prefix lengths, and they are short
     # (well under a millisecond on a GPU): the lengths take turns in every round, so that clock or load changes
-    # during the run fall on all of them alike rather than on whichever length ran then.
-    for prefix in prefixes.values():
-        cached_loop(model, prefix, sizes.new_tokens)  # warm-up
-    cached_times, cached_tokens = {length: [] for length in prefixes}, {}
-    for _ in range(sizes.repeats):
-        for length, prefix in prefixes.items():
-            cached_tokens[length], seconds = cached_loop(model, prefix, sizes.new_tokens)
-            cached_times[length].append(seconds)
+    # during the run fall on all of them alike rather than on whichever length ran then. The prefill is not timed.
+    prefills = {length: functools.partial(prefill, model, prefix) for length, prefix in prefixes.items()}
+    steps = functools.partial(cached_loop, model, steps=sizes.new_tokens)
+    cached = interleaved(dict.fromkeys(prefixes, steps), sizes.repeats, device, prepare=prefills)
     rows = []
     for length, prefix in prefixes.items():
-        cached = statistics.median(cached_times[length])
-        recompute_tokens, recompute = median_of(
-            sizes.repeats, lambda: recompute_loop(model, prefix, sizes.recompute_tokens)
-        )
-        generated, long_call = median_of(sizes.repeats, lambda: generate_time(model, prefix, sizes.new_tokens + 1))
-        _, short_call = median_of(sizes.repeats, lambda: generate_time(model, prefix, 1))
-        generate = max(long_call - short_call, 0.0) / sizes.new_tokens
+        # generate()'s time per token: that of n + 1 new tokens minus that of one, over n (the prefill cancels).
+        others = interleaved({
+            "recompute": lambda: recompute_loop(model, prefix, sizes.recompute_tokens),
+            "generate_long": lambda: generate_greedy(model, prefix, sizes.new_tokens + 1),
+            "generate_short": lambda: generate_greedy(model, prefix, 1),
+        }, sizes.repeats, device)
+        cached_per_token = cached.median(length) / sizes.new_tokens
+        recompute_per_token = others.median("recompute") / sizes.recompute_tokens
+        generate = max(others.median("generate_long") - others.median("generate_short"), 0.0) / sizes.new_tokens
+        tokens = cached.last[length]
         agree = bool(
-            torch.equal(cached_tokens[length][:, : sizes.recompute_tokens], recompute_tokens)
-            and torch.equal(cached_tokens[length], generated[:, : sizes.new_tokens])
+            torch.equal(tokens[:, : sizes.recompute_tokens], others.last["recompute"])
+            and torch.equal(tokens, others.last["generate_long"][:, : sizes.new_tokens])
         )
         rows.append({
             "prefix_length": length,
-            "cached_ms_per_token": round(cached * 1e3, 3),
+            "cached_ms_per_token": round(cached_per_token * 1e3, 3),
             "generate_ms_per_token": round(generate * 1e3, 3),
-            "recompute_ms_per_token": round(recompute * 1e3, 3),
-            "cache_speedup": round(recompute / cached, 2),
+            "recompute_ms_per_token": round(recompute_per_token * 1e3, 3),
+            "cache_speedup": round(recompute_per_token / cached_per_token, 2),
             "tokens_agree": agree,
         })
     return rows

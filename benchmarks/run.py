@@ -25,8 +25,8 @@ from .common import Settings
 
 # Entry name -> "module[:function]" (default function: run), imported only when that entry runs.
 ENTRIES = {
-    "translation": "benchmarks.translation:run_translation",
-    "batch1_overhead": "benchmarks.translation:run_batch1",
+    "translation": "benchmarks.beam_speed",
+    "batch1_overhead": "benchmarks.batch1_overhead",
     "incremental": "benchmarks.incremental",
     "training": "benchmarks.training",
     "scaling": "benchmarks.scaling",

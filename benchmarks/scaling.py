@@ -7,12 +7,11 @@ log-log axes: a slope of 1 means linear growth.
 
 import dataclasses
 import functools
-import statistics
 from pathlib import Path
 
 import torch
 
-from .common import Settings, entry_result, mb, peak_memory_bytes, resolve_sizes, time_call
+from .common import Settings, entry_result, interleaved, mb, peak_memory_bytes, resolve_sizes
 from .models import LMSizes, recurrent_lm, transformer_lm
 from .tutorial import TutorialCellLM
 
@@ -60,18 +59,12 @@ def run(settings: Settings) -> dict:
     rows = []
     for axis, batch, length in grid:
         ids = torch.randint(0, sizes.vocab_size, (batch, length), generator=generator).to(device)
-        steps = {}
-        for name, (model, loss_fn) in models.items():
-            steps[name] = functools.partial(train_step, model.train(), loss_fn, optimizers[name], ids)
-            steps[name]()  # warm-up
-        # The models alternate (order flipped every repeat), so that a shared machine's load falls on all alike.
-        seconds = {name: [] for name in models}
-        for repeat in range(sizes.repeats):
-            for name in list(models) if repeat % 2 == 0 else list(models)[::-1]:
-                seconds[name].append(time_call(steps[name], device, repeats=1, warmup=0))
+        steps = {name: functools.partial(train_step, model.train(), loss_fn, optimizers[name], ids)
+                 for name, (model, loss_fn) in models.items()}
+        timings = interleaved(steps, sizes.repeats, device)
         for name in models:
             optimizers[name].zero_grad(set_to_none=True)  # so that the measured step starts without gradients
-            median = statistics.median(seconds[name])
+            median = timings.median(name)
             rows.append({"model": name, "varied": axis, "batch_size": batch, "length": length,
                          "ms_per_step": round(median * 1e3, 2), "tokens_per_s": round(ids.numel() / median, 1),
                          "peak_memory_mb": mb(peak_memory_bytes(steps[name], device))})

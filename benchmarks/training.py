@@ -16,16 +16,15 @@ the first batch must agree before any step is taken.
 
 import copy
 import dataclasses
+import functools
 import random
-import statistics
-import time
 from collections.abc import Callable
 
 import torch
 from hf_seqmodels.paths import data_dir
 
 from .common import (
-    Settings, entry_result, mb, peak_memory_bytes, read_jsonl, resolve_sizes, synchronize, word_vocab,
+    Settings, entry_result, interleaved, mb, peak_memory_bytes, read_jsonl, resolve_sizes, word_vocab,
 )
 from .models import LMSizes, recurrent_lm
 from .tutorial import TutorialCellLM
@@ -89,16 +88,12 @@ def build_variants(sizes: Sizes, device: str) -> dict[str, tuple[torch.nn.Module
     }
 
 
-def train_pass(model, loss_fn, optimizer, batches, device: str) -> float:
-    """Seconds for one forward + backward + optimizer step on every batch."""
-    synchronize(device)
-    start = time.perf_counter()
+def train_pass(model, loss_fn, optimizer, batches) -> None:
+    """One forward + backward + optimizer step on every batch."""
     for batch in batches:
         optimizer.zero_grad(set_to_none=True)
         loss_fn(batch).backward()
         optimizer.step()
-    synchronize(device)
-    return time.perf_counter() - start
 
 
 def run(settings: Settings) -> dict:
@@ -117,21 +112,18 @@ def run(settings: Settings) -> dict:
     loss_diff = max(abs(loss - reference) for loss in first_losses.values())
 
     optimizers = {name: torch.optim.Adam(model.parameters(), lr=1e-4) for name, (model, _) in variants.items()}
+    passes = {}
     for name, (model, loss_fn) in variants.items():
         model.train()
-        train_pass(model, loss_fn, optimizers[name], batches[:1], device)  # warm-up; also creates Adam's state
-    # Variants alternate (order flipped every repeat), so that a shared machine's load falls on all alike.
-    seconds = {name: [] for name in variants}
-    for repeat in range(sizes.repeats):
-        order = list(variants) if repeat % 2 == 0 else list(variants)[::-1]
-        for name in order:
-            model, loss_fn = variants[name]
-            seconds[name].append(train_pass(model, loss_fn, optimizers[name], batches, device))
+        passes[name] = functools.partial(train_pass, model, loss_fn, optimizers[name])
+        passes[name](batches[:1])  # warm-up; also creates Adam's state
+    timings = interleaved({name: functools.partial(one_pass, batches) for name, one_pass in passes.items()},
+                          sizes.repeats, device, warmup=0)
     rows = []
-    for name, (model, loss_fn) in variants.items():
-        median = statistics.median(seconds[name])
+    for name in variants:
+        median = timings.median(name)
         optimizers[name].zero_grad(set_to_none=True)  # so that the measured step starts without gradients
-        peak = peak_memory_bytes(lambda: train_pass(model, loss_fn, optimizers[name], [longest], device), device)
+        peak = peak_memory_bytes(functools.partial(passes[name], [longest]), device)
         rows.append({
             "variant": name,
             "tokens_per_s": round(real_tokens / median, 1),

@@ -24,7 +24,6 @@ Results go to ``results/benchmarks_transformer.json`` with the machine's descrip
 import argparse
 import dataclasses
 import json
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -36,7 +35,9 @@ from transformers import MarianConfig, MarianMTModel
 from hf_seqmodels import TransformerConfig, TransformerForConditionalGeneration
 from hf_seqmodels.paths import data_dir
 
-from .common import Settings, entry_result, read_jsonl, resolve_sizes, synchronize, target, word_vocab
+from .common import (
+    Rounds, Settings, entry_result, interleaved, quartiles, read_jsonl, resolve_sizes, target, word_vocab,
+)
 from .run import machine_info
 from .tutorial import TutorialTransformer
 
@@ -123,15 +124,7 @@ def generate(model, batch: dict, sizes: Sizes, num_beams: int) -> torch.Tensor:
                           min_new_tokens=sizes.new_tokens, pad_token_id=PAD, eos_token_id=EOS)
 
 
-def timed(fn, device: str) -> float:
-    synchronize(device)
-    start = time.perf_counter()
-    fn()
-    synchronize(device)
-    return time.perf_counter() - start
-
-
-def measure(models: dict, sizes: Sizes, device: str) -> dict[str, dict[str, list[float]]]:
+def measure(models: dict, sizes: Sizes, device: str) -> dict[str, Rounds]:
     """Seconds per task, model and round: in each round the models run back to back (the order flips every
     round), after a warm-up, so that each round's ratios compare runs under the same load. The tutorial model
     only takes part in greedy decoding, with its own loop."""
@@ -146,19 +139,7 @@ def measure(models: dict, sizes: Sizes, device: str) -> dict[str, dict[str, list
         "beam": {name: (lambda m=models[name]: generate(m, source, sizes, sizes.num_beams))
                  for name in ("ours", "marian")},
     }
-    times = {task: {name: [] for name in fns} for task, fns in tasks.items()}
-    for task, fns in tasks.items():
-        for fn in fns.values():
-            fn()  # warm-up
-        for round_index in range(sizes.rounds):
-            order = list(fns.items()) if round_index % 2 == 0 else list(fns.items())[::-1]
-            for name, fn in order:
-                times[task][name].append(timed(fn, device))
-    return times
-
-
-def quartiles(values: list[float]) -> list[float]:
-    return statistics.quantiles(values, n=4) if len(values) > 1 else values * 3
+    return {task: interleaved(fns, sizes.rounds, device) for task, fns in tasks.items()}
 
 
 def profile_tables(models: dict, sizes: Sizes, device: str, rows: int = 15) -> dict[str, str]:
@@ -181,9 +162,10 @@ def run(settings: Settings, big: bool = False) -> dict:
     torch.manual_seed(settings.seed)
     models = build_models(sizes, settings.device)
     rows, summary, targets = [], {}, []
-    for task, per_model in measure(models, sizes, settings.device).items():
-        for name, values in per_model.items():
-            seconds = statistics.median(values)
+    for task, timings in measure(models, sizes, settings.device).items():
+        per_model = timings.seconds
+        for name in per_model:
+            seconds = timings.median(name)
             if task == "train":
                 rows.append({"task": "forward+backward", "model": name,
                              "ms_per_batch": round(seconds / sizes.train_batches * 1e3, 2)})
