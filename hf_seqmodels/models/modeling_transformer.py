@@ -27,7 +27,7 @@ from transformers.modeling_outputs import (
     TokenClassifierOutput,
 )
 
-from .attention import MultiHeadAttention
+from .multi_head_attention import MultiHeadAttention
 from .cache_names import cache_argument, cache_field, output_cache
 from .configuration_transformer import TransformerConfig
 from .embeddings import TransformerEmbeddings, sinusoidal_positions

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 from transformers.cache_utils import DynamicCache, EncoderDecoderCache
 
-from hf_seqmodels.models.attention import MultiHeadAttention
+from hf_seqmodels.models.multi_head_attention import MultiHeadAttention
 from hf_seqmodels.models.masks import build_attention_mask
 
 D_MODEL, HEADS = 16, 4
