@@ -4,6 +4,8 @@
 compressed), a data set bundled under `paths.data_dir()` (e.g. ``"ptb"``), and anything
 `datasets.load_dataset` accepts (a local folder or a Hub name).
 
+`LengthGroupedSampler` orders training rows so that batches carry little padding.
+
 `tokenize_for_lm` follows transformers' ``examples/pytorch/language-modeling/run_clm_no_trainer.py``: tokenize
 each text, concatenate, and cut the stream into blocks (`group_texts`). Batches of blocks are stacked with
 `transformers.default_data_collator`.
@@ -13,6 +15,8 @@ from itertools import chain
 from pathlib import Path
 
 import datasets
+import torch
+from torch.utils.data import Sampler
 from transformers import PreTrainedTokenizerBase
 
 from .paths import data_dir
@@ -185,3 +189,34 @@ def tokenize_for_lm(
             raise ValueError(f"The {split!r} split has {tokens} tokens, fewer than --block_size={block_size}, so it "
                              f"makes no block: lower --block_size, or give it more text ({option}).")
     return blocks
+
+
+class LengthGroupedSampler(Sampler):
+    """A random order in which neighbours have similar lengths, so that batches carry little padding.
+
+    Rows are shuffled, cut into groups of ``batch_size * group_batches``, each group is sorted by length; the
+    result is cut into batches, and the batches are shuffled (the one short batch, if any, stays last so that the
+    DataLoader's batches are these). The order depends only on ``seed`` and the epoch (``set_epoch``), so a
+    resumed run sees the same batches.
+    """
+
+    def __init__(self, lengths: list[int], batch_size: int, seed: int = 0, group_batches: int = 50):
+        self.lengths, self.batch_size, self.seed, self.group_batches = lengths, batch_size, seed, group_batches
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    def __iter__(self):
+        generator = torch.Generator().manual_seed(self.seed + self.epoch)
+        order = torch.randperm(len(self.lengths), generator=generator).tolist()
+        group = self.batch_size * self.group_batches
+        rows = [row for start in range(0, len(order), group)
+                for row in sorted(order[start : start + group], key=self.lengths.__getitem__)]
+        full = len(rows) // self.batch_size
+        for b in torch.randperm(full, generator=generator).tolist():
+            yield from rows[b * self.batch_size : (b + 1) * self.batch_size]
+        yield from rows[full * self.batch_size :]

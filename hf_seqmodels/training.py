@@ -1,4 +1,4 @@
-"""The Accelerate training loop the scripts share.
+"""The Accelerate training loop the tasks share.
 
 It runs unchanged on one process or under ``accelerate launch --multi_gpu --num_processes N`` (CPU-only
 machines too): Accelerate shards the training batches and averages the gradients, evaluation sums losses and
@@ -6,11 +6,9 @@ token counts over processes, and only the main process logs, shows progress bars
 
 Files: the final model goes to ``output_dir`` through `save_model`, which builds a complete folder next to it
 and renames it into place; it replaces an earlier run's folder only with ``--overwrite_output_dir``, which also
-deletes that run's checkpoints when a new run starts (`TrainingArguments` checks both before any training).
-Checkpoints (``accelerator.save_state``: weights, optimizer, scheduler, RNG states) go to
-``<checkpoint_dir>/step_<n>``, also renamed into place once complete. A checkpoint also holds the run's
-tokenizer in ``step_<n>/tokenizer/`` (when `train` is given one), and `run_tokenizer` loads it from there on
-``--resume_from_checkpoint``, so a resumed run uses exactly the vocabulary the checkpoint's model was trained with.
+deletes that run's checkpoints when a new run starts (`start_run` checks both before any training; parsing the
+arguments reads no file). The checkpoints (``<checkpoint_dir>/step_<n>``, each with the run's tokenizer) and the
+one a run resumes from are a `checkpoints.Checkpoints`.
 """
 
 import inspect
@@ -21,7 +19,6 @@ import os
 import platform
 import shutil
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,16 +30,16 @@ from accelerate.logging import get_logger
 from accelerate.utils import set_seed
 from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
-from transformers import AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase, SchedulerType, get_scheduler
+from transformers import PreTrainedModel, PreTrainedTokenizerBase, SchedulerType, get_scheduler
 from transformers.trainer_pt_utils import LabelSmoother
 
+from .checkpoints import Checkpoints, replace_dir
 from .cli import check_at_least
 from .evaluation import perplexity
 
 logger = get_logger(__name__)
 
 OPTIMIZERS = ("adamw", "sgd")
-CHECKPOINT_TOKENIZER_DIR = "tokenizer"  # the run's tokenizer, inside every step_<n> checkpoint
 RUN_OUTPUT_FILES = ("config.json", "results.json")  # one of them marks a folder as the output of an earlier run
 EVAL_SIZE_OPTIONS = "--max_eval_samples and --block_size"  # what can leave an evaluation set empty
 
@@ -85,6 +82,9 @@ class TrainingArguments:
     resume_from_checkpoint: str | None = field(
         default=None, metadata={"help": "A step_<n> checkpoint folder, or 'latest' (newest in checkpoint_dir)."}
     )
+    save_total_limit: int | None = field(
+        default=None, metadata={"help": "Keep only the newest N checkpoints (default: all)."}
+    )
     label_smoothing_factor: float = field(
         default=0.0, metadata={"help": "Label smoothing of the training loss (0 = none); evaluation stays plain."}
     )
@@ -106,7 +106,7 @@ class TrainingArguments:
             raise ValueError(f"--optimizer={self.optimizer!r} is not supported; choose one of {OPTIMIZERS}.")
         SchedulerType(self.lr_scheduler_type)  # raises a ValueError listing the valid names
         for name in ("per_device_train_batch_size", "per_device_eval_batch_size", "num_train_epochs", "logging_steps",
-                     "max_train_steps", "early_stopping_patience"):
+                     "max_train_steps", "early_stopping_patience", "save_total_limit"):
             check_at_least(self, name, 1)
         if self.time_budget_minutes is not None and self.time_budget_minutes <= 0:
             raise ValueError(f"--time_budget_minutes must be positive, got {self.time_budget_minutes}.")
@@ -117,7 +117,6 @@ class TrainingArguments:
                              f"got {self.checkpointing_steps!r}.")
         if self.checkpoint_dir is None:
             self.checkpoint_dir = f"{self.output_dir.rstrip('/')}-checkpoints"
-        self._check_earlier_run()
         if not 0.0 <= self.label_smoothing_factor < 1.0:
             raise ValueError(f"--label_smoothing_factor must be in [0, 1), got {self.label_smoothing_factor}.")
         if self.early_stopping_patience is not None and self.metric_for_best_model is None:
@@ -125,24 +124,31 @@ class TrainingArguments:
         if self.metric_for_best_model is not None and self.greater_is_better is None:
             self.greater_is_better = not self.metric_for_best_model.endswith(("loss", "perplexity"))
 
-    def _check_earlier_run(self) -> None:
-        """Refuse, before any training, to replace what output_dir holds or to start a new run next to the
-        checkpoints of another, unless --overwrite_output_dir (which replaces only an earlier run's output)."""
-        output = Path(self.output_dir)
-        if output.exists() and not output.is_dir():
-            raise ValueError(f"--output_dir={output} is an existing file; pass the path of a new or empty folder.")
-        if output.is_dir() and any(output.iterdir()):
-            if not self.overwrite_output_dir:
-                raise ValueError(f"--output_dir={output} is not empty; pass --overwrite_output_dir to replace the "
-                                 f"earlier run there, or another folder.")
-            if not any((output / name).is_file() for name in RUN_OUTPUT_FILES):
-                raise ValueError(f"--output_dir={output} is not empty and holds no earlier run (no "
-                                 f"{' or '.join(RUN_OUTPUT_FILES)}), so even --overwrite_output_dir does not replace "
-                                 f"it; pass the path of a new or empty folder.")
-        if not (self.resume_from_checkpoint or self.overwrite_output_dir) and checkpoints(self.checkpoint_dir):
-            raise ValueError(f"--checkpoint_dir {self.checkpoint_dir} holds the step_<n> checkpoints of an earlier "
-                             f"run; resume it with --resume_from_checkpoint latest, or pass --overwrite_output_dir to "
-                             f"start afresh (deleting them).")
+def check_earlier_run(args: TrainingArguments) -> None:
+    """Refuse, before any training, to replace what ``args.output_dir`` holds or to start a new run next to the
+    checkpoints of another, unless --overwrite_output_dir (which replaces only an earlier run's output)."""
+    output = Path(args.output_dir)
+    if output.exists() and not output.is_dir():
+        raise ValueError(f"--output_dir={output} is an existing file; pass the path of a new or empty folder.")
+    if output.is_dir() and any(output.iterdir()):
+        if not args.overwrite_output_dir:
+            raise ValueError(f"--output_dir={output} is not empty; pass --overwrite_output_dir to replace the "
+                             f"earlier run there, or another folder.")
+        if not any((output / name).is_file() for name in RUN_OUTPUT_FILES):
+            raise ValueError(f"--output_dir={output} is not empty and holds no earlier run (no "
+                             f"{' or '.join(RUN_OUTPUT_FILES)}), so even --overwrite_output_dir does not replace "
+                             f"it; pass the path of a new or empty folder.")
+    if not (args.resume_from_checkpoint or args.overwrite_output_dir) and Checkpoints(args.checkpoint_dir).all():
+        raise ValueError(f"--checkpoint_dir {args.checkpoint_dir} holds the step_<n> checkpoints of an earlier "
+                         f"run; resume it with --resume_from_checkpoint latest, or pass --overwrite_output_dir to "
+                         f"start afresh (deleting them).")
+
+
+def start_run(args: TrainingArguments) -> tuple[Accelerator, Checkpoints]:
+    """Where a run starts: check the output and checkpoint folders (`check_earlier_run`), make the Accelerator
+    (`make_accelerator`) and the run's `Checkpoints` (with the checkpoint it resumes from, if any)."""
+    check_earlier_run(args)
+    return make_accelerator(args), Checkpoints.for_run(args)
 
 
 def keep_model_inputs(dataset: datasets.DatasetDict, tokenizer: PreTrainedTokenizerBase,
@@ -217,16 +223,6 @@ def _require_rows(dataset, name: str, options: str) -> None:
         raise ValueError(f"The {name} set is empty after preprocessing; check {options}.")
 
 
-def _replace_dir(new: Path, target: Path) -> None:
-    """Rename the complete folder ``new`` to ``target``. An existing ``target`` is moved aside first and deleted
-    last, so ``target`` is never a mix of old and new files."""
-    old = target.with_name(f".{target.name}.old-{os.getpid()}")
-    if target.exists():
-        target.rename(old)
-    new.rename(target)
-    shutil.rmtree(old, ignore_errors=True)
-
-
 def _fresh_temp_dir(target: Path) -> Path:
     temp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
     shutil.rmtree(temp, ignore_errors=True)
@@ -250,24 +246,7 @@ def save_model(
         tokenizer.save_pretrained(temp)
         if results is not None:
             (temp / "results.json").write_text(json.dumps(results, indent=2) + "\n")
-        _replace_dir(temp, target)
-    accelerator.wait_for_everyone()
-
-
-def save_checkpoint(accelerator: Accelerator, checkpoint_dir: str, step: int, tokenizer=None) -> None:
-    """``accelerator.save_state`` into ``<checkpoint_dir>/step_<step>``, renamed into place once complete, with
-    ``tokenizer`` (anything with ``save_pretrained``, if given) in its ``tokenizer/`` sub-folder."""
-    target = Path(checkpoint_dir) / f"step_{step}"
-    temp = target.with_name(f".{target.name}.tmp")  # the same name on every process: each writes its RNG state
-    if accelerator.is_main_process:
-        shutil.rmtree(temp, ignore_errors=True)
-    accelerator.wait_for_everyone()
-    accelerator.save_state(str(temp))
-    accelerator.wait_for_everyone()
-    if accelerator.is_main_process:
-        if tokenizer is not None:
-            tokenizer.save_pretrained(temp / CHECKPOINT_TOKENIZER_DIR)
-        _replace_dir(temp, target)
+        replace_dir(temp, target)
     accelerator.wait_for_everyone()
 
 
@@ -283,54 +262,6 @@ def describe_device(device: torch.device) -> str:
                 name = line.split(":", 1)[1].strip()
                 break
     return f"{device.type}: {name} ({torch.get_num_threads()} threads)"
-
-
-def checkpoints(checkpoint_dir: str) -> list[Path]:
-    """The step_<n> checkpoint folders in ``checkpoint_dir``, oldest first."""
-    return sorted(Path(checkpoint_dir).glob("step_*"), key=lambda p: int(p.name.removeprefix("step_")))
-
-
-def find_checkpoint(args: TrainingArguments) -> Path:
-    """The checkpoint folder that ``args.resume_from_checkpoint`` names (the newest one for 'latest')."""
-    if args.resume_from_checkpoint != "latest":
-        path = Path(args.resume_from_checkpoint)
-        if not (path.is_dir() and path.name.startswith("step_")):
-            raise ValueError(f"--resume_from_checkpoint={path} is not a step_<n> checkpoint folder; pass one "
-                             f"from {args.checkpoint_dir} or 'latest'.")
-        return path
-    found = checkpoints(args.checkpoint_dir)
-    if not found:
-        raise ValueError(f"--resume_from_checkpoint=latest, but {args.checkpoint_dir} has no step_<n> checkpoint.")
-    return found[-1]
-
-
-def run_tokenizer(
-    args: TrainingArguments,
-    make_tokenizer: Callable[[], object],
-    load_tokenizer: Callable[[Path], object] = AutoTokenizer.from_pretrained,
-):
-    """The tokenizer of a run: ``make_tokenizer()`` (e.g. trained on the data) for a new run; on
-    ``--resume_from_checkpoint``, the one saved in the checkpoint (``load_tokenizer(<checkpoint>/tokenizer)``),
-    never a retrained one, so the resumed model sees the ids it was trained with. Pass the result to `train`
-    (``tokenizer=``), which saves it into every checkpoint.
-
-    A 'latest' ``args.resume_from_checkpoint`` is replaced by the checkpoint it names, so that `train` resumes
-    from the checkpoint whose tokenizer this is.
-    """
-    if not args.resume_from_checkpoint:
-        return make_tokenizer()
-    checkpoint = find_checkpoint(args)
-    args.resume_from_checkpoint = str(checkpoint)
-    folder = checkpoint / CHECKPOINT_TOKENIZER_DIR
-    if not folder.is_dir():
-        raise ValueError(
-            f"--resume_from_checkpoint: {checkpoint} has no {CHECKPOINT_TOKENIZER_DIR}/ folder, so the tokenizer its "
-            f"model was trained with is unknown (checkpoints written before they held their tokenizer lack it). "
-            f"Resume from a checkpoint that has one, put that run's tokenizer there (tokenizer.save_pretrained("
-            f"'{folder}')), or start a new run without --resume_from_checkpoint."
-        )
-    logger.info(f"Loading the tokenizer of {checkpoint} from {folder} (not training one)", main_process_only=True)
-    return load_tokenizer(folder)
 
 
 class BestModel:
@@ -370,6 +301,7 @@ def train(
     evaluate_fn=None,
     train_sampler=None,
     tokenizer=None,
+    checkpoints: Checkpoints | None = None,
 ) -> dict:
     """Train ``model`` (in place) on ``train_dataset``, evaluating on ``eval_dataset`` after every epoch and at
     the end. Batches are dicts the model takes as keyword arguments, including ``labels``.
@@ -382,7 +314,8 @@ def train(
     decoding the validation set); it gets the unwrapped model. ``train_sampler`` replaces the uniform shuffling of
     the training rows (e.g. batches of similar lengths); give it a ``set_epoch(epoch)`` that fixes its order per
     epoch, so that a resumed run sees the same batches. ``tokenizer`` (anything with ``save_pretrained``), if
-    given, is saved into every checkpoint, where `run_tokenizer` finds it on resuming.
+    given, is saved into every checkpoint, where `Checkpoints.tokenizer` finds it on resuming. ``checkpoints``
+    saves and resumes (default: ``Checkpoints.for_run(args)``).
 
     Returns:
         ``steps``, ``resumed_from_step`` (0 for a new run), ``epochs`` (fractional), ``train_runtime_s``,
@@ -412,18 +345,10 @@ def train(
     unwrapped = accelerator.unwrap_model(model)
     shifts_labels = unwrapped.can_generate() and not unwrapped.config.is_encoder_decoder
 
-    step = 0
-    if args.resume_from_checkpoint:
-        checkpoint = find_checkpoint(args)
-        accelerator.load_state(str(checkpoint))
-        step = int(checkpoint.name.removeprefix("step_"))
-        logger.info(f"Resumed from {checkpoint} at step {step}", main_process_only=True)
-    elif args.overwrite_output_dir:  # a new run: the checkpoints of an earlier one must not be resumed later
-        if accelerator.is_main_process:
-            for stale in checkpoints(args.checkpoint_dir):
-                logger.info(f"Deleting {stale} of an earlier run (--overwrite_output_dir)")
-                shutil.rmtree(stale)
-        accelerator.wait_for_everyone()
+    checkpoints = checkpoints or Checkpoints.for_run(args)
+    step = checkpoints.resume(accelerator)
+    if checkpoints.resume_from is None and args.overwrite_output_dir:
+        checkpoints.delete_all(accelerator)  # a new run: the checkpoints of an earlier one must not be resumed later
     resumed_from_step = step
     logger.info(
         f"{len(train_dataset)} training rows, {accelerator.num_processes} process(es) x batch "
@@ -469,7 +394,7 @@ def train(
                 window_loss, window_steps = torch.zeros(()), 0
                 progress.set_postfix(loss=f"{train_loss:.3f}", lr=f"{scheduler.get_last_lr()[0]:.2e}")
             if args.checkpointing_steps not in (None, "epoch") and step % int(args.checkpointing_steps) == 0:
-                save_checkpoint(accelerator, args.checkpoint_dir, step, tokenizer)
+                checkpoints.save(accelerator, step, tokenizer)
             if args.time_budget_minutes is not None:
                 if time.monotonic() - start > 60 * args.time_budget_minutes:
                     accelerator.set_trigger()
@@ -486,7 +411,7 @@ def train(
             logger.info(f"No better {best.metric} for {best.evaluations_since} evaluations: stopping at step {step}",
                         main_process_only=True)
         if args.checkpointing_steps is not None and (stopped_by_time_budget or args.checkpointing_steps == "epoch"):
-            save_checkpoint(accelerator, args.checkpoint_dir, step, tokenizer)
+            checkpoints.save(accelerator, step, tokenizer)
     progress.close()
     if not history:  # resumed from a checkpoint of a finished run
         history.append(evaluate())

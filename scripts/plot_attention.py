@@ -12,7 +12,7 @@ model looked while writing that target token (for a Transformer: the last layer'
 import argparse
 
 import hf_seqmodels  # noqa: F401  (registers the models with the Auto classes)
-from hf_seqmodels.translation import save_attention_plot
+from hf_seqmodels.tasks.translation import save_attention_plot
 
 
 def main():

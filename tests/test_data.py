@@ -1,9 +1,18 @@
-"""Data loading and LM preprocessing (hf_seqmodels.data) on hand-made examples and the bundled PTB."""
+"""Data loading, LM preprocessing and length-grouped batches (hf_seqmodels.data) on hand-made examples and the
+bundled PTB."""
 
 import datasets
 import pytest
+import torch
 
-from hf_seqmodels.data import check_column_files, first_rows, group_texts, load_text_dataset, tokenize_for_lm
+from hf_seqmodels.data import (
+    LengthGroupedSampler,
+    check_column_files,
+    first_rows,
+    group_texts,
+    load_text_dataset,
+    tokenize_for_lm,
+)
 from hf_seqmodels.tokenization import train_tokenizer
 
 
@@ -93,3 +102,20 @@ def test_first_rows_limits_train_and_the_other_splits_separately():
     limited = first_rows(raw, max_train_samples=4, max_eval_samples=20)
     assert limited["train"]["x"] == [0, 1, 2, 3]
     assert len(limited["validation"]) == len(limited["test"]) == 10
+
+
+def test_length_grouped_sampler():
+    lengths = torch.randint(1, 60, (1000,), generator=torch.Generator().manual_seed(0)).tolist()
+    sampler = LengthGroupedSampler(lengths, batch_size=16, seed=3, group_batches=10)
+    first = list(sampler)
+    assert sorted(first) == list(range(1000))  # every row once
+    assert list(sampler) == first  # the same epoch gives the same order (what resuming relies on)
+    sampler.set_epoch(1)
+    assert list(sampler) != first
+
+    def padding(order):
+        batches = [[lengths[i] for i in order[b : b + 16]] for b in range(0, len(order), 16)]
+        return sum(len(batch) * max(batch) - sum(batch) for batch in batches)
+
+    shuffled = torch.randperm(1000, generator=torch.Generator().manual_seed(1)).tolist()
+    assert padding(first) < padding(shuffled) / 5

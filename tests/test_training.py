@@ -11,7 +11,15 @@ from transformers import AutoModelForCausalLM, default_data_collator
 
 from hf_seqmodels import RecurrentConfig, RecurrentForCausalLM, RecurrentForSequenceClassification
 from hf_seqmodels.tokenization import train_tokenizer
-from hf_seqmodels.training import TrainingArguments, evaluate_loss, make_accelerator, save_model, train
+from hf_seqmodels.training import (
+    TrainingArguments,
+    check_earlier_run,
+    evaluate_loss,
+    make_accelerator,
+    save_model,
+    start_run,
+    train,
+)
 
 VOCAB = 12
 
@@ -96,6 +104,7 @@ def test_save_model_replaces_the_folder_whole(tmp_path):
     ({"checkpointing_steps": "0"}, "--checkpointing_steps"),
     ({"time_budget_minutes": 0}, "--time_budget_minutes"),
     ({"lr_scheduler_type": "sometimes"}, "SchedulerType"),
+    ({"save_total_limit": 0}, "--save_total_limit must be at least 1"),
 ])
 def test_bad_training_arguments_raise(options, message):
     with pytest.raises(ValueError, match=message):
@@ -103,20 +112,32 @@ def test_bad_training_arguments_raise(options, message):
 
 
 def test_output_dir_is_replaced_only_when_it_holds_an_earlier_run_and_overwrite_is_asked(tmp_path):
+    def check(**options):
+        args = TrainingArguments(**options)  # parsing reads no file: the checks run where the run starts
+        check_earlier_run(args)
+        return args
+
     (tmp_path / "file").write_text("a user's file")
     with pytest.raises(ValueError, match="--output_dir=.*file is an existing file"):
-        TrainingArguments(output_dir=str(tmp_path / "file"), overwrite_output_dir=True)
+        check(output_dir=str(tmp_path / "file"), overwrite_output_dir=True)
     folder = tmp_path / "folder"
     folder.mkdir()
-    TrainingArguments(output_dir=str(folder))  # empty: fine
+    check(output_dir=str(folder))  # empty: fine
     (folder / "notes.txt").write_text("a user's notes")
     with pytest.raises(ValueError, match="--output_dir=.*folder is not empty; pass --overwrite_output_dir"):
-        TrainingArguments(output_dir=str(folder))
+        check(output_dir=str(folder))
     with pytest.raises(ValueError, match="holds no earlier run .*not replace it"):
-        TrainingArguments(output_dir=str(folder), overwrite_output_dir=True)
+        check(output_dir=str(folder), overwrite_output_dir=True)
     (folder / "results.json").write_text("{}")
-    assert TrainingArguments(output_dir=str(folder), overwrite_output_dir=True).overwrite_output_dir
+    assert check(output_dir=str(folder), overwrite_output_dir=True).overwrite_output_dir
     assert (folder / "notes.txt").read_text() == "a user's notes"  # nothing is deleted before training
+
+
+def test_parsing_arguments_reads_no_file(tmp_path):
+    (tmp_path / "file").write_text("a user's file")
+    TrainingArguments(output_dir=str(tmp_path / "file"))
+    with pytest.raises(ValueError, match="is an existing file"):
+        start_run(TrainingArguments(output_dir=str(tmp_path / "file")))
 
 
 def test_a_new_run_next_to_old_checkpoints_needs_overwrite_and_deletes_them(tmp_path):
@@ -125,8 +146,8 @@ def test_a_new_run_next_to_old_checkpoints_needs_overwrite_and_deletes_them(tmp_
     assert sorted(p.name for p in checkpoint_dir.iterdir()) == ["step_10", "step_5"]
     with pytest.raises(ValueError, match="out-checkpoints holds the step_<n> checkpoints of an earlier run; resume "
                                          "it with --resume_from_checkpoint latest, or pass --overwrite_output_dir"):
-        TrainingArguments(output_dir=str(tmp_path / "out"))
-    TrainingArguments(output_dir=str(tmp_path / "out"), resume_from_checkpoint="latest")  # resuming is fine
+        check_earlier_run(TrainingArguments(output_dir=str(tmp_path / "out")))
+    check_earlier_run(TrainingArguments(output_dir=str(tmp_path / "out"), resume_from_checkpoint="latest"))
     (checkpoint_dir / "notes.txt").write_text("not a checkpoint")
     run(tmp_path, checkpointing_steps="7", overwrite_output_dir=True)
     assert sorted(p.name for p in checkpoint_dir.iterdir()) == ["notes.txt", "step_7"]

@@ -16,13 +16,12 @@ from pathlib import Path
 
 import pytest
 import torch
-from accelerate import PartialState
 from safetensors.torch import load_file
 from transformers import AutoModelForSeq2SeqLM
 
 import hf_seqmodels  # noqa: F401  (registers the Auto classes for the reload)
-from hf_seqmodels.training import CHECKPOINT_TOKENIZER_DIR, TrainingArguments, run_tokenizer
-from hf_seqmodels.translation import load_tokenizers
+from hf_seqmodels.checkpoints import TOKENIZER_DIR as CHECKPOINT_TOKENIZER_DIR
+from hf_seqmodels.tasks.translation import load_tokenizers
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RUN_TRANSLATION = REPO_ROOT / "scripts" / "run_translation.py"
@@ -123,33 +122,6 @@ def test_kill_9_then_resume(data_dir, tmp_path):
     assert tokenizer_file(checkpoint_dir / f"step_{MAX_STEPS}" / CHECKPOINT_TOKENIZER_DIR) == tokenizer_json
     model = AutoModelForSeq2SeqLM.from_pretrained(output_dir)
     assert model.config.vocab_size == len(checkpoint_tokenizers.target) == results["vocab_size"]
-
-
-@pytest.fixture
-def accelerate_state():
-    """The accelerate logger needs a PartialState (the scripts' make_accelerator sets one up); reset it after if
-    this test made it."""
-    made = not PartialState._shared_state
-    yield PartialState()
-    if made:
-        PartialState._reset_state()
-
-
-def test_resume_needs_the_checkpoint_tokenizer(tmp_path, accelerate_state):
-    """A checkpoint without tokenizer/ cannot be resumed (the vocabulary would be guessed); the error says what to
-    do. A new run trains its tokenizer; a resumed one loads the checkpoint's and never trains one."""
-    checkpoint = tmp_path / "out-checkpoints" / "step_4"
-    checkpoint.mkdir(parents=True)
-    args = TrainingArguments(output_dir=str(tmp_path / "out"), resume_from_checkpoint="latest")
-    never = lambda: pytest.fail("a resumed run must not train a tokenizer")  # noqa: E731
-    with pytest.raises(ValueError, match=r"step_4 has no tokenizer/ folder.*start a new run without "
-                                         r"--resume_from_checkpoint"):
-        run_tokenizer(args, never)
-
-    (checkpoint / CHECKPOINT_TOKENIZER_DIR).mkdir()
-    assert run_tokenizer(args, never, load_tokenizer=lambda folder: folder) == checkpoint / CHECKPOINT_TOKENIZER_DIR
-    assert args.resume_from_checkpoint == str(checkpoint)  # 'latest' pinned to the checkpoint train() resumes
-    assert run_tokenizer(TrainingArguments(output_dir=str(tmp_path / "new")), lambda: "trained") == "trained"
 
 
 OTHER_SCRIPTS = {  # script -> its tiny options, and the training slice that would give another vocabulary

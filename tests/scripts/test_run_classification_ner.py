@@ -17,8 +17,8 @@ from transformers import (
     pipeline,
 )
 
-from hf_seqmodels import classification
-from hf_seqmodels.classification import ModelArguments, make_model, make_tokenizer, pretrained_rows
+from hf_seqmodels.tasks import labelling
+from hf_seqmodels.tasks.labelling import ModelArguments, make_model, make_tokenizer, pretrained_rows
 from hf_seqmodels.paths import REPO_ROOT
 
 TINY = ["--max_train_steps", "4", "--per_device_train_batch_size", "8", "--per_device_eval_batch_size", "16",
@@ -265,7 +265,7 @@ def test_bad_data_is_refused_before_training(tmp_path, monkeypatch, train_labels
     def no_tokenizer(*args):
         raise AssertionError("a tokenizer was made before the bad input was refused")
 
-    monkeypatch.setattr(classification, "make_tokenizer", no_tokenizer)
+    monkeypatch.setattr(labelling, "make_tokenizer", no_tokenizer)
     with pytest.raises(ValueError, match=message):
         script("run_classification").main(["--output_dir", str(tmp_path / "out"), *options,
                                            *write_classification_files(tmp_path, train_labels, validation_labels)])

@@ -11,7 +11,7 @@ from tests.scripts.test_scripts_smoke import RUN_CLM, TINY_CLM, check_clm_output
 def test_run_clm_trains_a_transformer_lm(data_dir, tmp_path, monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     overrides = "d_model=16,ffn_dim=32,decoder_layers=1,num_heads=2"
-    argv = [str(RUN_CLM), "--output_dir", str(tmp_path / "lm"), "--model_type", "vanilla_transformer",
+    argv = [str(RUN_CLM), "--output_dir", str(tmp_path / "lm"), "--model_type", "transformer",
             "--config_overrides", overrides, *TINY_CLM]
     monkeypatch.setattr(sys, "argv", argv)
     runpy.run_path(str(RUN_CLM), run_name="__main__")

@@ -11,7 +11,7 @@ from transformers import AutoModelForSeq2SeqLM, pipeline
 
 from hf_seqmodels import RecurrentConfig, RecurrentForCausalLM
 from hf_seqmodels.cards import render_card
-from hf_seqmodels.translation import load_tokenizers
+from hf_seqmodels.tasks.translation import load_tokenizers
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RUN_TRANSLATION = REPO_ROOT / "scripts" / "run_translation.py"
@@ -24,7 +24,7 @@ MODELS = {
     "gru-luong": ["--config_overrides", "embedding_size=16,hidden_size=16"],
     "lstm-bahdanau-separate": ["--vocabulary", "separate", "--config_overrides",
                                "cell_type=lstm,attention_type=bahdanau,embedding_size=16,hidden_size=16"],
-    "transformer": ["--model_type", "vanilla_transformer", "--config_overrides",
+    "transformer": ["--model_type", "transformer", "--config_overrides",
                     "d_model=16,ffn_dim=32,num_heads=2,encoder_layers=1,decoder_layers=1"],
 }
 

@@ -1,5 +1,15 @@
-"""Translation data and decoding: BPE tokenizers for a language pair, tokenized sentence pairs, batches of similar
-lengths, batched translation with `generate()`, and BLEU / chrF of the result.
+"""The translation task: arguments, BPE tokenizers for a language pair, tokenized sentence pairs, the model,
+training, batched translation with `generate()`, BLEU / chrF, results, and attention pictures.
+
+    from hf_seqmodels.tasks import translation
+    results = translation.run(translation.ModelArguments(), translation.DataArguments(),
+                              TrainingArguments(output_dir="outputs/multi30k-gru"), translation.GenerationArguments())
+
+`run` follows transformers' examples/pytorch/translation/run_translation_no_trainer.py: load the sentence pairs,
+train BPE tokenizers (or, when resuming, load the checkpoint's), tokenize, train with Accelerate (label smoothing,
+warmup, gradient clipping, the best checkpoint by validation BLEU, early stopping), translate the test set with beam
+search and score it with sacreBLEU's BLEU and chrF, save, reload the folder through `AutoModelForSeq2SeqLM` and
+translate a few sentences, and draw the attention of one of them.
 
 A model folder holds the tokenizer of its target language (``tokenizer.json``, which ``AutoTokenizer`` loads);
 with separate vocabularies the source tokenizer is saved beside it in ``source_tokenizer/`` (``load_tokenizers``
@@ -8,25 +18,85 @@ reads both). With ``config.custom_pipelines = CUSTOM_PIPELINES`` and the pipelin
 trust_remote_code=True)`` translates (transformers 5 has no translation pipeline of its own).
 """
 
+import json
 import shutil
+import sys
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import datasets
 import torch
 from tokenizers import processors
-from torch.utils.data import Sampler
-from transformers import AutoConfig, AutoModelForSeq2SeqLM, AutoTokenizer, PreTrainedTokenizerFast
+from transformers import AutoConfig, AutoModelForSeq2SeqLM, AutoTokenizer, DataCollatorForSeq2Seq, PreTrainedTokenizerFast
 from transformers.models.auto.modeling_auto import MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING
 
-from .evaluation import translation_metrics
-from .models import pipeline_translation
-from .models.pipeline_translation import CUSTOM_PIPELINES, SOURCE_TOKENIZER_DIR
-from .paths import check_model_path
-from .tokenization import train_tokenizer
+from ..cli import check_at_least
+from ..data import LengthGroupedSampler, check_column_files
+from ..evaluation import translation_metrics
+from ..models import pipeline_translation
+from ..models.pipeline_translation import CUSTOM_PIPELINES, SOURCE_TOKENIZER_DIR
+from ..paths import check_model_path
+from ..tokenization import train_tokenizer
+from ..training import TrainingArguments, describe_device, save_model, start_run, train
+from . import arguments
 
-__all__ = ["CUSTOM_PIPELINES", "TranslationTokenizers", "LengthGroupedSampler", "train_tokenizers", "load_tokenizers",
-           "check_language_columns", "tokenize_pairs", "translate", "translation_scores", "load_translation_model",
-           "attention_matrix", "save_attention_plot"]
+__all__ = ["ModelArguments", "DataArguments", "GenerationArguments", "ARGUMENTS", "TRAINING_DEFAULTS", "run",
+           "CUSTOM_PIPELINES", "TranslationTokenizers", "train_tokenizers", "load_tokenizers",
+           "check_language_columns", "tokenize_pairs", "translate", "translation_scores", "implausible_bleu_warning",
+           "load_translation_model", "show_examples", "attention_matrix", "save_attention_plot"]
+
+VOCABULARIES = ("joint", "separate")
+EXAMPLES = ["A little girl climbs into a wooden playhouse.", "Two dogs are running through the snow.",
+            "A man in a blue shirt is standing on a ladder cleaning windows."]
+# Translation defaults for the shared training options (tuned for the attention GRU on 2 CPU cores).
+TRAINING_DEFAULTS = {"per_device_train_batch_size": 64, "per_device_eval_batch_size": 128, "learning_rate": 3e-3,
+                     "max_grad_norm": 1.0, "lr_scheduler_type": "linear", "num_warmup_steps": 200,
+                     "num_train_epochs": 3, "time_budget_minutes": 9.0, "logging_steps": 50,
+                     "checkpointing_steps": "500", "label_smoothing_factor": 0.1,
+                     "metric_for_best_model": "eval_bleu", "early_stopping_patience": 3}
+
+
+@dataclass
+class ModelArguments(arguments.ModelArguments):
+    CHOICES: ClassVar[tuple[str, ...]] = ("attention_seq2seq", "transformer")
+
+    model_type: str = arguments.model_type_field("attention_seq2seq", CHOICES)
+
+
+@dataclass
+class DataArguments(arguments.DataArguments):
+    dataset_name: str | None = arguments.dataset_name_field("multi30k_en_de")
+    source_lang: str = field(default="en", metadata={"help": "The column holding the source sentences."})
+    target_lang: str = field(default="de", metadata={"help": "The column holding the target sentences."})
+    max_source_length: int = field(default=64, metadata={"help": "Source tokens kept (eos included)."})
+    max_target_length: int = field(default=64, metadata={"help": "Target tokens kept (eos included)."})
+    vocabulary: str = field(default="joint", metadata={"help": f"BPE vocabularies: one of {VOCABULARIES}."})
+    vocab_size: int = field(default=6000, metadata={"help": "BPE vocabulary size (of each, when separate)."})
+
+    def __post_init__(self):
+        if self.vocabulary not in VOCABULARIES:
+            raise ValueError(f"--vocabulary={self.vocabulary!r} is not supported; choose one of {VOCABULARIES}.")
+        for name in ("max_source_length", "max_target_length"):
+            check_at_least(self, name, 2, " (a token and the eos)")
+        check_column_files({"--train_file": self.train_file, "--validation_file": self.validation_file,
+                            "--test_file": self.test_file})
+
+
+@dataclass
+class GenerationArguments:
+    num_beams: int = field(default=5, metadata={"help": "Beam size for the test set (saved as the default)."})
+    length_penalty: float = field(default=1.0, metadata={"help": "Beam scores are divided by length**this."})
+    max_new_tokens: int = field(default=64, metadata={"help": "Longest translation, in tokens."})
+    eval_num_beams: int = field(default=1, metadata={"help": "Beam size for the validation BLEU of each epoch."})
+
+    def __post_init__(self):
+        for name in ("num_beams", "eval_num_beams", "max_new_tokens"):
+            check_at_least(self, name, 1)
+
+
+ARGUMENTS = (ModelArguments, DataArguments, TrainingArguments, GenerationArguments)
 
 
 def end_with_eos(tokenizer: PreTrainedTokenizerFast) -> PreTrainedTokenizerFast:
@@ -132,37 +202,6 @@ def check_language_columns(raw: datasets.DatasetDict, source_lang: str, target_l
             raise ValueError(f"Language column(s) {missing} not found in the {split!r} split, which has columns "
                              f"{columns}: pick the columns with --source_lang/--target_lang "
                              f"(now {source_lang!r}/{target_lang!r}).{nested}")
-
-
-class LengthGroupedSampler(Sampler):
-    """A random order in which neighbours have similar lengths, so that batches carry little padding.
-
-    Rows are shuffled, cut into groups of ``batch_size * group_batches``, each group is sorted by length; the
-    result is cut into batches, and the batches are shuffled (the one short batch, if any, stays last so that the
-    DataLoader's batches are these). The order depends only on ``seed`` and the epoch (``set_epoch``), so a
-    resumed run sees the same batches.
-    """
-
-    def __init__(self, lengths: list[int], batch_size: int, seed: int = 0, group_batches: int = 50):
-        self.lengths, self.batch_size, self.seed, self.group_batches = lengths, batch_size, seed, group_batches
-        self.epoch = 0
-
-    def set_epoch(self, epoch: int) -> None:
-        self.epoch = epoch
-
-    def __len__(self) -> int:
-        return len(self.lengths)
-
-    def __iter__(self):
-        generator = torch.Generator().manual_seed(self.seed + self.epoch)
-        order = torch.randperm(len(self.lengths), generator=generator).tolist()
-        group = self.batch_size * self.group_batches
-        rows = [row for start in range(0, len(order), group)
-                for row in sorted(order[start : start + group], key=self.lengths.__getitem__)]
-        full = len(rows) // self.batch_size
-        for b in torch.randperm(full, generator=generator).tolist():
-            yield from rows[b * self.batch_size : (b + 1) * self.batch_size]
-        yield from rows[full * self.batch_size :]
 
 
 @torch.no_grad()
@@ -285,3 +324,104 @@ def save_attention_plot(model_dir, text: str, path=None, **generate_kwargs):
     figure.savefig(path, dpi=120)
     plt.close(figure)
     return path
+
+
+def show_examples(model_dir: str, sentences: list[str]) -> None:
+    """Reload the saved folder through the Auto classes and print the translations of ``sentences`` with its saved
+    generation defaults."""
+    model = AutoModelForSeq2SeqLM.from_pretrained(model_dir)
+    tokenizers = load_tokenizers(model_dir)
+    for source, translation in zip(sentences, translate(model, tokenizers, sentences)):
+        print(f"  {source}\n    -> {translation}")
+
+
+def make_model(model_args: ModelArguments, generation_args: GenerationArguments, tokenizers: TranslationTokenizers):
+    """A new encoder-decoder of ``model_args.model_type`` sized to the tokenizers, with the generation defaults
+    saved with it."""
+    target = tokenizers.target
+    config = model_args.config(
+        vocab_size=len(target),
+        source_vocab_size=None if tokenizers.joint else len(tokenizers.source),
+        pad_token_id=target.pad_token_id,
+        bos_token_id=target.bos_token_id,
+        eos_token_id=target.eos_token_id,
+        decoder_start_token_id=target.bos_token_id,
+    )
+    config.custom_pipelines = CUSTOM_PIPELINES  # pipeline("translation", model=folder, trust_remote_code=True)
+    model = AutoModelForSeq2SeqLM.from_config(config)
+    model.generation_config.update(num_beams=generation_args.num_beams, length_penalty=generation_args.length_penalty,
+                                   max_new_tokens=generation_args.max_new_tokens,
+                                   early_stopping=generation_args.num_beams > 1)  # only valid with beam search
+    return model
+
+
+def run(model_args: ModelArguments, data_args: DataArguments, training_args: TrainingArguments,
+        generation_args: GenerationArguments) -> dict:
+    """Train and evaluate a translation model, save it with its tokenizers and ``results.json`` to
+    ``training_args.output_dir``, print a summary, a few translations by the reloaded folder and the attention
+    picture of one (main process). Returns the results."""
+    start = time.monotonic()
+    accelerator, checkpoints = start_run(training_args)
+    src, tgt = data_args.source_lang, data_args.target_lang
+
+    with accelerator.main_process_first():
+        raw = data_args.load()
+        check_language_columns(raw, src, tgt)
+        tokenizers = checkpoints.tokenizer(
+            lambda: train_tokenizers(raw["train"], src, tgt, data_args.vocab_size,
+                                     joint=data_args.vocabulary == "joint"),
+            load_tokenizers,
+        )
+        tokenized = tokenize_pairs(raw, tokenizers, src, tgt, data_args.max_source_length,
+                                   data_args.max_target_length, data_args.preprocessing_num_workers)
+    model = make_model(model_args, generation_args, tokenizers)
+
+    decode = {"batch_size": training_args.per_device_eval_batch_size, "max_source_length": data_args.max_source_length,
+              "max_new_tokens": generation_args.max_new_tokens}
+
+    def validation_bleu(model) -> dict:
+        scores, _ = translation_scores(model, tokenizers, raw["validation"][src], raw["validation"][tgt],
+                                       prefix="eval_", num_beams=generation_args.eval_num_beams, **decode)
+        return scores
+
+    train_rows = tokenized["train"]
+    sampler = LengthGroupedSampler([len(ids) for ids in train_rows["input_ids"]],
+                                   training_args.per_device_train_batch_size, seed=training_args.seed)
+    collator = DataCollatorForSeq2Seq(tokenizers.source, label_pad_token_id=-100)
+    results = train(accelerator, model, train_rows, tokenized["validation"], collator, training_args,
+                    evaluate_fn=validation_bleu, train_sampler=sampler, tokenizer=tokenizers, checkpoints=checkpoints)
+
+    model = accelerator.unwrap_model(model)
+    if "test" in raw and accelerator.is_main_process:
+        test_start = time.monotonic()
+        scores, translations = translation_scores(
+            model, tokenizers, raw["test"][src], raw["test"][tgt], prefix="test_",
+            num_beams=generation_args.num_beams, length_penalty=generation_args.length_penalty, **decode
+        )
+        results.update(scores, test_decoding_s=time.monotonic() - test_start, test_num_beams=generation_args.num_beams)
+        if warning := implausible_bleu_warning(scores, translations):
+            results["warnings"] = [warning]
+    results.update(
+        task="translation",
+        model_config=model.config.to_dict(),  # what the model card describes
+        num_parameters=model.num_parameters(),
+        vocab_size=len(tokenizers.target),
+        source_vocab_size=len(tokenizers.source),
+        num_processes=accelerator.num_processes,
+        device=describe_device(accelerator.device),
+        wall_time_s=time.monotonic() - start,
+        arguments=arguments.recorded(checkpoints, model_args, data_args, generation_args, training_args),
+    )
+    save_model(accelerator, model, tokenizers, training_args.output_dir, results)
+
+    if accelerator.is_main_process:
+        summary = {k: v for k, v in results.items() if k not in ("eval_history", "arguments")}
+        print(json.dumps(summary, indent=2))
+        for warning in results.get("warnings", []):
+            print(warning, file=sys.stderr)
+        print(f"Translations by the reloaded {training_args.output_dir}:")
+        show_examples(training_args.output_dir, EXAMPLES)
+        picture = save_attention_plot(training_args.output_dir, EXAMPLES[0])
+        if picture is not None:
+            print(f"Attention of the first sentence: {picture}")
+    return results

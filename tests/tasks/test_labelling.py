@@ -1,5 +1,6 @@
-"""The data pipeline of run_classification.py / run_ner.py: word-to-subword label alignment, label sets, tag
-schemes, label mapping, prediction and the metrics, on hand-made examples with hand-computed answers."""
+"""The data pipeline of the labelling tasks (hf_seqmodels.tasks.labelling, text_classification and
+token_classification): word-to-subword label alignment, label sets, tag schemes, label mapping, prediction and the
+metrics, on hand-made examples with hand-computed answers."""
 
 import datasets
 import pytest
@@ -8,15 +9,9 @@ from accelerate import Accelerator
 from transformers import AutoTokenizer, DataCollatorForTokenClassification
 
 from hf_seqmodels import RecurrentConfig, RecurrentForTokenClassification
-from hf_seqmodels.classification import (
-    align_labels_with_word_ids,
-    is_bio,
-    label_names,
-    predict,
-    token_scores,
-    tokenize_for_classification,
-    tokenize_for_tagging,
-)
+from hf_seqmodels.tasks.labelling import label_names, predict
+from hf_seqmodels.tasks.text_classification import tokenize_for_classification
+from hf_seqmodels.tasks.token_classification import align_labels_with_word_ids, is_bio, token_scores, tokenize_for_tagging
 from hf_seqmodels.tokenization import train_tokenizer
 
 WORDS = [["Johanson", "lives", "in", "Kraków", "!"], ["unbelievably", "good", "pierogi"]]

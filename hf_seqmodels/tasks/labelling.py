@@ -1,68 +1,45 @@
-"""Sequence and token classification: labels, tokenization with word-to-subword label alignment, models, and
-prediction with metrics. Shared by ``scripts/run_classification.py`` and ``scripts/run_ner.py``, so that our
-models and a pretrained checkpoint (the BERT baseline) go through the same data pipeline and metric code.
-
-Token classification follows transformers' ``examples/pytorch/token-classification/run_ner_no_trainer.py``:
-the words of a sentence are tokenized with ``is_split_into_words=True``, and the fast tokenizer's ``word_ids()``
-tell which word each sub-token comes from. The first sub-token of a word carries the word's tag; later sub-tokens
-and special tokens get -100, so each word is trained on and scored exactly once.
+"""What text classification and token classification share: the model options (our models, or a pretrained
+checkpoint such as the BERT baseline), labelled data, label lists, tokenizer, model, prediction, and the run itself,
+so that both tasks, our models and a pretrained checkpoint go through the same data pipeline and metric code.
+`tasks.text_classification` and `tasks.token_classification` each give `run` a `LabellingTask`: the head, the
+collator, the tokenization and the scores of the task.
 """
 
 import json
-import re
 import time
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import ClassVar
 
 import datasets
 import torch
 from accelerate import Accelerator
 from accelerate.logging import get_logger
 from torch.utils.data import DataLoader
-from transformers import (
-    AutoConfig,
-    AutoModel,
-    AutoModelForSequenceClassification,
-    AutoModelForTokenClassification,
-    AutoTokenizer,
-    DataCollatorForTokenClassification,
-    DataCollatorWithPadding,
-    PreTrainedModel,
-    PreTrainedTokenizerBase,
-)
+from transformers import AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
-from .cli import check_at_least, parse_config_overrides
-from .data import first_rows, load_text_dataset
-from .evaluation import classification_metrics, tagging_metrics
-from .paths import check_model_path
-from .tokenization import KINDS, train_tokenizer
-from .training import (
-    TrainingArguments,
-    describe_device,
-    keep_model_inputs,
-    make_accelerator,
-    run_tokenizer,
-    save_model,
-    train,
-)
-from .translation import LengthGroupedSampler
+from ..cli import check_at_least
+from ..data import LengthGroupedSampler
+from ..paths import check_model_path
+from ..tokenization import KINDS, train_tokenizer
+from ..training import TrainingArguments, describe_device, keep_model_inputs, save_model, start_run, train
+from . import arguments
 
-# --model_type name -> the config's model_type (the transformers registry name).
-MODEL_TYPES = {"recurrent": "recurrent", "transformer": "vanilla_transformer"}
 logger = get_logger(__name__)
-BIO_TAG = re.compile(r"^[BIES]-.+$")
 
 
 @dataclass
-class ModelArguments:
+class ModelArguments(arguments.ModelArguments):
     """Which model to train: a pretrained checkpoint, or a new model of this package with its own tokenizer."""
 
+    CHOICES: ClassVar[tuple[str, ...]] = ("recurrent", "transformer")
+
+    model_type: str = arguments.model_type_field("recurrent", CHOICES)
     model_name_or_path: str | None = field(
         default=None,
         metadata={"help": "A pretrained checkpoint folder or Hub name (e.g. a BERT encoder) whose tokenizer and "
                           "weights are fine-tuned; the options below are then ignored. Default: a new model."},
     )
-    model_type: str = field(default="recurrent", metadata={"help": f"New model family: one of {list(MODEL_TYPES)}."})
     embeddings_from: str | None = field(
         default=None,
         metadata={"help": "A pretrained checkpoint folder or Hub name (e.g. the bundled BERT encoder) whose input word "
@@ -96,17 +73,12 @@ class ModelArguments:
     classifier_pooling: str | None = field(
         default=None, metadata={"help": "Sequence classification pooling; default: the family's own default."}
     )
-    config_overrides: str | None = field(
-        default=None,
-        metadata={"help": "More config fields of the new model, e.g. 'norm_position=pre,position_embedding=learned'."},
-    )
     tokenizer_type: str = field(default="wordpiece", metadata={"help": f"Tokenizer to train: one of {KINDS}."})
     vocab_size: int = field(default=16000, metadata={"help": "Largest vocabulary of the trained tokenizer."})
     max_seq_length: int = field(default=128, metadata={"help": "Truncate tokenized texts to this many tokens."})
 
     def __post_init__(self):
-        if self.model_type not in MODEL_TYPES:
-            raise ValueError(f"--model_type={self.model_type!r} is not supported; choose one of {list(MODEL_TYPES)}.")
+        super().__post_init__()
         if self.tokenizer_type not in KINDS:
             raise ValueError(f"--tokenizer_type={self.tokenizer_type!r} is not supported; choose one of {KINDS}.")
         if self.model_name_or_path and (self.embeddings_from or self.tokenizer_name):
@@ -121,23 +93,15 @@ class ModelArguments:
 
 
 @dataclass
-class DataArguments:
-    """Where the labelled data comes from. The scripts subclass this to change the defaults."""
+class DataArguments(arguments.DataArguments):
+    """Where the labelled data comes from. Each task subclasses this for its default data set and columns."""
 
-    dataset_name: str | None = field(
-        default=None, metadata={"help": "A bundled data set (under $HF_SEQMODELS_DATA), a local folder or a Hub name."}
-    )
-    dataset_config_name: str | None = field(default=None, metadata={"help": "The Hub configuration name."})
-    train_file: str | None = field(default=None, metadata={"help": "json/jsonl/csv/tsv (optionally .gz)."})
-    validation_file: str | None = field(default=None, metadata={"help": "Same format as --train_file."})
     text_column_name: str = field(
         default="sentence", metadata={"help": "The column holding the text (a string, or a list of words to tag)."}
     )
     label_column_name: str = field(
         default="label", metadata={"help": "The column holding the label (one per text, or one per word)."}
     )
-    max_train_samples: int | None = field(default=None, metadata={"help": "Keep only the first N training rows."})
-    max_eval_samples: int | None = field(default=None, metadata={"help": "Keep only the first N validation rows."})
     group_by_length: bool = field(
         default=True, metadata={"help": "Batch training rows of similar lengths (shuffled batches, little padding)."}
     )
@@ -145,6 +109,25 @@ class DataArguments:
     def __post_init__(self):
         for name in ("max_train_samples", "max_eval_samples"):
             check_at_least(self, name, 1, " (leave it out for all rows)")
+        if self.test_file:
+            raise ValueError("--test_file: this task scores the validation split (GLUE test labels are hidden); "
+                             "pass labelled data with --validation_file.")
+
+    def load_labelled(self) -> datasets.DatasetDict:
+        """The ``train`` and ``validation`` splits (a ``test`` split is dropped), cut to ``--max_train_samples`` /
+        ``--max_eval_samples``; refused unless both have the columns and a labelled row."""
+        raw = self.load()
+        raw.pop("test", None)
+        check_columns(raw, (self.text_column_name, self.label_column_name))
+        for split, rows in raw.items():
+            if not any(label != -1 for label in rows[self.label_column_name]):
+                raise ValueError(
+                    f"The {split!r} split has no labelled rows ({len(rows)} rows; a {self.label_column_name!r} of "
+                    f"-1 marks an unlabelled row, as in GLUE test splits), so there is nothing to "
+                    f"{'train on' if split == 'train' else 'score'}: pass a --{split}_file (or --dataset_name) with "
+                    "labels."
+                )
+        return raw
 
 
 def label_names(raw: datasets.DatasetDict, column: str) -> list[str]:
@@ -190,28 +173,7 @@ def _label_name(value, column: str) -> str:
     return str(value)
 
 
-def is_bio(labels: list[str]) -> bool:
-    """Whether the tags are an entity scheme seqeval can score (IOB1/IOB2/IOBES: ``O`` and ``B-X``/``I-X``...)."""
-    return any(BIO_TAG.match(label) for label in labels) and all(
-        label == "O" or BIO_TAG.match(label) for label in labels
-    )
-
-
-def align_labels_with_word_ids(word_ids: list[int | None], word_labels: list[int]) -> list[int]:
-    """Per-token labels from per-word labels: the first sub-token of each word gets the word's label; later
-    sub-tokens of the same word and special tokens (``word_id is None``) get -100, which the loss and the metrics
-    ignore. Words cut off by truncation simply have no token.
-
-    Example: ``word_ids=[None, 0, 0, 1, None]``, ``word_labels=[3, 7]`` -> ``[-100, 3, -100, 7, -100]``.
-    """
-    labels, previous = [], None
-    for word_id in word_ids:
-        labels.append(-100 if word_id is None or word_id == previous else word_labels[word_id])
-        previous = word_id
-    return labels
-
-
-def _check_columns(raw: datasets.DatasetDict, columns: tuple[str, str]) -> None:
+def check_columns(raw: datasets.DatasetDict, columns: tuple[str, str]) -> None:
     for split, dataset in raw.items():
         for column in columns:
             if column not in dataset.column_names:
@@ -219,69 +181,13 @@ def _check_columns(raw: datasets.DatasetDict, columns: tuple[str, str]) -> None:
                                  f"{dataset.column_names}. Pick one with --text_column_name / --label_column_name.")
 
 
-def _label_mapper(feature, labels: list[str], column: str):
+def label_mapper(feature, labels: list[str], column: str):
     """A function from a raw label to its id: a ClassLabel value is already its id, anything else is looked up
     by its `_label_name` (so the integer 1, the float 1.0 and the string "1" all map to the id of "1")."""
     if isinstance(getattr(feature, "feature", feature), datasets.ClassLabel):
         return int
     index = {name: i for i, name in enumerate(labels)}
     return lambda value: index[_label_name(value, column)]
-
-
-def tokenize_for_classification(
-    raw: datasets.DatasetDict,
-    tokenizer: PreTrainedTokenizerBase,
-    text_column: str,
-    label_column: str,
-    labels: list[str],
-    max_length: int,
-) -> datasets.DatasetDict:
-    """Tokenize ``text_column`` and turn ``label_column`` into the label ids (positions in ``labels``).
-
-    Labels are mapped by name, so string labels and integer labels (whose names are their decimal strings, or a
-    ClassLabel's names) give the same ids. Rows labelled -1 (unlabelled) are dropped.
-    """
-    _check_columns(raw, (text_column, label_column))
-    to_id = _label_mapper(raw["train"].features[label_column], labels, label_column)
-    raw = raw.filter(lambda batch: [label != -1 for label in batch[label_column]], batched=True, desc="Labelled rows")
-
-    def tokenize(batch):
-        encoded = tokenizer(batch[text_column], truncation=True, max_length=max_length)
-        encoded["labels"] = [to_id(label) for label in batch[label_column]]
-        return encoded
-
-    columns = next(iter(raw.values())).column_names
-    return raw.map(tokenize, batched=True, remove_columns=columns, desc="Tokenizing")
-
-
-def tokenize_for_tagging(
-    raw: datasets.DatasetDict,
-    tokenizer: PreTrainedTokenizerBase,
-    tokens_column: str,
-    tags_column: str,
-    labels: list[str],
-    max_length: int,
-) -> datasets.DatasetDict:
-    """Tokenize pre-split words (``tokens_column``) and align their tags (``tags_column``) to the sub-tokens with
-    `align_labels_with_word_ids`. Needs a fast tokenizer (for ``word_ids``)."""
-    if not tokenizer.is_fast:
-        raise ValueError(f"{type(tokenizer).__name__} is not a fast tokenizer: word-to-subword label alignment "
-                         "needs word_ids(). Use a tokenizer with a tokenizer.json.")
-    _check_columns(raw, (tokens_column, tags_column))
-    to_id = _label_mapper(raw["train"].features[tags_column], labels, tags_column)
-
-    def tokenize(batch):
-        encoded = tokenizer(batch[tokens_column], is_split_into_words=True, truncation=True, max_length=max_length)
-        encoded["labels"] = []
-        for i, (words, tags) in enumerate(zip(batch[tokens_column], batch[tags_column])):
-            if len(words) != len(tags):
-                raise ValueError(f"A row has {len(words)} words but {len(tags)} tags: {words} / {tags}.")
-            tag_ids = [to_id(tag) for tag in tags]
-            encoded["labels"].append(align_labels_with_word_ids(encoded.word_ids(i), tag_ids))
-        return encoded
-
-    columns = next(iter(raw.values())).column_names
-    return raw.map(tokenize, batched=True, remove_columns=columns, desc="Tokenizing and aligning labels")
 
 
 def make_tokenizer(model_args: ModelArguments, texts) -> PreTrainedTokenizerBase:
@@ -306,8 +212,6 @@ def make_model(model_args: ModelArguments, auto_class, tokenizer: PreTrainedToke
         return auto_class.from_pretrained(model_args.model_name_or_path, **label_options)
     if tokenizer.pad_token_id is None:
         raise ValueError("The tokenizer has no pad_token: batches of different lengths need one.")
-    model_type = MODEL_TYPES[model_args.model_type]
-    config_class = type(AutoConfig.for_model(model_type))
     table, table_vocab = pretrained_word_embeddings(model_args.embeddings_from) if model_args.embeddings_from \
         else (None, None)
     if model_args.model_type == "recurrent":
@@ -334,8 +238,7 @@ def make_model(model_args: ModelArguments, auto_class, tokenizer: PreTrainedToke
         }
     if model_args.classifier_pooling is not None:
         options["classifier_pooling"] = model_args.classifier_pooling
-    options.update(parse_config_overrides(config_class.model_type, model_args.config_overrides))
-    config = config_class(
+    config = model_args.config(
         vocab_size=len(tokenizer),
         pad_token_id=tokenizer.pad_token_id,
         bos_token_id=tokenizer.bos_token_id,
@@ -415,25 +318,7 @@ def predict(accelerator: Accelerator, model: PreTrainedModel, dataset, collate_f
     return {"predictions": predictions, "references": references, "seconds": seconds, "rows": len(dataset)}
 
 
-def sequence_scores(output: dict) -> dict:
-    """Accuracy and macro-F1 of `predict`'s output for sequence classification."""
-    return classification_metrics(output["predictions"], output["references"], average="macro")
-
-
-def token_scores(output: dict, labels: list[str]) -> dict:
-    """Token accuracy and macro-F1 over all scored words; with BIO tags also seqeval's entity precision, recall
-    and F1 (prefixed ``seqeval_``)."""
-    flat_predictions = [p for row in output["predictions"] for p in row]
-    flat_references = [r for row in output["references"] for r in row]
-    scores = classification_metrics(flat_predictions, flat_references, average="macro")
-    if is_bio(labels):
-        tags = lambda rows: [[labels[i] for i in row] for row in rows]  # noqa: E731
-        entity = tagging_metrics(tags(output["predictions"]), tags(output["references"]))
-        scores.update({f"seqeval_{key}": value for key, value in entity.items()})
-    return scores
-
-
-def _eval_prefixed(scores: dict) -> dict:
+def eval_prefixed(scores: dict) -> dict:
     return {f"eval_{key}": value for key, value in scores.items()}
 
 
@@ -441,7 +326,7 @@ def evaluation_results(accelerator: Accelerator, output: dict, scores: dict, mod
     """The fields every classification script adds to ``results.json``: ``eval_<metric>`` scores, parameters,
     inference throughput (validation rows per second, batched) and the device."""
     return {
-        **_eval_prefixed(scores),
+        **eval_prefixed(scores),
         "eval_rows": output["rows"],
         "eval_samples_per_second": output["rows"] / max(output["seconds"], 1e-9),
         "num_parameters": accelerator.unwrap_model(model).num_parameters(),
@@ -450,80 +335,56 @@ def evaluation_results(accelerator: Accelerator, output: dict, scores: dict, mod
     }
 
 
-# task -> (Auto class of the head, collator, tokenize function, scoring function)
-TASKS = {
-    "text-classification": (
-        AutoModelForSequenceClassification, DataCollatorWithPadding, tokenize_for_classification,
-        lambda output, labels: sequence_scores(output),
-    ),
-    "token-classification": (
-        AutoModelForTokenClassification, DataCollatorForTokenClassification, tokenize_for_tagging, token_scores,
-    ),
-}
+@dataclass(frozen=True)
+class LabellingTask:
+    """What a labelling task brings to `run`."""
+
+    name: str  # the pipeline task, written to results.json: "text-classification" or "token-classification"
+    auto_class: type  # AutoModelForSequenceClassification or AutoModelForTokenClassification
+    collator_class: type
+    tokenize: Callable  # (raw, tokenizer, text column, label column, labels, max length, processes) -> DatasetDict
+    score: Callable[[dict, list[str]], dict]  # (`predict`'s output, labels) -> scores
+    example_row: list  # one row of predictions or references, to name the scores
+    tag_scheme: Callable[[list[str]], str | None]  # labels -> the results' "tag_scheme"
 
 
-def _load_labelled_data(data_args: DataArguments) -> datasets.DatasetDict:
-    """The ``train`` and ``validation`` splits (a ``test`` split is dropped: GLUE test labels are hidden), cut to
-    ``--max_train_samples``/``--max_eval_samples``; refused unless both have the columns and a labelled row."""
-    files = {"train": data_args.train_file, "validation": data_args.validation_file}
-    raw = load_text_dataset(data_args.dataset_name, data_args.dataset_config_name,
-                            {k: v for k, v in files.items() if v})
-    raw.pop("test", None)
-    raw = first_rows(raw, data_args.max_train_samples, data_args.max_eval_samples)
-    _check_columns(raw, (data_args.text_column_name, data_args.label_column_name))
-    for split, rows in raw.items():
-        if not any(label != -1 for label in rows[data_args.label_column_name]):
-            raise ValueError(
-                f"The {split!r} split has no labelled rows ({len(rows)} rows; a {data_args.label_column_name!r} of "
-                f"-1 marks an unlabelled row, as in GLUE test splits), so there is nothing to "
-                f"{'train on' if split == 'train' else 'score'}: pass a --{split}_file (or --dataset_name) with labels."
-            )
-    return raw
-
-
-def _check_metric_for_best_model(metric: str | None, task: str, labels: list[str]) -> None:
+def check_metric_for_best_model(metric: str | None, task: LabellingTask, labels: list[str]) -> None:
     """Refuse, before training, a ``--metric_for_best_model`` that no evaluation reports: `training.train`'s
     ``eval_loss`` and ``eval_perplexity``, and the task's scores (``eval_accuracy``...). The scores' names are
     read off the scoring of one row, so that they are exactly the keys of the results."""
     if metric is None:
         return
-    score = TASKS[task][-1]
-    row = [[0]] if task == "token-classification" else [0]
-    names = ["eval_loss", "eval_perplexity", *_eval_prefixed(score({"predictions": row, "references": row}, labels))]
+    row = [task.example_row]
+    names = ["eval_loss", "eval_perplexity", *eval_prefixed(task.score({"predictions": row, "references": row},
+                                                                        labels))]
     if metric not in names:
-        raise ValueError(f"--metric_for_best_model={metric!r} is not a metric of the {task} evaluations; choose one "
-                         f"of {names}.")
+        raise ValueError(f"--metric_for_best_model={metric!r} is not a metric of the {task.name} evaluations; choose "
+                         f"one of {names}.")
 
 
-def run(task: str, model_args: ModelArguments, data_args: DataArguments, training_args: TrainingArguments) -> dict:
-    """The whole script: load the data, make the tokenizer and model, train with `training.train`, score the
-    validation split and save model, tokenizer and ``results.json`` to ``training_args.output_dir``. Every
-    evaluation during training scores the validation split too, so ``--metric_for_best_model`` can be any of the
-    results' scores (e.g. ``eval_accuracy``, or ``eval_seqeval_f1`` for BIO tags).
-
-    Args:
-        task: "text-classification" (one label per text) or "token-classification" (one tag per word).
+def run(task: LabellingTask, model_args: ModelArguments, data_args: DataArguments,
+        training_args: TrainingArguments) -> dict:
+    """Load the data, make the tokenizer and model, train with `training.train`, score the validation split and
+    save model, tokenizer and ``results.json`` to ``training_args.output_dir``. Every evaluation during training
+    scores the validation split too, so ``--metric_for_best_model`` can be any of the results' scores (e.g.
+    ``eval_accuracy``, or ``eval_seqeval_f1`` for BIO tags).
 
     Returns:
         The results written to ``results.json``: `training.train`'s fields, ``eval_<metric>`` scores,
         ``num_parameters``, ``eval_samples_per_second``, ``device``, ``labels`` and the ``arguments``.
     """
-    if task not in TASKS:
-        raise ValueError(f"task={task!r} is not supported; choose one of {list(TASKS)}.")
-    auto_class, collator_class, tokenize, score = TASKS[task]
     start = time.monotonic()
-    accelerator = make_accelerator(training_args)
+    accelerator, checkpoints = start_run(training_args)
     with accelerator.main_process_first():
-        raw = _load_labelled_data(data_args)
+        raw = data_args.load_labelled()
         labels = label_names(raw, data_args.label_column_name)
-        _check_metric_for_best_model(training_args.metric_for_best_model, task, labels)
-        tokenizer = run_tokenizer(training_args,
-                                  lambda: make_tokenizer(model_args, raw["train"][data_args.text_column_name]))
-        tokenized = tokenize(raw, tokenizer, data_args.text_column_name, data_args.label_column_name, labels,
-                             model_args.max_seq_length)
-    model = make_model(model_args, auto_class, tokenizer, labels)
+        check_metric_for_best_model(training_args.metric_for_best_model, task, labels)
+        tokenizer = checkpoints.tokenizer(lambda: make_tokenizer(model_args, raw["train"][data_args.text_column_name]))
+        tokenized = task.tokenize(raw, tokenizer, data_args.text_column_name, data_args.label_column_name, labels,
+                                  model_args.max_seq_length, data_args.preprocessing_num_workers)
+    model = make_model(model_args, task.auto_class, tokenizer, labels)
     tokenized = keep_model_inputs(tokenized, tokenizer, model)
-    collator = collator_class(tokenizer)
+    collator = task.collator_class(tokenizer)
     # Validation rows in length order batch with little padding; no score depends on the order.
     lengths = [len(ids) for ids in tokenized["validation"]["input_ids"]]
     validation = tokenized["validation"].select(sorted(range(len(lengths)), key=lengths.__getitem__))
@@ -535,43 +396,23 @@ def run(task: str, model_args: ModelArguments, data_args: DataArguments, trainin
 
     def validation_scores(unwrapped: PreTrainedModel) -> dict:  # each evaluation reports the results' scores too
         output = predict(accelerator, unwrapped, validation, collator, training_args.per_device_eval_batch_size)
-        return _eval_prefixed(score(output, labels))
+        return eval_prefixed(task.score(output, labels))
 
     results = train(accelerator, model, tokenized["train"], validation, collator, training_args,
-                    evaluate_fn=validation_scores, train_sampler=sampler, tokenizer=tokenizer)
+                    evaluate_fn=validation_scores, train_sampler=sampler, tokenizer=tokenizer, checkpoints=checkpoints)
     output = predict(accelerator, model, validation, collator, training_args.per_device_eval_batch_size)
-    results.update(evaluation_results(accelerator, output, score(output, labels), model))
+    results.update(evaluation_results(accelerator, output, task.score(output, labels), model))
     results.update(
-        task=task,
+        task=task.name,
         model_type=model.config.model_type,
         dataset=data_args.dataset_name or data_args.train_file,
         labels=labels,
-        tag_scheme=("BIO" if is_bio(labels) else "tags") if task == "token-classification" else None,
+        tag_scheme=task.tag_scheme(labels),
         vocab_size=len(tokenizer),
         wall_time_s=time.monotonic() - start,
-        arguments={**asdict(model_args), **asdict(data_args), **asdict(training_args)},
+        arguments=arguments.recorded(checkpoints, model_args, data_args, training_args),
     )
     save_model(accelerator, model, tokenizer, training_args.output_dir, results)
     if accelerator.is_main_process:
         print(json.dumps({k: v for k, v in results.items() if k not in ("eval_history", "arguments")}, indent=2))
     return results
-
-
-__all__ = [
-    "DataArguments",
-    "ModelArguments",
-    "align_labels_with_word_ids",
-    "evaluation_results",
-    "is_bio",
-    "label_names",
-    "make_model",
-    "make_tokenizer",
-    "predict",
-    "pretrained_rows",
-    "pretrained_word_embeddings",
-    "run",
-    "sequence_scores",
-    "token_scores",
-    "tokenize_for_classification",
-    "tokenize_for_tagging",
-]

@@ -1,5 +1,5 @@
-"""hf_seqmodels.translation: tokenizers that end texts with eos, batches of similar lengths that a resumed run sees
-again, batched translation == one sentence at a time, the saved translation pipeline, and attention matrices."""
+"""hf_seqmodels.tasks.translation: tokenizers that end texts with eos, batched translation == one sentence at a
+time, the saved translation pipeline, attention matrices, and a resumed run with BLEU checkpoints."""
 
 import re
 import shutil
@@ -18,11 +18,11 @@ from hf_seqmodels import (
     TransformerConfig,
     TransformerForSequenceClassification,
 )
+from hf_seqmodels.data import LengthGroupedSampler
 from hf_seqmodels.evaluation import translation_metrics
 from hf_seqmodels.paths import check_model_path
-from hf_seqmodels.translation import (
+from hf_seqmodels.tasks.translation import (
     CUSTOM_PIPELINES,
-    LengthGroupedSampler,
     attention_matrix,
     implausible_bleu_warning,
     load_tokenizers,
@@ -107,23 +107,6 @@ def test_tokenize_pairs_truncates_and_keeps_eos(raw, tokenizers):
                                   "validation": raw["validation"].add_column("id", list(range(4)))})
     assert all(split.column_names == ["input_ids", "labels"]
                for split in tokenize_pairs(extra, tokenizers, "en", "de", 8, 8).values())
-
-
-def test_length_grouped_sampler():
-    lengths = torch.randint(1, 60, (1000,), generator=torch.Generator().manual_seed(0)).tolist()
-    sampler = LengthGroupedSampler(lengths, batch_size=16, seed=3, group_batches=10)
-    first = list(sampler)
-    assert sorted(first) == list(range(1000))  # every row once
-    assert list(sampler) == first  # the same epoch gives the same order (what resuming relies on)
-    sampler.set_epoch(1)
-    assert list(sampler) != first
-
-    def padding(order):
-        batches = [[lengths[i] for i in order[b : b + 16]] for b in range(0, len(order), 16)]
-        return sum(len(batch) * max(batch) - sum(batch) for batch in batches)
-
-    shuffled = torch.randperm(1000, generator=torch.Generator().manual_seed(1)).tolist()
-    assert padding(first) < padding(shuffled) / 5
 
 
 def test_batched_translation_matches_one_sentence_at_a_time(tokenizers):

@@ -1,0 +1,115 @@
+"""The arguments every task shares, and the one way from ``--model_type`` + ``--config_overrides`` to a config.
+
+Each task module subclasses `ModelArguments` and `DataArguments` for its own options and defaults, and lists its
+argument classes in ``ARGUMENTS`` (the order of its ``run``) and its training defaults in ``TRAINING_DEFAULTS``.
+`task_parser` and `parse_dict` turn a command line or a dict of fields into those dataclasses.
+
+Model types (``--model_type``), the same in every task: ``recurrent``, ``attention_seq2seq`` and ``transformer``.
+The Transformer's config keeps ``model_type="vanilla_transformer"`` in config.json (the name it is registered under
+with the Auto classes); that old spelling of the option still works, with a warning.
+"""
+
+import warnings
+from dataclasses import asdict, dataclass, field
+from types import ModuleType
+from typing import ClassVar
+
+import datasets
+from transformers import AutoConfig, HfArgumentParser, PretrainedConfig
+
+from ..checkpoints import Checkpoints
+from ..cli import parse_config_overrides
+from ..data import first_rows, load_text_dataset
+
+# --model_type -> the config's model_type (the Auto-class registry name).
+MODEL_TYPES = {"recurrent": "recurrent", "attention_seq2seq": "attention_seq2seq", "transformer": "vanilla_transformer"}
+OLD_MODEL_TYPES = {"vanilla_transformer": "transformer"}  # old spelling -> what to write instead
+
+
+def model_type_field(default: str, choices: tuple[str, ...]):
+    return field(default=default, metadata={"help": f"The model family: one of {choices}."})
+
+
+def dataset_name_field(default: str | None):
+    return field(default=default,
+                 metadata={"help": "A bundled data set (under $HF_SEQMODELS_DATA), a local folder or a Hub name."})
+
+
+@dataclass
+class ModelArguments:
+    """Which model family to build (``model_type``, one of the subclass's ``CHOICES``) and which of its config
+    fields to change from the family's defaults (``config_overrides``)."""
+
+    CHOICES: ClassVar[tuple[str, ...]] = tuple(MODEL_TYPES)
+
+    model_type: str = model_type_field("recurrent", CHOICES)
+    config_overrides: str | None = field(
+        default=None,
+        metadata={"help": "Config fields to change from the family's defaults as 'field=value,...', e.g. "
+                          "'cell_type=lstm,hidden_size=512' or 'd_model=256,num_heads=4'; they win over the "
+                          "task's own model options."},
+    )
+
+    def __post_init__(self):
+        if self.model_type in OLD_MODEL_TYPES:
+            new = OLD_MODEL_TYPES[self.model_type]
+            warnings.warn(f"--model_type {self.model_type} is an old name: write --model_type {new}.", FutureWarning,
+                          stacklevel=2)
+            self.model_type = new
+        if self.model_type not in self.CHOICES:
+            raise ValueError(f"--model_type={self.model_type!r} is not supported; choose one of {self.CHOICES}.")
+
+    def config(self, **fields) -> PretrainedConfig:
+        """A config of ``model_type`` with ``fields`` (the task's sizes, token ids, options), overridden by
+        ``config_overrides``."""
+        name = MODEL_TYPES[self.model_type]
+        return AutoConfig.for_model(name, **{**fields, **parse_config_overrides(name, self.config_overrides)})
+
+
+@dataclass
+class DataArguments:
+    """Where the data comes from. Each task subclasses this for its columns and its default data set."""
+
+    dataset_name: str | None = dataset_name_field(None)
+    dataset_config_name: str | None = field(default=None, metadata={"help": "The Hub configuration name."})
+    train_file: str | None = field(default=None, metadata={"help": "json/jsonl/csv/tsv (optionally .gz)."})
+    validation_file: str | None = field(default=None, metadata={"help": "Same format as --train_file."})
+    test_file: str | None = field(default=None, metadata={"help": "Same format as --train_file."})
+    max_train_samples: int | None = field(default=None, metadata={"help": "Keep only the first N training rows."})
+    max_eval_samples: int | None = field(
+        default=None, metadata={"help": "Keep only the first N validation and test rows."}
+    )
+    preprocessing_num_workers: int | None = field(default=None, metadata={"help": "Processes for tokenizing."})
+
+    def files(self) -> dict[str, str]:
+        """Split -> the data file given for it."""
+        files = {"train": self.train_file, "validation": self.validation_file, "test": self.test_file}
+        return {split: path for split, path in files.items() if path}
+
+    def load(self) -> datasets.DatasetDict:
+        """The splits (`data.load_text_dataset`), cut to ``max_train_samples`` / ``max_eval_samples``."""
+        raw = load_text_dataset(self.dataset_name, self.dataset_config_name, self.files())
+        return first_rows(raw, self.max_train_samples, self.max_eval_samples)
+
+
+def task_parser(task: ModuleType) -> HfArgumentParser:
+    """The command-line parser of ``task`` (a module of `hf_seqmodels.tasks`): its ``ARGUMENTS``, with its
+    ``TRAINING_DEFAULTS``."""
+    parser = HfArgumentParser(task.ARGUMENTS)
+    parser.set_defaults(**task.TRAINING_DEFAULTS)
+    return parser
+
+
+def parse_dict(task: ModuleType, fields: dict) -> tuple:
+    """``task``'s argument dataclasses from a dict of fields (unknown fields are refused), with the task's training
+    defaults for the fields not given: what its script would parse from the same options."""
+    return HfArgumentParser(task.ARGUMENTS).parse_dict({**task.TRAINING_DEFAULTS, **fields})
+
+
+def recorded(checkpoints: Checkpoints, *parsed) -> dict:
+    """The ``arguments`` of a run's results.json: every field of the ``parsed`` dataclasses, with the checkpoint the
+    run resumed from in ``resume_from_checkpoint`` (the folder that 'latest' named)."""
+    fields = {key: value for dataclass_ in parsed for key, value in asdict(dataclass_).items()}
+    if checkpoints.resume_from is not None:
+        fields["resume_from_checkpoint"] = str(checkpoints.resume_from)
+    return fields
