@@ -14,7 +14,7 @@ import torch
 from .beam_search import agreement, hand_beam_search, hand_greedy, strip
 from .common import Settings, count_ops, entry_result, resolve_sizes, target, timed
 from .decoder_calls import decoder_calls
-from .translation_model import SMOKE, Sizes, model_label, test2016_sources, trained_model
+from .translation_model import SMOKE, Sizes, english_test2016, model_label, trained_model
 
 
 def profile_top(fn, limit: int = 12) -> list[str]:
@@ -124,7 +124,7 @@ def run(settings: Settings) -> dict:
     rows, summary, targets, profiles = [], {}, [], {}
     for cell_type in sizes.cell_types:
         model, tokenizer, _ = trained_model(cell_type, sizes, device, settings.seed, not settings.smoke)
-        sources = [torch.tensor([s], device=device) for s in test2016_sources(tokenizer, sizes.batch1_sentences)]
+        sources = [torch.tensor([s], device=device) for s in english_test2016(tokenizer, sizes.batch1_sentences)]
         label = model_label(cell_type, sizes)
         for mode, fns in searches(model, sizes).items():
             mode_rows, mode_profiles = measure_mode(model, label, mode, fns, sources, device)

@@ -115,7 +115,8 @@ def trained_model(cell_type: str, sizes: Sizes, device: str, seed: int, use_disk
     return model.eval(), tokenizer, loss.item()
 
 
-def test2016_sources(tokenizer, count: int) -> list[list[int]]:
+def english_test2016(tokenizer, count: int) -> list[list[int]]:
+    """The first ``count`` English sentences of Multi30k test2016 as token ids, each ending with EOS."""
     rows = read_jsonl(data_dir() / "multi30k_en_de" / "test.jsonl.gz")[:count]
     return encode_texts(tokenizer, [row["en"] for row in rows])
 

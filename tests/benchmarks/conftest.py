@@ -1,0 +1,32 @@
+"""The benchmark runner's smoke run (every entry at tiny sizes, in a subprocess as a user runs it), made once for
+all the test files that check an entry's results."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_benchmarks(out: Path, *args: str) -> dict:
+    """``python -m benchmarks.run --smoke`` writing to ``out``; its ``benchmarks.json``."""
+    command = [sys.executable, "-m", "benchmarks.run", "--smoke", "--threads", "1", "--out", str(out), *args]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads((out / "benchmarks.json").read_text())
+
+
+@pytest.fixture(scope="session")
+def smoke_run(tmp_path_factory) -> tuple[Path, dict]:
+    """The output folder of the smoke run of every entry, and its results."""
+    out = tmp_path_factory.mktemp("benchmarks")
+    return out, run_benchmarks(out)
+
+
+@pytest.fixture(scope="session")
+def smoke_entries(smoke_run) -> dict[str, dict]:
+    """The smoke run's entries by name."""
+    return smoke_run[1]["entries"]

@@ -1,0 +1,14 @@
+"""The ``batch1_overhead`` entry's smoke results: generate() and the hand loops decode alike, and the time split
+and the profiles are filled in."""
+
+
+def test_batch1_overhead_outputs_agree(smoke_entries):
+    entry = smoke_entries["batch1_overhead"]
+    assert {row["mode"] for row in entry["rows"]} >= {"greedy"}
+    assert all(row["same_output"] == 1.0 for row in entry["rows"])
+    assert entry["profiles"] and all(entry["profiles"].values())
+    for row in entry["rows"]:  # every search spends time in the decoder calls, and some outside them
+        assert min(row[f"{who}_{part}_ms_per_token"]
+                   for who in ("generate", "hand_loop") for part in ("model", "other")) > 0
+    # one target per row: generate() with either cache against the hand loop
+    assert len(entry["targets"]) == len(entry["rows"])

@@ -1,0 +1,47 @@
+"""The benchmark runner end to end on tiny sizes, so that it cannot rot. Times are never asserted: only that every
+entry runs and writes the documented structure (each entry's own checks sit in its module's test file)."""
+
+import json
+
+import pytest
+
+from benchmarks.run import ENTRIES, main
+
+from .conftest import run_benchmarks
+
+
+def test_entry_names_are_those_of_the_committed_results():
+    # results/benchmarks.json and the model cards read the entries by these names.
+    assert set(ENTRIES) == {"translation", "batch1_overhead", "incremental", "training", "scaling",
+                            "transformer_vs_marian", "static_cache"}
+
+
+def test_machine_and_entry_structure(smoke_run):
+    out, data = smoke_run
+    assert {"cpu", "cpu_count", "torch_threads", "gpu", "torch", "transformers"} <= set(data["machine"])
+    assert set(data["entries"]) == set(ENTRIES)
+    for name, entry in data["entries"].items():
+        assert {"title", "sizes", "rows", "summary", "targets", "notes", "seconds", "device", "smoke"} <= set(entry)
+        assert entry["smoke"] is True and entry["device"] == "cpu"
+        assert entry["rows"], name
+        for item in entry["targets"]:
+            assert {"name", "value", "target", "met"} <= set(item)
+    markdown = (out / "benchmarks.md").read_text()
+    for entry in data["entries"].values():
+        assert entry["title"] in markdown
+
+
+def test_only_keeps_other_entries(smoke_run, tmp_path):
+    _, data = smoke_run
+    (tmp_path / "benchmarks.json").write_text(json.dumps(data))
+    again = run_benchmarks(tmp_path, "--only", "incremental")
+    assert set(again["entries"]) == set(data["entries"])
+    assert again["entries"]["incremental"]["ran_at"] >= data["entries"]["incremental"]["ran_at"]
+
+
+def test_help_lists_every_entry(capsys):
+    with pytest.raises(SystemExit) as exit:
+        main(["--help"])
+    assert exit.value.code == 0
+    printed = capsys.readouterr().out
+    assert "--smoke" in printed and all(name in printed for name in ENTRIES)
