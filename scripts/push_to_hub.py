@@ -2,9 +2,9 @@
 """Upload a trained model folder to the Hugging Face Hub with its model card.
 
 The folder a training script wrote (safetensors weights, config.json with auto_map and the model code, tokenizer,
-results.json) is staged with a card rendered from a results file (`hf_seqmodels.cards`), validated, and uploaded
-with huggingface_hub (`create_repo` + `upload_folder`). `--dry-run` stages and validates exactly what would be
-uploaded, loads it back with trust_remote_code in a clean subprocess, and stops there: no network.
+results.json) is staged with a card rendered from a results file, validated (`hf_seqmodels.cards.prepare_hub_folder`)
+and uploaded with huggingface_hub (`hf_seqmodels.cards.upload`). `--dry-run` stages and validates exactly what
+would be uploaded, loads it back with trust_remote_code in a clean subprocess, and stops there: no network.
 
     python scripts/push_to_hub.py outputs/sst2-bilstm --repo_id me/sst2-bilstm --dry-run
     python scripts/push_to_hub.py outputs/compare/sentiment/bilstm --repo_id me/sst2-bilstm \\
@@ -15,17 +15,9 @@ HF_ENDPOINT (read by huggingface_hub) selects the Hub server; the token comes fr
 """
 
 import argparse
-import json
 from pathlib import Path
 
-from huggingface_hub import HfApi
-
-from hf_seqmodels.cards import (
-    TASKS, check_hub_folder, check_model_dir, load_check, load_run, render_card, stage_hub_folder,
-)
-from hf_seqmodels.paths import REPO_ROOT
-
-BENCHMARKS = REPO_ROOT / "results" / "benchmarks.json"
+from hf_seqmodels.cards import load_check, prepare_hub_folder, upload
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -37,7 +29,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--model", help="The run's name in a results/<suite>.json file, e.g. 'BiLSTM'.")
     parser.add_argument("--benchmarks", help="The results of `python -m benchmarks.run` whose figures on the model's "
                                              "family the card states (translation and language models); '' for "
-                                             f"none. Default: {BENCHMARKS.relative_to(REPO_ROOT)}, if there.")
+                                             "none. Default: results/benchmarks.json, if there.")
     parser.add_argument("--license", help="The card's license; default: the training data's, else apache-2.0.")
     parser.add_argument("--staging_dir", help="Where the upload folder is written; default: <model_dir>-hub.")
     parser.add_argument("--private", action="store_true", help="Create the repository as private.")
@@ -48,53 +40,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def load_benchmarks(path: str | None) -> dict | None:
-    if path is None:
-        return json.loads(BENCHMARKS.read_text()) if BENCHMARKS.is_file() else None
-    if not path:
-        return None
-    if not Path(path).is_file():
-        raise ValueError(f"--benchmarks {path}: no such file; pass the benchmarks.json that `python -m benchmarks.run` "
-                         "wrote, or '' for a card without speed figures.")
-    return json.loads(Path(path).read_text())
-
-
-def results_file(args: argparse.Namespace) -> Path:
-    """The results file the card is rendered from: --results, else the one the training script wrote."""
-    if args.results:
-        if not Path(args.results).is_file():
-            raise ValueError(f"--results {args.results}: no such file.")
-        return Path(args.results)
-    path = Path(args.model_dir) / "results.json"
-    if not path.is_file():
-        raise ValueError(f"{path} is missing: the model card is rendered from the results.json that the training "
-                         "script writes beside the model. Pass the run's results with --results: its results.json, "
-                         "or results/<suite>.json with --model <run name> for a model that compare.py trained.")
-    return path
-
-
 def main(argv: list[str] | None = None) -> Path:
     args = parse_args(argv)
-    model_dir = Path(args.model_dir)
-    check_model_dir(model_dir)
-    run = load_run(results_file(args), args.model)
-    card = render_card(run, model_name=args.model or args.repo_id.split("/")[-1], license=args.license,
-                       benchmarks=load_benchmarks(args.benchmarks))
-    staging = Path(args.staging_dir or f"{str(model_dir).rstrip('/')}-hub")
-    files = stage_hub_folder(model_dir, staging, card)
-    check_hub_folder(staging, run)
-    print(f"Staged {staging} for {args.repo_id}:")
-    for name in files:
-        print(f"  {name:40s} {(staging / name).stat().st_size:>12,d} bytes")
+    folder = prepare_hub_folder(args.model_dir, args.repo_id, results=args.results, model=args.model,
+                                benchmarks=args.benchmarks, license=args.license, staging_dir=args.staging_dir)
+    print(f"Staged {folder.path} for {args.repo_id}:")
+    for name in folder.files:
+        print(f"  {name:40s} {(folder.path / name).stat().st_size:>12,d} bytes")
     if args.dry_run:
-        print("Loads back:", load_check(staging, TASKS[run["task"]]["auto_class"]))
+        print("Loads back:", load_check(folder.path, folder.auto_class))
         print("Dry run: nothing uploaded.")
-        return staging
-    api = HfApi(token=args.token)
-    url = api.create_repo(args.repo_id, private=args.private or None, exist_ok=True)
-    commit = api.upload_folder(folder_path=staging, repo_id=args.repo_id, commit_message=args.commit_message)
-    print(f"Uploaded to {url}: {commit.commit_url}")
-    return staging
+    else:
+        url, commit_url = upload(folder.path, args.repo_id, args.commit_message, private=args.private,
+                                 token=args.token)
+        print(f"Uploaded to {url}: {commit_url}")
+    return folder.path
 
 
 if __name__ == "__main__":

@@ -1,0 +1,104 @@
+"""What a card knows beyond the results file: each task's Auto class and scores, the bundled data sets and the
+pretrained checkpoints, declared once."""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One score a card reports.
+
+    Args:
+        key: its key in the results file (``"eval_accuracy"``).
+        hub_id: its metric type in the model-index (``"accuracy"``).
+        name: its name in the card's table (``"Accuracy"``).
+        percent: whether it is a fraction, shown in percent (`format_metric`).
+    """
+
+    key: str
+    hub_id: str
+    name: str
+    percent: bool
+
+
+@dataclass(frozen=True)
+class CardTask:
+    """A task a card can be rendered for: the Auto class its models load with, and the scores it reports."""
+
+    auto_class: str
+    metrics: tuple[Metric, ...]
+
+
+TASKS = {
+    "text-classification": CardTask("AutoModelForSequenceClassification", (
+        Metric("eval_accuracy", "accuracy", "Accuracy", True), Metric("eval_f1", "f1", "Macro-F1", True))),
+    "token-classification": CardTask("AutoModelForTokenClassification", (
+        Metric("eval_accuracy", "accuracy", "Token accuracy", True), Metric("eval_f1", "f1", "Macro-F1", True),
+        Metric("eval_seqeval_f1", "seqeval", "Entity F1 (seqeval)", True))),
+    "text-generation": CardTask("AutoModelForCausalLM", (
+        Metric("eval_perplexity", "perplexity", "Perplexity", False),)),
+    "translation": CardTask("AutoModelForSeq2SeqLM", (
+        Metric("eval_bleu", "bleu", "BLEU", False), Metric("eval_chrf", "chrf", "chrF", False))),
+}
+
+# Bundled data set -> its Hub identity (for the model-index), a readable name and what the card says about it.
+DATASETS = {
+    "sst2": {
+        "hub_id": "glue", "config": "sst2", "name": "SST-2 (GLUE)", "language": "en",
+        "about": "Stanford Sentiment Treebank, binary (Socher et al., 2013), as packaged in GLUE: 67,349 training "
+                 "phrases and sentences from Rotten Tomatoes movie reviews, lowercased and PTB-tokenized; scored on "
+                 "the 872 labelled validation sentences (GLUE's test labels are hidden).",
+        "license": None,
+        "limitations": ["English movie-review snippets only, lowercased and PTB-tokenized as in GLUE; other domains, "
+                        "casing or tokenization will lower accuracy.",
+                        "Binary sentiment only: no neutral class; sarcasm, negation scope and mixed opinions remain "
+                        "hard.",
+                        "The reviews carry the opinions and biases of their writers."],
+    },
+    "ud_english_ewt": {
+        "hub_id": "universal_dependencies", "config": "en_ewt", "name": "UD English-EWT (UPOS)", "language": "en",
+        "about": "Universal Dependencies English Web Treebank (weblogs, newsgroups, emails, reviews, Yahoo! Answers): "
+                 "12,544 training sentences (204,577 words) tagged with the 17 universal POS tags; scored on the "
+                 "2,001 dev sentences (25,147 words).",
+        "license": "cc-by-sa-4.0",
+        "limitations": ["English web text only; other genres (social media, transcribed speech) and other languages "
+                        "will tag worse.",
+                        "Words must be tokenized as UD does (clitics such as \"n't\" are words of their own).",
+                        "The annotations are CC BY-SA 4.0: share derived models under the same license."],
+    },
+    "ptb": {
+        "hub_id": "ptb_text_only", "config": None, "name": "Penn Treebank (Mikolov)", "language": "en",
+        "about": "Mikolov's word-level Penn Treebank: 887k training words, 10k vocabulary.",
+        "license": None,
+        "limitations": ["1989 Wall Street Journal text, lowercased, numbers as N, 10k words: samples reflect that "
+                        "text's topics and biases and are not fit to show people.",
+                        "Penn Treebank data is licensed by the LDC for research use."],
+    },
+    "multi30k_en_de": {
+        "hub_id": "bentrevett/multi30k", "config": None, "name": "Multi30k English-German", "language": ["en", "de"],
+        "about": "Multi30k (Elliott et al., 2016): 29,000 English image captions with German translations.",
+        "license": None,
+        "limitations": ["Image captions only: short descriptive sentences; other domains translate poorly.",
+                        "Flickr30k captions are for non-commercial research use."],
+    },
+}
+
+# Bundled pretrained checkpoints -> their Hub id (the card's base_model).
+BASE_MODELS = {"all-MiniLM-L6-v2": "sentence-transformers/all-MiniLM-L6-v2"}
+
+
+def dataset_of(run: dict) -> dict:
+    """What the card says about the run's data set: the bundled one's entry in `DATASETS`, else a generic one."""
+    name = run.get("dataset") or run.get("arguments", {}).get("dataset_name") or "custom"
+    known = DATASETS.get(Path(str(name)).name)
+    return known or {"hub_id": str(name), "config": None, "name": str(name), "language": None,
+                     "about": f"The data set {name}.", "license": None,
+                     "limitations": ["Only as good as its training data: check it on your own data before use."]}
+
+
+def base_model_of(run: dict) -> str | None:
+    """The Hub id of the checkpoint the run fine-tuned (its folder's name in `BASE_MODELS`, else its path); None
+    for a model trained from scratch."""
+    path = run.get("arguments", {}).get("model_name_or_path")
+    return None if not path else BASE_MODELS.get(Path(path).name, path)

@@ -1,0 +1,152 @@
+"""The numbers a card states, looked up by what they are rather than by how a table labels them.
+
+A *run* is the ``results.json`` a training script writes next to its model (scores, training facts and
+``arguments``); ``results/<suite>.json`` from ``scripts/compare.py`` holds one run per model under ``"runs"``. A
+run's scores are those its task declares (`run_scores`). What ``python -m benchmarks.run`` measured
+(``results/benchmarks.json``) is looked up by model family and measure (`benchmark_figure`), through the table
+`MEASURES` of the figures a card quotes.
+"""
+
+import json
+from dataclasses import dataclass
+from functools import reduce
+from pathlib import Path
+from typing import NamedTuple
+
+from ..paths import REPO_ROOT
+from .catalog import TASKS, Metric
+
+DEFAULT_BENCHMARKS = REPO_ROOT / "results" / "benchmarks.json"
+
+
+def format_metric(value: float, percent: bool) -> str:
+    """How every table shows a score: fractions as percent with two decimals, others with two decimals."""
+    return f"{100 * value:.2f}" if percent else f"{value:.2f}"
+
+
+def find_results_file(model_dir: str | Path, results: str | Path | None = None) -> Path:
+    """The results file a model's card is rendered from: ``results``, else the ``results.json`` the training
+    script wrote in ``model_dir``."""
+    if results:
+        if not Path(results).is_file():
+            raise ValueError(f"--results {results}: no such file.")
+        return Path(results)
+    path = Path(model_dir) / "results.json"
+    if not path.is_file():
+        raise ValueError(f"{path} is missing: the model card is rendered from the results.json that the training "
+                         "script writes beside the model. Pass the run's results with --results: its results.json, "
+                         "or results/<suite>.json with --model <run name> for a model that compare.py trained.")
+    return path
+
+
+def load_run(results_file: str | Path, model: str | None = None) -> dict:
+    """One run from ``results_file``: a script's ``results.json``, or ``results/<suite>.json`` with ``model``
+    naming the run (its ``name``)."""
+    data = json.loads(Path(results_file).read_text())
+    if "runs" not in data:
+        return data
+    names = [run["name"] for run in data["runs"]]
+    if model not in names:
+        raise ValueError(f"{results_file} has runs {names}; pick one with --model (got {model!r}).")
+    return data["runs"][names.index(model)]
+
+
+def run_scores(run: dict) -> list[tuple[Metric, float]]:
+    """The scores of the run's task that the run holds, in the task's order."""
+    return [(metric, run[metric.key]) for metric in TASKS[run["task"]].metrics if metric.key in run]
+
+
+def load_benchmarks(path: str | Path | None = None) -> dict | None:
+    """The results of ``python -m benchmarks.run``: those in ``path``; by default `DEFAULT_BENCHMARKS` if it is
+    there (an installed package has none); none for ``""``."""
+    if path is None:
+        return json.loads(DEFAULT_BENCHMARKS.read_text()) if DEFAULT_BENCHMARKS.is_file() else None
+    if not path:
+        return None
+    if not Path(path).is_file():
+        raise ValueError(f"--benchmarks {path}: no such file; pass the benchmarks.json that `python -m benchmarks.run` "
+                         "wrote, or '' for a card without speed figures.")
+    return json.loads(Path(path).read_text())
+
+
+@dataclass(frozen=True)
+class Measure:
+    """Where a figure sits in ``benchmarks.json``.
+
+    Args:
+        entry: the benchmark's entry (``"translation"``).
+        keys: the figure's path in the entry's summary (``("train", "ratio")``).
+        labelled: whether the summary files its figures under each model's label (`benchmark_model`); otherwise the
+            entry measured a single model.
+        same_sizes: the config fields in which that single model must match (the entry's ``sizes``).
+    """
+
+    entry: str
+    keys: tuple[str, ...]
+    labelled: bool = True
+    same_sizes: tuple[str, ...] = ()
+
+
+# (family, measure) -> where the benchmarks keep it: every benchmark figure a card quotes.
+MEASURES = {
+    ("attention_seq2seq", "beam_speedup"): Measure("translation", ("speedup_vs_matched",)),
+    ("attention_seq2seq", "sorted_beam_speedup"): Measure("translation", ("sorted_speedup_vs_matched",)),
+    ("attention_seq2seq", "beam_agreement"): Measure("translation", ("agreement_matched",)),
+    ("attention_seq2seq", "batch1_greedy_speed"): Measure("batch1_overhead", ("greedy, generate()",)),
+    ("attention_seq2seq", "batch1_beam_speed"): Measure("batch1_overhead", ("beam 5, generate()",)),
+    ("transformer_seq2seq", "train_vs_marian"): Measure("transformer_vs_marian", ("train", "ratio"), labelled=False),
+    ("transformer_seq2seq", "greedy_vs_marian"): Measure("transformer_vs_marian", ("greedy", "ratio"), labelled=False),
+    ("transformer_seq2seq", "beam_vs_marian"): Measure("transformer_vs_marian", ("beam", "ratio"), labelled=False),
+    ("transformer_seq2seq", "greedy_vs_tutorial"): Measure("transformer_vs_marian", ("greedy_vs_tutorial", "ratio"),
+                                                           labelled=False),
+    ("recurrent_lm", "cached_token_growth"): Measure("incremental", ("per_token_growth_1024_vs_16", "cached")),
+    ("recurrent_lm", "cache_speedup"): Measure("incremental", ("cache_speedup_at_1024",)),
+    ("recurrent_lm", "training_vs_tutorial"): Measure("training", ("masked_vs_tutorial_throughput",), labelled=False,
+                                                      same_sizes=("cell_type",)),
+    ("transformer_lm", "cached_token_growth"): Measure("incremental", ("per_token_growth_1024_vs_16", "cached")),
+    ("transformer_lm", "cache_speedup"): Measure("incremental", ("cache_speedup_at_1024",)),
+}
+
+
+class Figure(NamedTuple):
+    """A benchmark figure and the label of the model it was measured on."""
+
+    model: str
+    value: float
+
+
+def benchmark_family(config: dict) -> str | None:
+    """The benchmarked family a model of ``config`` (its config.json as a dict) belongs to: ``attention_seq2seq``,
+    ``transformer_seq2seq``, ``recurrent_lm`` or ``transformer_lm``; None for any other model."""
+    kind = config.get("model_type")
+    if kind == "vanilla_transformer":
+        return "transformer_seq2seq" if config["is_encoder_decoder"] else "transformer_lm"
+    return {"attention_seq2seq": "attention_seq2seq", "recurrent": "recurrent_lm"}.get(kind)
+
+
+def benchmark_model(family: str, config: dict, sizes: dict) -> str:
+    """The label the benchmarks give a model of ``family`` like ``config`` in an entry of ``sizes``, as
+    ``benchmarks/`` writes it: ``"attention GRU (luong_general)"``, ``"recurrent LM (lstm)"``, ``"transformer LM"``."""
+    if family == "attention_seq2seq":
+        return f"attention {config['cell_type'].upper()} ({sizes['attention_type']})"
+    if family == "recurrent_lm":
+        return f"recurrent LM ({config['cell_type']})"
+    return {"transformer_lm": "transformer LM", "transformer_seq2seq": "transformer encoder-decoder"}[family]
+
+
+def benchmark_figure(benchmarks: dict, family: str, measure: str, config: dict) -> Figure | None:
+    """Figure ``measure`` (see `MEASURES`) that ``python -m benchmarks.run`` took on ``family`` for a model like
+    ``config``, from its results; None where the benchmarks did not measure it on such a model."""
+    where = MEASURES[family, measure]
+    entry = benchmarks.get("entries", {}).get(where.entry)
+    if entry is None:
+        return None
+    sizes = entry.get("sizes", {})
+    if any(sizes.get(field) != config.get(field) for field in where.same_sizes):
+        return None
+    model = benchmark_model(family, config, sizes)
+    summary = entry.get("summary", {})
+    if where.labelled:
+        summary = summary.get(model, {})
+    value = reduce(lambda node, key: node.get(key, {}), where.keys, summary)
+    return Figure(model, value) if isinstance(value, (int, float)) else None

@@ -1,0 +1,57 @@
+"""A card's Speed section: what ``python -m benchmarks.run`` measured on the model's family, one sentence a finding.
+
+Each sentence names the measures it quotes as format fields (``{beam_speedup}``, keys of `MEASURES` for the
+family) plus ``{model}``, the label of the model the benchmark measured; a sentence is stated only when every figure
+it quotes was measured.
+"""
+
+from string import Formatter
+
+from .results import benchmark_family, benchmark_figure
+
+_INCREMENTAL = ("{model}: with the cache, a token after a 1024-token prefix took {cached_token_growth}x the time of "
+                "one after 16 tokens, {cache_speedup}x less than recomputing the prefix.")
+
+SENTENCES = {
+    "attention_seq2seq": (
+        "{model}: batched `generate(num_beams=5)` (batches of 64) ran {beam_speedup}x as fast as a per-sentence "
+        "Python beam search with the same semantics, {sorted_beam_speedup}x with batches sorted by source length, "
+        "and found the same best hypothesis for {beam_agreement:.0%} of the sentences.",
+        "{model}: at batch 1, `generate()` ran at {batch1_greedy_speed} (greedy) and {batch1_beam_speed} (beam 5) "
+        "of the speed of a plain decoding loop.",
+    ),
+    "transformer_seq2seq": (
+        "Against transformers' MarianMTModel of the same sizes: {train_vs_marian}x its training throughput, "
+        "{greedy_vs_marian}x its greedy and {beam_vs_marian}x its beam-search `generate()` speed; "
+        "{greedy_vs_tutorial}x the speed of a tutorial greedy loop that recomputes the prefix at every step.",
+    ),
+    "recurrent_lm": (
+        _INCREMENTAL,
+        "{model}: training on padded, masked batches ran at {training_vs_tutorial}x the throughput of the tutorial "
+        "per-timestep cell loop.",
+    ),
+    "transformer_lm": (_INCREMENTAL,),
+}
+
+
+def speed_lines(run: dict, benchmarks: dict) -> list[str]:
+    """The sentences of `SENTENCES` on the run's model family whose figures ``benchmarks`` (the results of
+    ``python -m benchmarks.run``) hold; none for a family the benchmarks do not measure."""
+    config = run.get("model_config") or {}
+    family = benchmark_family(config)
+    lines = []
+    for sentence in SENTENCES.get(family, ()):
+        measures = [field for _, field, _, _ in Formatter().parse(sentence) if field not in (None, "model")]
+        figures = [benchmark_figure(benchmarks, family, measure, config) for measure in measures]
+        if figures and None not in figures:
+            values = {measure: figure.value for measure, figure in zip(measures, figures)}
+            lines.append(sentence.format(model=figures[0].model, **values))
+    return lines
+
+
+def speed_source(benchmarks: dict) -> str:
+    """Where the benchmark figures come from: the machine and versions of their results file."""
+    machine = benchmarks.get("machine", {})
+    where = machine.get("gpu") or f"{machine.get('cpu_count')} cores of an {machine.get('cpu')} CPU"
+    return (f"on {where} (torch {machine.get('torch')}, hf_seqmodels {machine.get('git_commit')}), with the "
+            "benchmarks' own model sizes, not this model's")

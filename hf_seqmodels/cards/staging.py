@@ -1,0 +1,152 @@
+"""The folder a trained model is uploaded as, staged and checked offline.
+
+`stage_hub_folder` copies what a Hub repo needs (safetensors weights, config.json with ``auto_map`` and the code
+files it names, tokenizer files, results.json) and writes the card as README.md; `check_hub_folder` validates that
+folder without the network.
+"""
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+from huggingface_hub import ModelCard
+from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+from ..models.pipeline_translation import SOURCE_TOKENIZER_DIR
+from .results import run_scores
+
+WEIGHT_FILES = ("*.safetensors", "model.safetensors.index.json")
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt", "vocab.json",
+                   "merges.txt", "added_tokens.json", "chat_template.jinja")
+OTHER_FILES = ("config.json", "generation_config.json", "results.json")
+PICKLE_FILES = ("*.bin", "*.pt", "*.pth", "*.ckpt", "*.pkl")
+
+
+def _matches(name: str, patterns) -> bool:
+    return any(Path(name).match(pattern) for pattern in patterns)
+
+
+def _code_files(config: dict) -> list[str]:
+    """The module files the config's ``auto_map`` names (``"modeling_x.Class"`` -> ``modeling_x.py``)."""
+    references = [ref for refs in config.get("auto_map", {}).values()
+                  for ref in (refs if isinstance(refs, list) else [refs]) if ref]
+    return sorted({ref.split("--")[-1].rsplit(".", 1)[0] + ".py" for ref in references})
+
+
+def check_model_dir(model_dir: str | Path) -> None:
+    """Raise a ValueError unless ``model_dir`` is a folder with a config.json (the output_dir of a training script)."""
+    model_dir = Path(model_dir)
+    if not model_dir.is_dir():
+        raise ValueError(f"{model_dir}: no such folder ({model_dir.absolute()}); pass the output_dir of a training "
+                         "script.")
+    if not (model_dir / "config.json").is_file():
+        raise ValueError(f"{model_dir} has no config.json: pass the output_dir of a training script.")
+
+
+def stage_hub_folder(model_dir: str | Path, target: str | Path, card: ModelCard) -> list[str]:
+    """Copy the files a Hub repo needs from ``model_dir`` into a fresh ``target`` and write ``card`` as README.md.
+
+    Copied: weights (safetensors only), config.json, generation_config.json, results.json, tokenizer files (and
+    those of a translation model's ``source_tokenizer/``), and every ``.py`` file in ``model_dir`` (the remote code
+    ``save_pretrained`` wrote next to config.json). Pickle weights (``*.bin``...) are refused: they run code when
+    loaded. An existing ``target`` is replaced only if it is a folder staged earlier; it may not overlap
+    ``model_dir``.
+
+    Returns:
+        The staged file names, sorted.
+    """
+    model_dir, target = Path(model_dir), Path(target)
+    check_model_dir(model_dir)
+    if pickles := sorted(p.name for p in model_dir.iterdir() if _matches(p.name, PICKLE_FILES)):
+        raise ValueError(f"{model_dir} holds pickle weights {pickles}; save with safetensors (save_pretrained's "
+                         "default) and remove them before uploading.")
+    model, staged = model_dir.resolve(), target.resolve()
+    if staged == model or model in staged.parents or staged in model.parents:
+        raise ValueError(f"The staging folder {target} and the model folder {model_dir} overlap: stage elsewhere "
+                         "(the default is <model_dir>-hub).")
+    if target.exists():
+        if not (target / "README.md").is_file() or not (target / "config.json").is_file():
+            raise ValueError(f"{target} exists and is not a folder staged earlier (README.md and config.json): "
+                             "nothing there is deleted; pass another --staging_dir or remove it yourself.")
+        shutil.rmtree(target)  # an earlier staging of a model, replaced whole
+    target.mkdir(parents=True)
+    for path in sorted(model_dir.iterdir()):
+        if path.is_file() and (_matches(path.name, WEIGHT_FILES + OTHER_FILES) or path.name in TOKENIZER_FILES
+                               or path.suffix == ".py"):
+            shutil.copy2(path, target / path.name)
+    if (source := model_dir / SOURCE_TOKENIZER_DIR).is_dir():
+        (target / SOURCE_TOKENIZER_DIR).mkdir()
+        for path in source.iterdir():
+            if path.name in TOKENIZER_FILES:
+                shutil.copy2(path, target / SOURCE_TOKENIZER_DIR / path.name)
+    card.save(target / "README.md")
+    return sorted(str(p.relative_to(target)) for p in target.rglob("*") if p.is_file())
+
+
+def check_hub_folder(folder: str | Path, run: dict | None = None) -> None:
+    """Validate a staged folder offline; raise a ValueError listing every problem.
+
+    Checks: safetensors weights and no pickles; config.json, and for a model type transformers does not know an
+    ``auto_map`` whose code files are all present (with their sibling imports); a tokenizer (and a source tokenizer
+    for a separate source vocabulary); README.md whose YAML parses with huggingface_hub's ModelCard (model-index
+    included) and has license, library_name and tags; and, given ``run``, that every score in the model-index
+    equals the run's.
+    """
+    folder = Path(folder)
+    names = {p.name for p in folder.iterdir()}
+    problems = []
+    if not any(_matches(name, ("*.safetensors",)) for name in names):
+        problems.append("no *.safetensors weights")
+    if any(_matches(name, PICKLE_FILES) for name in names):
+        problems.append("pickle weights present")
+    if "config.json" not in names:
+        problems.append("no config.json")
+    else:
+        problems += _config_problems(folder, names)
+    if "tokenizer.json" not in names and "vocab.txt" not in names:
+        problems.append("no tokenizer files (tokenizer.json or vocab.txt)")
+    if "README.md" not in names:
+        problems.append("no README.md model card")
+    else:
+        problems += _card_problems(folder / "README.md", run)
+    if problems:
+        raise ValueError(f"{folder} is not ready for the Hub:\n- " + "\n- ".join(problems))
+
+
+def _config_problems(folder: Path, names: set[str]) -> list[str]:
+    """What config.json's model needs and the folder lacks: remote code (``auto_map``), a source tokenizer."""
+    config = json.loads((folder / "config.json").read_text())
+    problems = []
+    if config.get("model_type") not in CONFIG_MAPPING_NAMES:
+        if "auto_map" not in config:
+            problems.append(f"config.json of model_type {config.get('model_type')!r} has no auto_map")
+        for code_file in _code_files(config):
+            if code_file not in names:
+                problems.append(f"auto_map names {code_file}, which is missing")
+        for code_file in (n for n in names if n.endswith(".py")):
+            for module in re.findall(r"^from \.(\w+) import", (folder / code_file).read_text(), re.M):
+                if f"{module}.py" not in names:
+                    problems.append(f"{code_file} imports .{module}, which is missing")
+    source_tokenizer = folder / SOURCE_TOKENIZER_DIR / "tokenizer.json"
+    if config.get("source_vocab_size") is not None and not source_tokenizer.is_file():
+        problems.append(f"config.json has a source vocabulary of its own (source_vocab_size "
+                        f"{config['source_vocab_size']}) but {SOURCE_TOKENIZER_DIR}/tokenizer.json is missing")
+    return problems
+
+
+def _card_problems(readme: Path, run: dict | None) -> list[str]:
+    """What README.md's metadata lacks, or states differently from ``run``."""
+    try:
+        data = ModelCard.load(readme).data  # parses the YAML and the model-index
+    except ValueError as error:
+        return [f"README.md metadata does not validate: {error}"]
+    problems = [f"README.md metadata has no {key}" for key in ("license", "library_name", "tags") if not data.get(key)]
+    if not data.eval_results:
+        problems.append("README.md metadata has no model-index results")
+    elif run is not None:
+        expected = {metric.hub_id: value for metric, value in run_scores(run)}
+        found = {result.metric_type: result.metric_value for result in data.eval_results}
+        if found != expected:
+            problems.append(f"README.md model-index scores {found} differ from the results file {expected}")
+    return problems

@@ -1,0 +1,43 @@
+"""prepare_hub_folder: from a trained model folder and its results to a staged, checked folder with the run's card.
+(load_check and upload run in tests/scripts/test_push_to_hub.py, through the script.)"""
+
+import json
+
+from huggingface_hub import ModelCard
+
+from hf_seqmodels.cards import prepare_hub_folder
+
+from .runs import NER_RUN
+
+
+def bert_folder(tmp_path):
+    """A fine-tuned BERT's output_dir, as run_ner.py writes it (weights stubbed), plus a file not to upload."""
+    model_dir = tmp_path / "ner"
+    model_dir.mkdir()
+    (model_dir / "config.json").write_text(json.dumps({"model_type": "bert"}))
+    (model_dir / "model.safetensors").write_bytes(b"\0")
+    (model_dir / "tokenizer.json").write_text("{}")
+    (model_dir / "results.json").write_text(json.dumps(NER_RUN))
+    (model_dir / "train_log.txt").write_text("step 1")
+    return model_dir
+
+
+def test_prepare_stages_the_model_with_its_runs_card(tmp_path):
+    folder = prepare_hub_folder(bert_folder(tmp_path), "me/ner-bert", benchmarks="")
+    assert folder.path == tmp_path / "ner-hub"
+    assert folder.files == ["README.md", "config.json", "model.safetensors", "results.json", "tokenizer.json"]
+    assert folder.run == NER_RUN and folder.auto_class == "AutoModelForTokenClassification"
+    card = ModelCard.load(folder.path / "README.md")
+    assert card.data.model_name == "ner-bert"  # the repository's name
+    assert {r.metric_type: r.metric_value for r in card.data.eval_results}["seqeval"] == NER_RUN["eval_seqeval_f1"]
+
+
+def test_prepare_takes_a_named_run_of_a_suite_file(tmp_path):
+    model_dir = bert_folder(tmp_path)
+    suite = tmp_path / "ner.json"
+    suite.write_text(json.dumps({"suite": "ner", "runs": [{**NER_RUN, "name": "BiLSTM"}, NER_RUN]}))
+    folder = prepare_hub_folder(model_dir, "me/ner-bert", results=suite, model="BERT (MiniLM-L6)", license="mit",
+                                staging_dir=tmp_path / "staged")
+    assert folder.path == tmp_path / "staged" and folder.run == NER_RUN
+    card = ModelCard.load(folder.path / "README.md")
+    assert (card.data.model_name, card.data.license) == ("BERT (MiniLM-L6)", "mit")

@@ -1,0 +1,43 @@
+"""The Speed section: a translation or language model's card states what the benchmarks measured on its family,
+and only that."""
+
+from string import Formatter
+
+from hf_seqmodels import RecurrentConfig, TransformerConfig
+from hf_seqmodels.cards import MEASURES, render_card
+from hf_seqmodels.cards.speed import SENTENCES
+
+from .runs import BENCHMARKS, RUN, TRANSLATION_RUN
+
+
+def test_generative_cards_state_the_benchmark_figures_of_their_family():
+    entries = {name: entry["summary"] for name, entry in BENCHMARKS["entries"].items()}
+    translation = next(v for k, v in entries["translation"].items() if k.startswith("attention GRU "))
+    batch1 = next(v for k, v in entries["batch1_overhead"].items() if k.startswith("attention GRU "))
+    text = str(render_card(TRANSLATION_RUN, benchmarks=BENCHMARKS))
+    assert "## Speed" in text and f"hf_seqmodels {BENCHMARKS['machine']['git_commit']}" in text
+    assert f"ran {translation['speedup_vs_matched']}x as fast as a per-sentence Python beam search" in text
+    assert f"at {batch1['greedy, generate()']} (greedy) and {batch1['beam 5, generate()']} (beam 5)" in text
+
+    marian = entries["transformer_vs_marian"]
+    run = {**TRANSLATION_RUN, "model_config": TransformerConfig(vocab_size=100).to_dict()}
+    assert f"{marian['train']['ratio']}x its training throughput" in str(render_card(run, benchmarks=BENCHMARKS))
+
+    lm = {**TRANSLATION_RUN, "task": "text-generation", "eval_perplexity": 99.0,
+          "model_config": RecurrentConfig(vocab_size=100, cell_type="lstm").to_dict()}
+    text = str(render_card(lm, benchmarks=BENCHMARKS))
+    assert f"{entries['incremental']['recurrent LM (lstm)']['cache_speedup_at_1024']}x less than recomputing" in text
+    assert f"{entries['training']['masked_vs_tutorial_throughput']}x the throughput of the tutorial" in text
+
+    # No figures measured on the family, or no benchmarks: no section.
+    assert "## Speed" not in str(render_card(TRANSLATION_RUN))
+    gru_lm = {**lm, "model_config": RecurrentConfig(vocab_size=100, cell_type="gru").to_dict()}
+    assert "## Speed" not in str(render_card(gru_lm, benchmarks=BENCHMARKS))  # the LM entries measure an LSTM
+    assert "## Speed" not in str(render_card(RUN, benchmarks=BENCHMARKS))
+
+
+def test_sentences_quote_only_declared_measures():
+    for family, sentences in SENTENCES.items():
+        for sentence in sentences:
+            fields = {field for _, field, _, _ in Formatter().parse(sentence) if field} - {"model"}
+            assert fields and all((family, field) in MEASURES for field in fields), (family, sentence)
