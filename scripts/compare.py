@@ -1,10 +1,13 @@
 #!/usr/bin/env python
 """Run a suite of models side by side with fixed seeds and a fixed budget, and tabulate the results.
 
-Each model is one run of the suite's training script (same data, same splits, same metric code) in its own
-process, with the same seed and the same budget: at most ``time_budget_minutes`` of training and at most
+Each model is one run of the suite's task (`hf_seqmodels.tasks.<task>.run`: same data, same splits, same metric
+code) in its own process, with the same seed and the same budget: at most ``time_budget_minutes`` of training and at most
 ``num_train_epochs`` epochs, and, where the model's recipe gives one, at most ``max_train_steps`` steps (chosen so
-the learning-rate schedule completes within the time on the reference CPU). Writes, per suite:
+the learning-rate schedule completes within the time on the reference CPU).
+
+A suite is data: the task module, the fields shared by its runs, and each model's fields (of the task's argument
+dataclasses, by name, as `tasks.arguments.parse_dict` reads them). Writes, per suite:
 
 * ``results/<suite>.json``: the budget, and every run's results.json (scores, parameters, train time,
   inference throughput, device, arguments) under ``runs``; rewritten after each model, so a crash keeps the rest;
@@ -20,19 +23,18 @@ A run never drops saved runs: without ``--update``, a run whose ``--models`` lea
     python scripts/compare.py sentiment ner --full       # GPU budget: full epochs
     python scripts/compare.py sentiment --full --jobs 7  # the same, all seven models at once on one GPU
 
-Suites: sentiment (SST-2, run_classification.py), ner (UD English-EWT UPOS, run_ner.py), lm (PTB,
-run_clm.py) and translation (Multi30k, run_translation.py), the last two when their scripts are present.
+Suites: sentiment (SST-2, text classification), ner (UD English-EWT UPOS, token classification), lm (PTB, language
+modelling) and translation (Multi30k).
 """
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 
 import matplotlib
 
@@ -41,64 +43,70 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from hf_seqmodels.cards import format_metric  # noqa: E402
 from hf_seqmodels.paths import REPO_ROOT, data_dir  # noqa: E402
+from hf_seqmodels.tasks import (  # noqa: E402
+    language_modeling,
+    text_classification,
+    token_classification,
+    translation,
+)
+from hf_seqmodels.tasks.arguments import parse_dict  # noqa: E402
+from hf_seqmodels.tasks.spawned import run_in_process  # noqa: E402
 
 BERT = str(data_dir() / "models" / "all-MiniLM-L6-v2")
-# The recipes: our models train a tokenizer on the training texts; the pretrained encoder keeps its own.
-RNN_SST2 = ["--model_type", "recurrent", "--tokenizer_type", "word", "--vocab_size", "16000", "--embedding_size", "128",
-            "--hidden_size", "128", "--classifier_pooling", "max", "--learning_rate", "2e-3",
-            "--per_device_train_batch_size", "64"]
-RNN_TAGGER = ["--model_type", "recurrent", "--tokenizer_type", "wordpiece", "--vocab_size", "16000",
-              "--embedding_size", "128", "--hidden_size", "256", "--learning_rate", "2e-3",
-              "--per_device_train_batch_size", "32"]
-TRANSFORMER = ["--model_type", "transformer", "--hidden_size", "128", "--num_heads", "4", "--num_layers", "2",
-               "--ffn_dim", "512", "--config_overrides", "norm_position=pre", "--learning_rate", "5e-4",
-               "--num_warmup_steps", "200"]
+# The recipes (fields of the tasks' arguments): our models train a tokenizer on the training texts; the pretrained
+# encoder keeps its own.
+RNN_SST2 = {"model_type": "recurrent", "tokenizer_type": "word", "vocab_size": 16000, "embedding_size": 128,
+            "hidden_size": 128, "classifier_pooling": "max", "learning_rate": 2e-3, "per_device_train_batch_size": 64}
+RNN_TAGGER = {"model_type": "recurrent", "tokenizer_type": "wordpiece", "vocab_size": 16000, "embedding_size": 128,
+              "hidden_size": 256, "learning_rate": 2e-3, "per_device_train_batch_size": 32}
+BILSTM = {"cell_type": "lstm", "bidirectional": True}
+TRANSFORMER = {"model_type": "transformer", "hidden_size": 128, "num_heads": 4, "num_layers": 2, "ffn_dim": 512,
+               "config_overrides": "norm_position=pre", "learning_rate": 5e-4, "num_warmup_steps": 200}
 # The BiLSTM whose word embeddings start from the pretrained encoder's rows (found by token string in its own
 # vocabulary), as Tai et al. start from GloVe; these recipes came from a few runs on the validation splits.
-PRETRAINED_EMBEDDINGS = ["--embeddings_from", BERT]
+PRETRAINED_EMBEDDINGS = {"embeddings_from": BERT}
 # The larger BiLSTM of each suite: two layers, wider, more dropout (for --full; slow on a CPU budget).
-WIDE = ["--num_layers", "2", "--embedding_size", "256", "--dropout", "0.3"]
-FINE_TUNED = ["--model_name_or_path", BERT, "--learning_rate", "1e-4", "--num_warmup_steps", "10",
-              "--weight_decay", "0.01", "--per_device_train_batch_size", "32"]
+WIDE = {"num_layers": 2, "embedding_size": 256, "dropout": 0.3}
+FINE_TUNED = {"model_name_or_path": BERT, "learning_rate": 1e-4, "num_warmup_steps": 10, "weight_decay": 0.01,
+              "per_device_train_batch_size": 32}
 
 
 @dataclass
 class Suite:
-    """A comparison: one training script, its data, the models (name -> their own options) and the budgets."""
+    """A comparison: one task, its data, the models (name -> their own fields) and the budgets."""
 
-    script: str
-    task: str
+    module: ModuleType  # the task's module in hf_seqmodels.tasks
+    task: str  # its results.json "task"
     metric: str  # the results.json key the table and chart rank by
     metric_label: str
     percent: bool  # the metric is a fraction, shown in percent
     higher_is_better: bool
-    models: dict[str, list[str]]
+    models: dict[str, dict]
     cpu_budget: dict  # TrainingArguments fields shared by every model (CPU default)
     full_budget: dict  # the same for --full (GPU)
     cpu_steps: dict[str, int] = field(default_factory=dict)  # per model: max_train_steps under the CPU budget
     targets: dict[str, float] = field(default_factory=dict)  # per model: the score the issue asks for
     extra_columns: list[tuple[str, str]] = field(default_factory=list)  # (results key, header)
-    common: list[str] = field(default_factory=list)  # options of every run
+    common: dict = field(default_factory=dict)  # fields of every run
 
 
 SUITES = {
     "sentiment": Suite(
-        script="run_classification.py",
+        module=text_classification,
         task="text-classification",
         metric="eval_accuracy",
         metric_label="SST-2 validation accuracy (%)",
         percent=True,
         higher_is_better=True,
-        common=["--dataset_name", "sst2", "--max_grad_norm", "1.0", "--per_device_eval_batch_size", "128"],
+        common={"dataset_name": "sst2", "max_grad_norm": 1.0, "per_device_eval_batch_size": 128},
         models={
-            "RNN": RNN_SST2 + ["--cell_type", "rnn"],
-            "LSTM": RNN_SST2 + ["--cell_type", "lstm"],
-            "GRU": RNN_SST2 + ["--cell_type", "gru"],
-            "BiLSTM": RNN_SST2 + ["--cell_type", "lstm", "--bidirectional"],
-            "BiLSTM 2x256": RNN_SST2 + ["--cell_type", "lstm", "--bidirectional", *WIDE, "--hidden_size", "256"],
-            "BiLSTM + MiniLM emb.": RNN_SST2 + ["--cell_type", "lstm", "--bidirectional", *PRETRAINED_EMBEDDINGS,
-                                                "--dropout", "0.3"],
-            "Transformer": TRANSFORMER + ["--tokenizer_type", "word", "--per_device_train_batch_size", "64"],
+            "RNN": {**RNN_SST2, "cell_type": "rnn"},
+            "LSTM": {**RNN_SST2, "cell_type": "lstm"},
+            "GRU": {**RNN_SST2, "cell_type": "gru"},
+            "BiLSTM": {**RNN_SST2, **BILSTM},
+            "BiLSTM 2x256": {**RNN_SST2, **BILSTM, **WIDE, "hidden_size": 256},
+            "BiLSTM + MiniLM emb.": {**RNN_SST2, **BILSTM, **PRETRAINED_EMBEDDINGS, "dropout": 0.3},
+            "Transformer": {**TRANSFORMER, "tokenizer_type": "word", "per_device_train_batch_size": 64},
             "BERT (MiniLM-L6)": FINE_TUNED,
         },
         cpu_budget={"time_budget_minutes": 4.5, "num_train_epochs": 2},
@@ -108,21 +116,20 @@ SUITES = {
         extra_columns=[("eval_f1", "macro-F1 (%)")],
     ),
     "ner": Suite(
-        script="run_ner.py",
+        module=token_classification,
         task="token-classification",
         metric="eval_accuracy",
         metric_label="UD EWT UPOS validation accuracy (%)",
         percent=True,
         higher_is_better=True,
-        common=["--dataset_name", "ud_english_ewt", "--label_column_name", "upos", "--max_grad_norm", "1.0",
-                "--per_device_eval_batch_size", "128"],
+        common={"dataset_name": "ud_english_ewt", "label_column_name": "upos", "max_grad_norm": 1.0,
+                "per_device_eval_batch_size": 128},
         models={
-            "BiLSTM": RNN_TAGGER + ["--cell_type", "lstm", "--bidirectional"],
-            "BiLSTM 2x384": RNN_TAGGER + ["--cell_type", "lstm", "--bidirectional", *WIDE, "--hidden_size", "384"],
-            "BiLSTM + MiniLM emb. + spelling": RNN_TAGGER + ["--cell_type", "lstm", "--bidirectional",
-                                                           *PRETRAINED_EMBEDDINGS, "--spelling_features", "32",
-                                                           "--dropout", "0.5", "--per_device_train_batch_size", "16"],
-            "Transformer": TRANSFORMER + ["--tokenizer_type", "wordpiece", "--per_device_train_batch_size", "32"],
+            "BiLSTM": {**RNN_TAGGER, **BILSTM},
+            "BiLSTM 2x384": {**RNN_TAGGER, **BILSTM, **WIDE, "hidden_size": 384},
+            "BiLSTM + MiniLM emb. + spelling": {**RNN_TAGGER, **BILSTM, **PRETRAINED_EMBEDDINGS, "spelling_features": 32,
+                                                "dropout": 0.5, "per_device_train_batch_size": 16},
+            "Transformer": {**TRANSFORMER, "tokenizer_type": "wordpiece", "per_device_train_batch_size": 32},
             "BERT (MiniLM-L6)": FINE_TUNED,
         },
         cpu_budget={"time_budget_minutes": 9, "num_train_epochs": 4},
@@ -133,26 +140,25 @@ SUITES = {
         extra_columns=[("eval_f1", "macro-F1 (%)")],
     ),
     "lm": Suite(
-        script="run_clm.py",
+        module=language_modeling,
         task="text-generation",
         metric="eval_perplexity",
         metric_label="PTB validation perplexity",
         percent=False,
         higher_is_better=False,
-        common=["--dataset_name", "ptb"],
-        models={name: ["--cell_type", cell] for name, cell in (("RNN", "rnn"), ("LSTM", "lstm"), ("GRU", "gru"))},
+        common={"dataset_name": "ptb"},
+        models={name: {"cell_type": cell} for name, cell in (("RNN", "rnn"), ("LSTM", "lstm"), ("GRU", "gru"))},
         cpu_budget={"time_budget_minutes": 3, "num_train_epochs": 1},
         full_budget={"time_budget_minutes": 60, "num_train_epochs": 20},
     ),
     "translation": Suite(
-        script="run_translation.py",
+        module=translation,
         task="translation",
         metric="eval_bleu",
         metric_label="Multi30k en-de validation BLEU",
         percent=False,
         higher_is_better=True,
-        models={"Attention seq2seq": ["--model_type", "attention_seq2seq"],
-                "Transformer": ["--model_type", "vanilla_transformer"]},
+        models={"Attention seq2seq": {"model_type": "attention_seq2seq"}, "Transformer": {"model_type": "transformer"}},
         cpu_budget={"time_budget_minutes": 5, "num_train_epochs": 1},
         full_budget={"time_budget_minutes": 60, "num_train_epochs": 20},
         extra_columns=[("eval_chrf", "chrF")],
@@ -202,34 +208,32 @@ def budget_of(suite: Suite, args: argparse.Namespace) -> dict:
     return budget
 
 
-def command(suite: Suite, name: str, budget: dict, args: argparse.Namespace, output_dir: Path) -> list[str]:
-    options = {**budget, "seed": args.seed, "output_dir": str(output_dir)}
+def run_fields(suite: Suite, name: str, budget: dict, args: argparse.Namespace, output_dir: Path) -> dict:
+    """The fields of one model's run: the suite's, the model's, the budget, the seed and the smoke-run limits."""
+    fields = {**suite.common, **suite.models[name], **budget, "seed": args.seed, "output_dir": str(output_dir),
+              "overwrite_output_dir": True}  # a model's folder holds its earlier run, if any
     steps = args.max_train_steps or (None if args.full else suite.cpu_steps.get(name))
     if steps is not None:
-        options["max_train_steps"] = steps
+        fields["max_train_steps"] = steps
     for key in ("max_train_samples", "max_eval_samples"):
         if getattr(args, key) is not None:
-            options[key] = getattr(args, key)
-    flags = [item for key, value in options.items() for item in (f"--{key}", str(value))]
-    return [sys.executable, str(REPO_ROOT / "scripts" / suite.script), *suite.common, *suite.models[name], *flags,
-            "--overwrite_output_dir"]  # a model's folder holds its earlier run, if any
+            fields[key] = getattr(args, key)
+    return fields
 
 
-def run_model(suite: Suite, name: str, cmd: list[str], output_dir: Path, num_threads: int) -> dict:
-    """Run one model's training script; return its results.json with the suite's fields added, or an error."""
-    env = dict(os.environ)
-    if num_threads > 0:
-        env["OMP_NUM_THREADS"] = str(num_threads)
+def run_model(suite: Suite, name: str, fields: dict, num_threads: int) -> dict:
+    """Run one model of the suite in its own process; return its results.json with the suite's fields added, or
+    an error."""
+    output_dir = Path(fields["output_dir"])
     log = output_dir.with_suffix(".log")
     log.parent.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
-    with log.open("w") as handle:
-        returncode = subprocess.run(cmd, stdout=handle, stderr=subprocess.STDOUT, env=env).returncode
-    record = {"name": name, "task": suite.task, "command": cmd[1:], "log": str(log)}
-    if returncode or not (output_dir / "results.json").is_file():
+    exitcode = run_in_process(suite.module.__name__, parse_dict(suite.module, fields), log, num_threads)
+    record = {"name": name, "task": suite.task, "fields": fields, "log": str(log)}
+    if exitcode or not (output_dir / "results.json").is_file():
         tail = log.read_text()[-2000:]
-        print(f"  {name} FAILED (exit {returncode}); see {log}:\n{tail}", file=sys.stderr)
-        return {**record, "error": f"exit code {returncode}", "log_tail": tail}
+        print(f"  {name} FAILED (exit {exitcode}); see {log}:\n{tail}", file=sys.stderr)
+        return {**record, "error": f"exit code {exitcode}", "log_tail": tail}
     results = json.loads((output_dir / "results.json").read_text())
     return {**results, **record, "process_wall_time_s": time.monotonic() - start}
 
@@ -327,9 +331,6 @@ def bar_chart(path: Path, suite: Suite, runs: list[dict]) -> None:
 
 def run_suite(suite_name: str, args: argparse.Namespace) -> dict:
     suite = SUITES[suite_name]
-    script = REPO_ROOT / "scripts" / suite.script
-    if not script.is_file():
-        raise SystemExit(f"Suite {suite_name!r} needs {script}, which is not there yet.")
     names = list(suite.models) if not args.models else [name.strip() for name in args.models.split(",")]
     if unknown := [name for name in names if name not in suite.models]:
         raise SystemExit(f"Unknown model(s) {unknown} for suite {suite_name!r}; choose from {list(suite.models)}.")
@@ -352,10 +353,9 @@ def run_suite(suite_name: str, args: argparse.Namespace) -> dict:
     order = list(suite.models)
 
     def run_one(name: str) -> dict:
-        output_dir = Path(args.output_dir) / suite_name / slug(name)
-        cmd = command(suite, name, budget, args, output_dir)
-        print(f"[{suite_name}] {name}: {' '.join(cmd[1:])}", flush=True)
-        run = run_model(suite, name, cmd, output_dir, args.num_threads)
+        fields = run_fields(suite, name, budget, args, Path(args.output_dir) / suite_name / slug(name))
+        print(f"[{suite_name}] {name}: {fields}", flush=True)
+        run = run_model(suite, name, fields, args.num_threads)
         if "error" not in run:
             print(f"  {name}: {suite.metric} = {format_metric(run[suite.metric], suite.percent)}, "
                   f"{run['train_runtime_s'] / 60:.1f} min, {run['steps']} steps", flush=True)
