@@ -14,7 +14,7 @@ import torch
 from .beam_search import agreement, hand_beam_search, hand_greedy, strip
 from .common import Settings, count_ops, entry_result, resolve_sizes, target, timed
 from .decoder_calls import decoder_calls
-from .translation_model import SMOKE, Sizes, english_test2016, model_label, trained_model
+from .translation_model import SMOKE, Sizes, english_test2016, trained_models
 
 
 def profile_top(fn, limit: int = 12) -> list[str]:
@@ -122,10 +122,8 @@ def run(settings: Settings) -> dict:
     sizes = resolve_sizes(Sizes(), SMOKE, settings)
     device = settings.device
     rows, summary, targets, profiles = [], {}, [], {}
-    for cell_type in sizes.cell_types:
-        model, tokenizer, _ = trained_model(cell_type, sizes, device, settings.seed, not settings.smoke)
+    for label, model, tokenizer, _ in trained_models(sizes, settings):
         sources = [torch.tensor([s], device=device) for s in english_test2016(tokenizer, sizes.batch1_sentences)]
-        label = model_label(cell_type, sizes)
         for mode, fns in searches(model, sizes).items():
             mode_rows, mode_profiles = measure_mode(model, label, mode, fns, sources, device)
             rows += mode_rows

@@ -15,7 +15,7 @@ import torch
 from .beam_search import agreement, hand_beam_search, matched_beam_search, naive_beam_search, strip
 from .common import Settings, entry_result, op_profile, resolve_sizes, target, timed
 from .decoder_calls import DecoderCall, decoder_calls, decoder_step_bound
-from .translation_model import SMOKE, Sizes, english_test2016, model_label, pad_batch, trained_model
+from .translation_model import SMOKE, Sizes, english_test2016, pad_batch, trained_models
 
 
 def batches(sources: list[list[int]], batch_size: int, pad_id: int, device: str):
@@ -140,10 +140,8 @@ def run(settings: Settings) -> dict:
     sizes = resolve_sizes(Sizes(), SMOKE, settings)
     device = settings.device
     rows, summary, targets, profiles = [], {}, [], {}
-    for cell_type in sizes.cell_types:
-        model, tokenizer, train_loss = trained_model(cell_type, sizes, device, settings.seed, not settings.smoke)
+    for label, model, tokenizer, train_loss in trained_models(sizes, settings):
         sources = english_test2016(tokenizer, sizes.num_sentences)
-        label = model_label(cell_type, sizes)
         decoded = decode_test_set(model, sources, sizes, device)
         with torch.no_grad():
             ids, mask = next(batches(sources[: sizes.batch_size], sizes.batch_size, model.config.pad_token_id, device))

@@ -54,19 +54,23 @@ def synchronize(device: str) -> None:
         torch.cuda.synchronize()
 
 
-# Timing: every measurement goes through ``timed``, one call with the device synchronized on both sides.
-# ``time_call`` repeats one call; ``interleaved`` runs several calls by turns, round after round, so that the load
-# of a shared machine (or a GPU's clock) falls on all of them alike, and keeps every round's time for the median
-# and quartiles.
+# Timing: every measurement reads ``clock``, and nearly all go through ``timed``, one call with the device
+# synchronized on both sides. ``time_call`` repeats one call; ``interleaved`` runs several calls by turns, round
+# after round, so that the load of a shared machine (or a GPU's clock) falls on all of them alike, and keeps every
+# round's time for the median and quartiles.
+
+
+def clock(device: str) -> float:
+    """Wall-clock seconds once the work queued on ``device`` is done."""
+    synchronize(device)
+    return time.perf_counter()
 
 
 def timed(fn: Callable[[], T], device: str) -> tuple[T, float]:
     """``fn()``'s result and its wall-clock seconds, ``device`` synchronized before and after."""
-    synchronize(device)
-    start = time.perf_counter()
+    start = clock(device)
     result = fn()
-    synchronize(device)
-    return result, time.perf_counter() - start
+    return result, clock(device) - start
 
 
 def time_call(fn: Callable[[], object], device: str, repeats: int, warmup: int = 1) -> float:

@@ -6,12 +6,11 @@ search's time into the model's and the search's own.
 
 import contextlib
 import dataclasses
-import time
 
 import torch
 
 from .beam_search import decoder_step, encode
-from .common import synchronize, time_call
+from .common import clock, time_call
 
 
 @dataclasses.dataclass
@@ -30,14 +29,12 @@ def decoder_calls(model, device: str | None = None):
 
     def before(module, args, kwargs):
         if device is not None:
-            synchronize(device)
-            started.append(time.perf_counter())
+            started.append(clock(device))
         calls.append(DecoderCall(kwargs["decoder_input_ids"].shape[0], None))
 
     def after(module, args, kwargs, output):
         if device is not None:
-            synchronize(device)
-            calls[-1].seconds = time.perf_counter() - started.pop()
+            calls[-1].seconds = clock(device) - started.pop()
 
     handles = [model.register_forward_pre_hook(before, with_kwargs=True),
                model.register_forward_hook(after, with_kwargs=True)]

@@ -9,21 +9,21 @@ With ``--only`` the other entries already in the JSON file are kept, so entries 
 
 import argparse
 import datetime
+import functools
 import importlib
 import json
 import os
 import platform
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import torch
 import transformers
 
-from .common import Settings
+from .common import Settings, timed
 
-# Entry name -> "module[:function]" (default function: run), imported only when that entry runs.
+# Entry name (the key in benchmarks.json) -> the module whose run(settings) measures it, imported only when it runs.
 ENTRIES = {
     "translation": "benchmarks.beam_speed",
     "batch1_overhead": "benchmarks.batch1_overhead",
@@ -146,11 +146,9 @@ def main(argv: list[str] | None = None) -> dict:
     entries = dict(previous.get("entries", {}))
     for name in args.only or ENTRIES:
         print(f"[benchmarks] {name} ...", file=sys.stderr, flush=True)
-        start = time.perf_counter()
-        module, _, function = ENTRIES[name].partition(":")
-        entry = getattr(importlib.import_module(module), function or "run")(settings)
+        entry, seconds = timed(functools.partial(importlib.import_module(ENTRIES[name]).run, settings), args.device)
         entry.update(
-            seconds=round(time.perf_counter() - start, 1),
+            seconds=round(seconds, 1),
             load_average_after=[round(value, 2) for value in os.getloadavg()],
             device=args.device,
             smoke=args.smoke,

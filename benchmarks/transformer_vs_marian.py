@@ -25,7 +25,6 @@ import argparse
 import dataclasses
 import json
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -36,7 +35,7 @@ from hf_seqmodels import TransformerConfig, TransformerForConditionalGeneration
 from hf_seqmodels.paths import data_dir
 
 from .common import (
-    Rounds, Settings, entry_result, interleaved, quartiles, read_jsonl, resolve_sizes, target, word_vocab,
+    Rounds, Settings, entry_result, interleaved, quartiles, read_jsonl, resolve_sizes, target, timed, word_vocab,
 )
 from .run import machine_info
 from .tutorial import TutorialTransformer
@@ -210,9 +209,8 @@ def main(argv: list[str] | None = None) -> dict:
         parser.error(f"--set expects NAME=VALUE, got {args.overrides}.")
     overrides = dict(item.split("=", 1) for item in args.overrides)
     settings = Settings(device=args.device, smoke=args.smoke, overrides=overrides)
-    start = time.perf_counter()
-    entry = run(settings, big=args.big)
-    entry["seconds"] = round(time.perf_counter() - start, 1)
+    entry, seconds = timed(lambda: run(settings, big=args.big), args.device)
+    entry["seconds"] = round(seconds, 1)
     results = {"machine": machine_info(args.device), "entry": entry}
     if args.profile:
         sizes = resolve_sizes(BIG if args.big else Sizes(), SMOKE, settings)

@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import random
+from collections.abc import Iterator
 from pathlib import Path
 
 import torch
@@ -19,7 +20,7 @@ from hf_seqmodels import AttentionSeq2SeqConfig, AttentionSeq2SeqForConditionalG
 from hf_seqmodels.paths import data_dir
 from hf_seqmodels.tokenization import train_tokenizer
 
-from .common import read_jsonl
+from .common import Settings, read_jsonl
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,3 +125,11 @@ def english_test2016(tokenizer, count: int) -> list[list[int]]:
 def model_label(cell_type: str, sizes: Sizes) -> str:
     """How the entries' tables name the model."""
     return f"attention {cell_type.upper()} ({sizes.attention_type})"
+
+
+def trained_models(sizes: Sizes, settings: Settings) -> Iterator[tuple[str, object, object, float]]:
+    """For every cell type in ``sizes``: the model's label, the trained model, its tokenizer and last training loss
+    (``trained_model``; a smoke run neither reads nor writes the disk cache)."""
+    for cell_type in sizes.cell_types:
+        yield model_label(cell_type, sizes), *trained_model(cell_type, sizes, settings.device, settings.seed,
+                                                            not settings.smoke)

@@ -1,6 +1,7 @@
 """The benchmark runner end to end on tiny sizes, so that it cannot rot. Times are never asserted: only that every
 entry runs and writes the documented structure (each entry's own checks sit in its module's test file)."""
 
+import importlib
 import json
 
 import pytest
@@ -14,6 +15,11 @@ def test_entry_names_are_those_of_the_committed_results():
     # results/benchmarks.json and the model cards read the entries by these names.
     assert set(ENTRIES) == {"translation", "batch1_overhead", "incremental", "training", "scaling",
                             "transformer_vs_marian", "static_cache"}
+
+
+def test_every_entry_module_has_run():
+    for module in ENTRIES.values():
+        assert callable(importlib.import_module(module).run), module
 
 
 def test_machine_and_entry_structure(smoke_run):
