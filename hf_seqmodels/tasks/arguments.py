@@ -15,7 +15,7 @@ from types import ModuleType
 from typing import ClassVar
 
 import datasets
-from transformers import AutoConfig, HfArgumentParser, PretrainedConfig
+from transformers import AutoConfig, HfArgumentParser, PretrainedConfig, PreTrainedTokenizerBase
 
 from ..checkpoints import Checkpoints
 from ..cli import parse_config_overrides
@@ -59,9 +59,11 @@ class ModelArguments:
         if self.model_type not in self.CHOICES:
             raise ValueError(f"--model_type={self.model_type!r} is not supported; choose one of {self.CHOICES}.")
 
-    def config(self, **fields) -> PretrainedConfig:
-        """A config of ``model_type`` with ``fields`` (the task's sizes, token ids, options), overridden by
-        ``config_overrides``."""
+    def config(self, tokenizer: PreTrainedTokenizerBase, **fields) -> PretrainedConfig:
+        """A config of ``model_type`` sized to ``tokenizer`` (its vocabulary and pad/bos/eos ids), with ``fields``
+        (the task's own sizes and options), overridden by ``config_overrides``."""
+        fields = {"vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id,
+                  "bos_token_id": tokenizer.bos_token_id, "eos_token_id": tokenizer.eos_token_id, **fields}
         name = MODEL_TYPES[self.model_type]
         return AutoConfig.for_model(name, **{**fields, **parse_config_overrides(name, self.config_overrides)})
 

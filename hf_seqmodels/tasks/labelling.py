@@ -238,14 +238,7 @@ def make_model(model_args: ModelArguments, auto_class, tokenizer: PreTrainedToke
         }
     if model_args.classifier_pooling is not None:
         options["classifier_pooling"] = model_args.classifier_pooling
-    config = model_args.config(
-        vocab_size=len(tokenizer),
-        pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        **options,
-        **label_options,
-    )
+    config = model_args.config(tokenizer, **options, **label_options)
     model = auto_class.from_config(config)
     if model_args.spelling_features:
         model.base_model.set_token_spellings(tokenizer.convert_ids_to_tokens(list(range(len(tokenizer)))))

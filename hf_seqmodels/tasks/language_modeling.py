@@ -100,14 +100,7 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Tra
         lm_datasets = tokenize_for_lm(raw, tokenizer, data_args.block_size, data_args.text_column_name,
                                       data_args.preprocessing_num_workers)
 
-    config = model_args.config(
-        vocab_size=len(tokenizer),
-        pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        **model_args.model_options(),
-    )
-    model = AutoModelForCausalLM.from_config(config)
+    model = AutoModelForCausalLM.from_config(model_args.config(tokenizer, **model_args.model_options()))
 
     results = train(accelerator, model, lm_datasets["train"], lm_datasets["validation"], default_data_collator,
                     training_args, tokenizer=tokenizer, checkpoints=checkpoints)

@@ -338,15 +338,8 @@ def show_examples(model_dir: str, sentences: list[str]) -> None:
 def make_model(model_args: ModelArguments, generation_args: GenerationArguments, tokenizers: TranslationTokenizers):
     """A new encoder-decoder of ``model_args.model_type`` sized to the tokenizers, with the generation defaults
     saved with it."""
-    target = tokenizers.target
-    config = model_args.config(
-        vocab_size=len(target),
-        source_vocab_size=None if tokenizers.joint else len(tokenizers.source),
-        pad_token_id=target.pad_token_id,
-        bos_token_id=target.bos_token_id,
-        eos_token_id=target.eos_token_id,
-        decoder_start_token_id=target.bos_token_id,
-    )
+    config = model_args.config(tokenizers.target, decoder_start_token_id=tokenizers.target.bos_token_id,
+                               source_vocab_size=None if tokenizers.joint else len(tokenizers.source))
     config.custom_pipelines = CUSTOM_PIPELINES  # pipeline("translation", model=folder, trust_remote_code=True)
     model = AutoModelForSeq2SeqLM.from_config(config)
     model.generation_config.update(num_beams=generation_args.num_beams, length_penalty=generation_args.length_penalty,
