@@ -124,6 +124,7 @@ class TrainingArguments:
         if self.metric_for_best_model is not None and self.greater_is_better is None:
             self.greater_is_better = not self.metric_for_best_model.endswith(("loss", "perplexity"))
 
+
 def check_earlier_run(args: TrainingArguments) -> None:
     """Refuse, before any training, to replace what ``args.output_dir`` holds or to start a new run next to the
     checkpoints of another, unless --overwrite_output_dir (which replaces only an earlier run's output)."""
