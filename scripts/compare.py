@@ -2,9 +2,9 @@
 """Run a suite of models side by side with fixed seeds and a fixed budget, and tabulate the results.
 
 Each model is one run of the suite's task (`hf_seqmodels.tasks.<task>.run`: same data, same splits, same metric
-code) in its own process, with the same seed and the same budget: at most ``time_budget_minutes`` of training and at most
-``num_train_epochs`` epochs, and, where the model's recipe gives one, at most ``max_train_steps`` steps (chosen so
-the learning-rate schedule completes within the time on the reference CPU).
+code) in its own process, with the same seed and the same budget: at most ``time_budget_minutes`` of training and
+at most ``num_train_epochs`` epochs, and, where the model's recipe gives one, at most ``max_train_steps`` steps
+(chosen so the learning-rate schedule completes within the time on the reference CPU).
 
 A suite is data: the task module, the fields shared by its runs, and each model's fields (of the task's argument
 dataclasses, by name, as `tasks.arguments.parse_dict` reads them). Writes, per suite:
@@ -127,8 +127,9 @@ SUITES = {
         models={
             "BiLSTM": {**RNN_TAGGER, **BILSTM},
             "BiLSTM 2x384": {**RNN_TAGGER, **BILSTM, **WIDE, "hidden_size": 384},
-            "BiLSTM + MiniLM emb. + spelling": {**RNN_TAGGER, **BILSTM, **PRETRAINED_EMBEDDINGS, "spelling_features": 32,
-                                                "dropout": 0.5, "per_device_train_batch_size": 16},
+            "BiLSTM + MiniLM emb. + spelling": {**RNN_TAGGER, **BILSTM, **PRETRAINED_EMBEDDINGS,
+                                                "spelling_features": 32, "dropout": 0.5,
+                                                "per_device_train_batch_size": 16},
             "Transformer": {**TRANSFORMER, "tokenizer_type": "wordpiece", "per_device_train_batch_size": 32},
             "BERT (MiniLM-L6)": FINE_TUNED,
         },

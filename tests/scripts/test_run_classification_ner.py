@@ -12,14 +12,12 @@ from transformers import (
     AutoModelForSequenceClassification,
     AutoModelForTokenClassification,
     AutoTokenizer,
-    BertConfig,
-    BertModel,
     pipeline,
 )
 
-from hf_seqmodels.tasks import labelling
-from hf_seqmodels.tasks.labelling import ModelArguments, make_model, make_tokenizer, pretrained_rows
 from hf_seqmodels.paths import REPO_ROOT
+from hf_seqmodels.tasks import labelling
+from tests.tasks.test_labelling import tiny_bert  # noqa: F401  (a fixture)
 
 TINY = ["--max_train_steps", "4", "--per_device_train_batch_size", "8", "--per_device_eval_batch_size", "16",
         "--logging_steps", "2", "--embedding_size", "16", "--hidden_size", "16", "--num_heads", "2", "--ffn_dim", "32",
@@ -125,21 +123,6 @@ def test_bio_file_with_a_transformer(tmp_path):
     assert config["model_type"] == "vanilla_transformer" and config["encoder_layers"] == 1
 
 
-@pytest.fixture
-def tiny_bert(tmp_path, data_dir):
-    """A tiny BERT with the real WordPiece tokenizer, standing in for the 22M-parameter checkpoint."""
-    tokenizer_folder = data_dir / "models" / "all-MiniLM-L6-v2"
-    if not tokenizer_folder.is_dir():
-        pytest.skip("the bundled BERT checkpoint is absent")
-    checkpoint = tmp_path / "tiny-bert"
-    tokenizer = AutoTokenizer.from_pretrained(tokenizer_folder)
-    config = BertConfig(vocab_size=len(tokenizer), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=32, max_position_embeddings=64)
-    BertModel(config).save_pretrained(checkpoint)  # an encoder without a head, like the real one
-    tokenizer.save_pretrained(checkpoint)
-    return checkpoint
-
-
 def test_a_bert_checkpoint_through_the_same_pipeline(tmp_path, tiny_bert):
     checkpoint, tokenizer = tiny_bert, AutoTokenizer.from_pretrained(tiny_bert)
     output = tmp_path / "ner-bert"
@@ -155,39 +138,6 @@ def test_a_bert_checkpoint_through_the_same_pipeline(tmp_path, tiny_bert):
         correct += sum(model.config.id2label[p] == tag for p, tag in zip(predicted, tags))
         total += len(tags)
     assert results["eval_accuracy"] == pytest.approx(correct / total)
-
-
-def test_pretrained_rows_are_found_by_token_string():
-    pretrained = {"[PAD]": 0, "paris": 1, "##ing": 2, "the": 3, "Berlin": 4}
-    vocab = {"<pad>": 0, "Paris": 1, "paris": 2, "##ing": 3, "\u2581the": 4, "Berlin": 5, "berlin": 6, "xyz": 7}
-    assert pretrained_rows(vocab, pretrained) == {1: 1, 2: 1, 3: 2, 4: 3, 5: 4}
-
-
-@pytest.mark.parametrize("model_type", ["recurrent", "transformer"])
-def test_a_new_model_starts_from_pretrained_word_embeddings(tiny_bert, model_type):
-    table = BertModel.from_pretrained(tiny_bert).get_input_embeddings().weight
-    pretrained_vocab = AutoTokenizer.from_pretrained(tiny_bert).get_vocab()
-    options = {"model_type": model_type, "embeddings_from": str(tiny_bert), "embedding_size": 128,
-               "hidden_size": 16, "num_heads": 2, "ffn_dim": 32, "tokenizer_type": "wordpiece", "vocab_size": 200}
-    # The checkpoint's own tokenizer: every row is the checkpoint's.
-    tokenizer = make_tokenizer(ModelArguments(**options, tokenizer_name=str(tiny_bert)), texts=None)
-    assert tokenizer.get_vocab() == pretrained_vocab  # no tokenizer trained
-    model = make_model(ModelArguments(**options), AutoModelForTokenClassification, tokenizer, ["A", "B"])
-    torch.testing.assert_close(model.get_input_embeddings().weight, table, rtol=0, atol=0)
-    if model_type == "recurrent":  # the embedding size follows the table, whatever --embedding_size says
-        assert model.config.embedding_size == 16
-    else:
-        with pytest.raises(ValueError, match="16-dimensional word embeddings.*pass --hidden_size 16"):
-            make_model(ModelArguments(**{**options, "hidden_size": 32}), AutoModelForTokenClassification,
-                       tokenizer, ["A", "B"])
-    # A cased tokenizer trained on the data: known tokens start from their (lowercase) pretrained rows.
-    trained = make_tokenizer(ModelArguments(**options), ["Paris is big", "paris is bigger", "Zzqx walks"] * 20)
-    model = make_model(ModelArguments(**options), AutoModelForTokenClassification, trained, ["A", "B"])
-    weight, vocab = model.get_input_embeddings().weight, trained.get_vocab()
-    assert model.config.vocab_size == len(trained)
-    torch.testing.assert_close(weight[vocab["Paris"]], table[pretrained_vocab["paris"]], rtol=0, atol=0)
-    torch.testing.assert_close(weight[vocab["paris"]], table[pretrained_vocab["paris"]], rtol=0, atol=0)
-    assert "zzqx" not in pretrained_vocab and not any(torch.equal(weight[vocab["Zzqx"]], row) for row in table)
 
 
 def test_word_embeddings_through_the_script(tmp_path, tiny_bert):
@@ -210,10 +160,6 @@ def test_word_embeddings_through_the_script(tmp_path, tiny_bert):
 
 
 def test_bad_arguments_fail_early(tmp_path):
-    with pytest.raises(ValueError, match="--spelling_features is an option of --model_type recurrent"):
-        ModelArguments(model_type="transformer", spelling_features=8)
-    with pytest.raises(ValueError, match="pass one or the other"):
-        ModelArguments(model_name_or_path="a", embeddings_from="b")
     with pytest.raises(ValueError, match="--model_type='lstm' is not supported"):
         script("run_classification").main(["--model_type", "lstm", "--output_dir", str(tmp_path)])
     with pytest.raises(ValueError, match="Column 'words' not found"):

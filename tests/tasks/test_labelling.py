@@ -1,17 +1,35 @@
-"""The data pipeline of the labelling tasks (hf_seqmodels.tasks.labelling, text_classification and
-token_classification): word-to-subword label alignment, label sets, tag schemes, label mapping, prediction and the
-metrics, on hand-made examples with hand-computed answers."""
+"""The labelling tasks (hf_seqmodels.tasks.labelling, text_classification and token_classification): word-to-subword
+label alignment, label sets, tag schemes, label mapping, prediction and the metrics, on hand-made examples with
+hand-computed answers; the model options, and new models that start from pretrained word embeddings."""
 
 import datasets
 import pytest
 import torch
 from accelerate import Accelerator
-from transformers import AutoTokenizer, DataCollatorForTokenClassification
+from transformers import (
+    AutoModelForTokenClassification,
+    AutoTokenizer,
+    BertConfig,
+    BertModel,
+    DataCollatorForTokenClassification,
+)
 
 from hf_seqmodels import RecurrentConfig, RecurrentForTokenClassification
-from hf_seqmodels.tasks.labelling import label_names, predict
+from hf_seqmodels.tasks.labelling import (
+    ModelArguments,
+    label_names,
+    make_model,
+    make_tokenizer,
+    predict,
+    pretrained_rows,
+)
 from hf_seqmodels.tasks.text_classification import tokenize_for_classification
-from hf_seqmodels.tasks.token_classification import align_labels_with_word_ids, is_bio, token_scores, tokenize_for_tagging
+from hf_seqmodels.tasks.token_classification import (
+    align_labels_with_word_ids,
+    is_bio,
+    token_scores,
+    tokenize_for_tagging,
+)
 from hf_seqmodels.tokenization import train_tokenizer
 
 WORDS = [["Johanson", "lives", "in", "Kraków", "!"], ["unbelievably", "good", "pierogi"]]
@@ -185,3 +203,58 @@ def test_predict_keeps_exactly_the_labelled_positions():
         logits = model(input_ids=torch.tensor([row["input_ids"]])).logits[0]  # alone: no padding
         first = [i for i, label in enumerate(row["labels"]) if label != -100]
         assert predicted == logits[first].argmax(-1).tolist()
+
+
+def test_model_arguments_refuse_options_of_another_model():
+    with pytest.raises(ValueError, match="--spelling_features is an option of --model_type recurrent"):
+        ModelArguments(model_type="transformer", spelling_features=8)
+    with pytest.raises(ValueError, match="pass one or the other"):
+        ModelArguments(model_name_or_path="a", embeddings_from="b")
+
+
+@pytest.fixture
+def tiny_bert(tmp_path, data_dir):
+    """A tiny BERT with the real WordPiece tokenizer, standing in for the 22M-parameter checkpoint."""
+    tokenizer_folder = data_dir / "models" / "all-MiniLM-L6-v2"
+    if not tokenizer_folder.is_dir():
+        pytest.skip("the bundled BERT checkpoint is absent")
+    checkpoint = tmp_path / "tiny-bert"
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_folder)
+    config = BertConfig(vocab_size=len(tokenizer), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=64)
+    BertModel(config).save_pretrained(checkpoint)  # an encoder without a head, like the real one
+    tokenizer.save_pretrained(checkpoint)
+    return checkpoint
+
+
+def test_pretrained_rows_are_found_by_token_string():
+    pretrained = {"[PAD]": 0, "paris": 1, "##ing": 2, "the": 3, "Berlin": 4}
+    vocab = {"<pad>": 0, "Paris": 1, "paris": 2, "##ing": 3, "\u2581the": 4, "Berlin": 5, "berlin": 6, "xyz": 7}
+    assert pretrained_rows(vocab, pretrained) == {1: 1, 2: 1, 3: 2, 4: 3, 5: 4}
+
+
+@pytest.mark.parametrize("model_type", ["recurrent", "transformer"])
+def test_a_new_model_starts_from_pretrained_word_embeddings(tiny_bert, model_type):
+    table = BertModel.from_pretrained(tiny_bert).get_input_embeddings().weight
+    pretrained_vocab = AutoTokenizer.from_pretrained(tiny_bert).get_vocab()
+    options = {"model_type": model_type, "embeddings_from": str(tiny_bert), "embedding_size": 128,
+               "hidden_size": 16, "num_heads": 2, "ffn_dim": 32, "tokenizer_type": "wordpiece", "vocab_size": 200}
+    # The checkpoint's own tokenizer: every row is the checkpoint's.
+    tokenizer = make_tokenizer(ModelArguments(**options, tokenizer_name=str(tiny_bert)), texts=None)
+    assert tokenizer.get_vocab() == pretrained_vocab  # no tokenizer trained
+    model = make_model(ModelArguments(**options), AutoModelForTokenClassification, tokenizer, ["A", "B"])
+    torch.testing.assert_close(model.get_input_embeddings().weight, table, rtol=0, atol=0)
+    if model_type == "recurrent":  # the embedding size follows the table, whatever --embedding_size says
+        assert model.config.embedding_size == 16
+    else:
+        with pytest.raises(ValueError, match="16-dimensional word embeddings.*pass --hidden_size 16"):
+            make_model(ModelArguments(**{**options, "hidden_size": 32}), AutoModelForTokenClassification,
+                       tokenizer, ["A", "B"])
+    # A cased tokenizer trained on the data: known tokens start from their (lowercase) pretrained rows.
+    trained = make_tokenizer(ModelArguments(**options), ["Paris is big", "paris is bigger", "Zzqx walks"] * 20)
+    model = make_model(ModelArguments(**options), AutoModelForTokenClassification, trained, ["A", "B"])
+    weight, vocab = model.get_input_embeddings().weight, trained.get_vocab()
+    assert model.config.vocab_size == len(trained)
+    torch.testing.assert_close(weight[vocab["Paris"]], table[pretrained_vocab["paris"]], rtol=0, atol=0)
+    torch.testing.assert_close(weight[vocab["paris"]], table[pretrained_vocab["paris"]], rtol=0, atol=0)
+    assert "zzqx" not in pretrained_vocab and not any(torch.equal(weight[vocab["Zzqx"]], row) for row in table)
