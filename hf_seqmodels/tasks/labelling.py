@@ -316,7 +316,7 @@ def eval_prefixed(scores: dict) -> dict:
 
 
 def evaluation_results(accelerator: Accelerator, output: dict, scores: dict, model: PreTrainedModel) -> dict:
-    """The fields every classification script adds to ``results.json``: ``eval_<metric>`` scores, parameters,
+    """The fields every labelling task adds to ``results.json``: ``eval_<metric>`` scores, parameters,
     inference throughput (validation rows per second, batched) and the device."""
     return {
         **eval_prefixed(scores),

@@ -8,6 +8,7 @@ import pytest
 from test_run_classification_ner import script  # tests/scripts is on sys.path
 
 from hf_seqmodels.cards import format_metric, load_run, render_card
+from hf_seqmodels.tasks.arguments import parse_dict
 
 
 def test_sentiment_suite_on_a_tiny_budget(tmp_path):
@@ -95,3 +96,14 @@ def test_a_subset_without_update_keeps_the_saved_runs(tmp_path):
                                 "--output_dir", str(tmp_path / "outputs")])
     assert results.read_text() == saved and sorted(p.name for p in results.parent.iterdir()) == ["sentiment.json"]
     assert not (tmp_path / "outputs").exists()
+
+
+def test_every_recipe_is_fields_of_its_task(tmp_path, data_dir):
+    """Each model of each suite parses into its task's argument dataclasses, as its run will (no unknown field)."""
+    compare = script("compare")
+    args = compare.parse_args(["sentiment", "--results_dir", str(tmp_path), "--output_dir", str(tmp_path)])
+    for suite_name, suite in compare.SUITES.items():
+        for name in suite.models:
+            fields = compare.run_fields(suite, name, compare.budget_of(suite, args), args, tmp_path / name)
+            training_args = parse_dict(suite.module, fields)[2]  # (model, data, training[, generation])
+            assert training_args.seed == args.seed and training_args.overwrite_output_dir, (suite_name, name)
