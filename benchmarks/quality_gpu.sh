@@ -22,7 +22,7 @@ run rnn-bleu python -m benchmarks.translation_bleu --cells gru lstm --jobs 2 --t
     --out "$out" -- --num_train_epochs 10 $extra
 # transformer NAME CONFIG_OVERRIDES LEARNING_RATE: one Transformer recipe through run_translation.py.
 transformer() {
-    run "transformer-$1" python scripts/run_translation.py --model_type vanilla_transformer \
+    run "transformer-$1" python scripts/run_translation.py --model_type transformer \
         --output_dir "$out/transformer-$1" --overwrite_output_dir --config_overrides "$2" --learning_rate "$3" \
         --num_warmup_steps 1000 --num_train_epochs 25 --time_budget_minutes "$minutes" $extra
 }
