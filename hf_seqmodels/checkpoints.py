@@ -1,16 +1,17 @@
 """The training state of a run on disk: its ``step_<n>`` checkpoints, and the one it resumes from.
 
-A checkpoint is ``accelerator.save_state`` (weights, optimizer, scheduler, RNG states and whatever was registered
-with ``register_for_checkpointing``) in ``<folder>/step_<n>``, plus the run's tokenizer in ``step_<n>/tokenizer/``
-(so a resumed run uses exactly the vocabulary its model was trained with). Each is written to a hidden temporary
-folder and renamed into place once complete, so a killed run never leaves half a checkpoint behind.
+A checkpoint is a `training_state.TrainingState` (weights, optimizer, scheduler, the run's extra objects and each
+process's RNG states, as safetensors and JSON: nothing in it is ever unpickled) in ``<folder>/step_<n>``, plus the
+run's tokenizer in ``step_<n>/tokenizer/`` (so a resumed run uses exactly the vocabulary its model was trained
+with). Each is written to a hidden temporary folder and renamed into place once complete, so a killed run never
+leaves half a checkpoint behind.
 
 `Checkpoints` finds the latest, saves, keeps at most ``limit`` (all when None), resumes, and loads the tokenizer of
 the checkpoint it resumes from. It resolves ``--resume_from_checkpoint`` ('latest' or a folder) once, when it is
-made: the tokenizer and the training state then come from the same checkpoint.
+made, and refuses then a checkpoint holding a pickle (an older version's, written by ``accelerator.save_state``)
+unless ``--trust_pickled_checkpoint``: the tokenizer and the training state then come from the same checkpoint.
 """
 
-import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -19,20 +20,14 @@ from accelerate import Accelerator
 from accelerate.logging import get_logger
 from transformers import AutoTokenizer
 
+from .training_state import TrainingState, pickle_files
+
+from .files import remove_temporaries, replace_dir, rotate, saving
+
 logger = get_logger(__name__)
 
 TOKENIZER_DIR = "tokenizer"  # the run's tokenizer, inside every step_<n> checkpoint
 PREFIX = "step_"
-
-
-def replace_dir(new: Path, target: Path) -> None:
-    """Rename the complete folder ``new`` to ``target``. An existing ``target`` is moved aside first and deleted
-    last, so ``target`` is never a mix of old and new files."""
-    old = target.with_name(f".{target.name}.old-{os.getpid()}")
-    if target.exists():
-        target.rename(old)
-    new.rename(target)
-    shutil.rmtree(old, ignore_errors=True)
 
 
 class Checkpoints:
@@ -41,6 +36,7 @@ class Checkpoints:
 
     def __init__(self, folder: str | Path, resume_from: str | None = None, limit: int | None = None):
         self.folder, self.limit = Path(folder), limit
+        remove_temporaries(self.folder, f"{PREFIX}*")  # the half-written checkpoints of a killed run
         self.resume_from = self._find(resume_from) if resume_from else None
 
     @classmethod
@@ -72,31 +68,38 @@ class Checkpoints:
             raise ValueError(f"--resume_from_checkpoint=latest, but {self.folder} has no step_<n> checkpoint.")
         return latest
 
-    def save(self, accelerator: Accelerator, step: int, tokenizer=None) -> None:
+    def save(self, accelerator: Accelerator, step: int, tokenizer=None, best_step: int | None = None) -> None:
         """``accelerator.save_state`` into ``step_<step>``, with ``tokenizer`` (anything with ``save_pretrained``,
-        if given) in its ``tokenizer/`` sub-folder; then drop the oldest beyond ``limit``."""
+        if given) in its ``tokenizer/`` sub-folder; then drop the oldest beyond ``limit``, never the checkpoint of
+        ``best_step`` (the best model's). A failed save (a full disk) keeps the previous checkpoints."""
         target = self.folder / f"{PREFIX}{step}"
         temp = target.with_name(f".{target.name}.tmp")  # the same name on every process: each writes its RNG state
         if accelerator.is_main_process:
             shutil.rmtree(temp, ignore_errors=True)
         accelerator.wait_for_everyone()
-        accelerator.save_state(str(temp))
+        with saving(temp, target):
+            accelerator.save_state(str(temp))
         accelerator.wait_for_everyone()
         if accelerator.is_main_process:
-            if tokenizer is not None:
-                tokenizer.save_pretrained(temp / TOKENIZER_DIR)
-            replace_dir(temp, target)
+            with saving(temp, target):
+                if tokenizer is not None:
+                    tokenizer.save_pretrained(temp / TOKENIZER_DIR)
+                replace_dir(temp, target)
             if self.limit is not None:
-                for old in self.all()[: -self.limit]:
-                    shutil.rmtree(old)
+                rotate(self.all(), self.limit, keep=None if best_step is None else self.folder / f"{PREFIX}{best_step}")
         accelerator.wait_for_everyone()
 
-    def resume(self, accelerator: Accelerator) -> int:
-        """Load the state of `resume_from` into the objects ``accelerator`` prepared and registered; the step to
-        go on from (0 for a new run)."""
+    def resume(self, accelerator: Accelerator, state: TrainingState) -> int:
+        """Load the state of `resume_from` into ``state`` (``accelerator`` prepared its model and optimizer); the
+        step to go on from (0 for a new run). A pickled checkpoint, let through by ``trust_pickled``, is loaded by
+        ``accelerator.load_state``."""
         if self.resume_from is None:
             return 0
-        accelerator.load_state(str(self.resume_from))
+        if self.trust_pickled and pickle_files(self.resume_from):
+            accelerator.register_for_checkpointing(state.scheduler, *state.extras.values())
+            accelerator.load_state(str(self.resume_from))
+        else:
+            state.load(self.resume_from, accelerator.process_index, self.ignore_missing_rng_state)
         step = self.step(self.resume_from)
         logger.info(f"Resumed from {self.resume_from} at step {step}", main_process_only=True)
         return step

@@ -17,7 +17,6 @@ import logging
 import math
 import os
 import platform
-import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,9 +32,10 @@ from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase, SchedulerType, get_scheduler
 from transformers.trainer_pt_utils import LabelSmoother
 
-from .checkpoints import Checkpoints, replace_dir
+from .checkpoints import Checkpoints
 from .cli import check_at_least
 from .evaluation import perplexity
+from .files import lock_folder, remove_temporaries_of, replacing
 
 logger = get_logger(__name__)
 
@@ -129,8 +129,14 @@ def check_earlier_run(args: TrainingArguments) -> None:
     """Refuse, before any training, to replace what ``args.output_dir`` holds or to start a new run next to the
     checkpoints of another, unless --overwrite_output_dir (which replaces only an earlier run's output)."""
     output = Path(args.output_dir)
-    if output.exists() and not output.is_dir():
-        raise ValueError(f"--output_dir={output} is an existing file; pass the path of a new or empty folder.")
+    for option, folder in (("--output_dir", output), ("--checkpoint_dir", Path(args.checkpoint_dir))):
+        if folder.is_symlink():
+            raise ValueError(f"{option}={folder} is a symbolic link; a run replaces its folder whole, so pass the "
+                             f"folder it points to ({folder.resolve()}) or a new one.")
+        if folder.exists() and not folder.is_dir():
+            raise ValueError(f"{option}={folder} is an existing file; pass the path of a new or empty folder.")
+        if any(parent.exists() and not parent.is_dir() for parent in folder.absolute().parents):
+            raise ValueError(f"{option}={folder} lies inside a file, not a folder; pass another path.")
     if output.is_dir() and any(output.iterdir()):
         if not args.overwrite_output_dir:
             raise ValueError(f"--output_dir={output} is not empty; pass --overwrite_output_dir to replace the "
@@ -146,9 +152,18 @@ def check_earlier_run(args: TrainingArguments) -> None:
 
 
 def start_run(args: TrainingArguments) -> tuple[Accelerator, Checkpoints]:
-    """Where a run starts: check the output and checkpoint folders (`check_earlier_run`), make the Accelerator
-    (`make_accelerator`) and the run's `Checkpoints` (with the checkpoint it resumes from, if any)."""
-    check_earlier_run(args)
+    """Where a run starts: lock the output and checkpoint folders for this run (`files.lock_folder`: a second run
+    into them is refused, naming this one) and remove what a killed run left beside them, check them
+    (`check_earlier_run`), make the Accelerator (`make_accelerator`) and the run's `Checkpoints` (with the
+    checkpoint it resumes from, if any).
+
+    Under a launcher (``RANK`` set) only the first process locks: the others are part of the same run."""
+    check_earlier_run(args)  # before the lock files are written beside the folders
+    if os.environ.get("RANK", "0") == "0":
+        for option, folder in (("--output_dir", args.output_dir), ("--checkpoint_dir", args.checkpoint_dir)):
+            lock_folder(folder, option)
+            remove_temporaries_of(folder)
+    check_earlier_run(args)  # again under the lock: a run that ended meanwhile may have filled the folders
     return make_accelerator(args), Checkpoints.for_run(args)
 
 
@@ -224,13 +239,6 @@ def _require_rows(dataset, name: str, options: str) -> None:
         raise ValueError(f"The {name} set is empty after preprocessing; check {options}.")
 
 
-def _fresh_temp_dir(target: Path) -> Path:
-    temp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
-    shutil.rmtree(temp, ignore_errors=True)
-    temp.mkdir(parents=True)
-    return temp
-
-
 def save_model(
     accelerator: Accelerator,
     model: PreTrainedModel,
@@ -238,16 +246,15 @@ def save_model(
     output_dir: str,
     results: dict | None = None,
 ) -> None:
-    """Write model, tokenizer and (if given) ``results.json`` to ``output_dir``, atomically (main process only)."""
+    """Write model, tokenizer and (if given) ``results.json`` to ``output_dir``, atomically (main process only):
+    `files.replacing` swaps the complete folder in; a failed write (a full disk) keeps the previous one."""
     accelerator.wait_for_everyone()
     if accelerator.is_main_process:
-        target = Path(output_dir)
-        temp = _fresh_temp_dir(target)
-        accelerator.unwrap_model(model).save_pretrained(temp)
-        tokenizer.save_pretrained(temp)
-        if results is not None:
-            (temp / "results.json").write_text(json.dumps(results, indent=2) + "\n")
-        replace_dir(temp, target)
+        with replacing(output_dir) as temp:
+            accelerator.unwrap_model(model).save_pretrained(temp)
+            tokenizer.save_pretrained(temp)
+            if results is not None:
+                (temp / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     accelerator.wait_for_everyone()
 
 

@@ -1,0 +1,188 @@
+"""The folders a run writes (the final model, the checkpoints, a Hub staging folder): replaced whole, never lost.
+
+* `replacing` / `replace_dir`: a folder is written beside its target (``.<name>.tmp-<pid>``) and swapped into
+  place in one step (Linux ``renameat2(RENAME_EXCHANGE)``), so a reader (or a killed run) always finds the complete
+  old or the complete new folder. Without that call, the old folder is renamed aside (``.<name>.old-<pid>``) first;
+  `remove_temporaries` puts it back if a kill came between the two renames.
+* `saving`: a failed write (a full disk) removes the partial copy and says that the previous folder is kept.
+* `remove_temporaries`: what killed runs left beside a folder, removed when the next run starts.
+* `lock_folder`: one run at a time per folder; a second is refused with the pid, host and start time of the first.
+* `rotate`: keep the newest checkpoints, and always the best one.
+"""
+
+import ctypes
+import errno
+import fcntl
+import glob
+import json
+import os
+import shutil
+import socket
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+AT_FDCWD, RENAME_EXCHANGE = -100, 2  # from <fcntl.h> and <linux/fs.h>
+_LIBC = ctypes.CDLL(None, use_errno=True)
+_HELD_LOCKS: dict[Path, int] = {}  # folder -> open file descriptor of its lock, held until the process exits
+
+
+def temp_path(target: Path) -> Path:
+    """Where a new ``target`` is written before it replaces the old one."""
+    return target.with_name(f".{target.name}.tmp-{os.getpid()}")
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap the folders ``a`` and ``b`` in one atomic step; False where the C library, the kernel or the file
+    system does not offer it (the caller then renames twice)."""
+    renameat2 = getattr(_LIBC, "renameat2", None)
+    if renameat2 is None:
+        return False
+    if renameat2(AT_FDCWD, os.fsencode(a), AT_FDCWD, os.fsencode(b), RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+        return False
+    raise OSError(code, os.strerror(code), str(a), None, str(b))
+
+
+def replace_dir(new: Path, target: Path) -> None:
+    """Put the complete folder ``new`` in place of ``target`` (created if absent), so that ``target`` is at every
+    moment either the complete old or the complete new folder, then delete the old one."""
+    new, target = Path(new), Path(target)
+    if target.is_symlink() or (target.exists() and not target.is_dir()):
+        raise FileExistsError(f"{target} is not a folder (a file or a link), so it is not replaced; remove it or "
+                              f"save elsewhere.")
+    if not target.exists():
+        new.rename(target)
+    elif _exchange(new, target):
+        shutil.rmtree(new, ignore_errors=True)  # now the old folder; a kill here leaves it to remove_temporaries
+    else:
+        old = target.with_name(f".{target.name}.old-{os.getpid()}")
+        target.rename(old)
+        new.rename(target)
+        shutil.rmtree(old, ignore_errors=True)
+
+
+@contextmanager
+def saving(temp: Path, target: Path) -> Iterator[None]:
+    """Around the writing of ``temp`` (which is to replace ``target``): on failure remove ``temp``, and turn an
+    OSError (a full disk, a missing permission) into one that names ``target`` and says what is left of it."""
+    try:
+        yield
+    except BaseException as error:
+        shutil.rmtree(temp, ignore_errors=True)
+        if not isinstance(error, OSError):
+            raise
+        kept = f"the previous {target} is kept unchanged" if target.is_dir() else f"nothing was written to {target}"
+        raise OSError(error.errno, f"Saving {target} failed ({error}); {kept} and the partial copy {temp} was "
+                                   f"removed. Free disk space (or fix the permissions) and save again.") from error
+
+
+@contextmanager
+def replacing(target: str | Path) -> Iterator[Path]:
+    """Yield an empty temporary folder beside ``target``; once the block has written it completely, it replaces
+    ``target`` (`replace_dir`). If the block fails, ``target`` is left as it was (`saving`)."""
+    target = Path(target)
+    temp = temp_path(target)
+    shutil.rmtree(temp, ignore_errors=True)
+    with saving(temp, target):
+        temp.mkdir(parents=True)
+        yield temp
+        replace_dir(temp, target)
+
+
+def remove_temporaries(folder: Path, names: str) -> list[Path]:
+    """Remove what killed runs left in ``folder`` (which this process has locked: `lock_folder`) beside the folders
+    whose names match the glob ``names``: the temporary ``.<name>.tmp*`` folders, and the ``.<name>.old-<pid>``
+    ones, except that an old folder whose ``<name>`` is missing (a kill between the two renames of `replace_dir`)
+    is renamed back. Returns what was removed; nothing without the lock, as another run may be writing there."""
+    if not holds_lock(folder):
+        return []
+    return _remove_temporaries(Path(folder), names)
+
+
+def remove_temporaries_of(target: Path) -> list[Path]:
+    """`remove_temporaries` beside the one folder ``target``, which this process has locked."""
+    target = _absolute(target)
+    return _remove_temporaries(target.parent, glob.escape(target.name)) if holds_lock(target) else []
+
+
+def _remove_temporaries(folder: Path, names: str) -> list[Path]:
+    removed = []
+    for old in sorted(folder.glob(f".{names}.old-*")):
+        target = folder / old.name[1:].rsplit(".old-", 1)[0]
+        if not target.exists():
+            old.rename(target)
+    for stale in sorted(folder.glob(f".{names}.tmp*")) + sorted(folder.glob(f".{names}.old-*")):
+        shutil.rmtree(stale, ignore_errors=True)
+        removed.append(stale)
+    return removed
+
+
+def _absolute(path: str | Path) -> Path:
+    """``path`` from the root, without ``..`` (one folder, one lock, whichever way it is named)."""
+    return Path(os.path.abspath(path))
+
+
+def holds_lock(folder: Path) -> bool:
+    """Whether this process holds the lock of ``folder`` (`lock_folder`)."""
+    return _absolute(folder) in _HELD_LOCKS
+
+
+def lock_path(folder: Path) -> Path:
+    """The lock file of ``folder``: beside it (inside, it would be swapped away with the folder it locks)."""
+    folder = _absolute(folder)
+    return folder.with_name(f".{folder.name}.lock")
+
+
+def lock_folder(folder: str | Path, option: str) -> None:
+    """Lock ``folder`` for this process until it exits (``flock`` on `lock_path`), or raise a BlockingIOError
+    naming the process that holds it. The kernel drops the lock of a process that ended, however it ended, so a
+    killed run never blocks the next. Locking a folder this process holds already does nothing.
+
+    ``option`` names the folder in messages (e.g. ``--output_dir``).
+    """
+    folder = _absolute(folder)
+    if holds_lock(folder):
+        return
+    path = lock_path(folder)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as error:
+        raise OSError(error.errno, f"{option}={folder}: cannot write in {path.parent} ({error.strerror}); the run "
+                                   f"writes its files beside the folder before renaming them into place. Pass a "
+                                   f"folder where you can write.") from error
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError as error:
+        holder = os.read(descriptor, 4096).decode(errors="replace")
+        os.close(descriptor)
+        raise BlockingIOError(errno.EWOULDBLOCK, f"{option}={folder} is in use by another run ({_describe(holder)}; "
+                                                 f"lock file {path}): wait for it to end, stop it, or pass another "
+                                                 f"{option}.") from error
+    os.ftruncate(descriptor, 0)
+    os.write(descriptor, json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
+                                     "started": time.strftime("%Y-%m-%d %H:%M:%S %Z")}).encode())
+    _HELD_LOCKS[folder] = descriptor
+
+
+def _describe(holder: str) -> str:
+    try:
+        info = json.loads(holder)
+        return f"process {info['pid']} on host {info['host']}, started {info['started']}"
+    except (ValueError, KeyError, TypeError):
+        return "a process that has not yet written its pid and host"
+
+
+def rotate(folders: Sequence[Path], limit: int, keep: Path | None = None) -> list[Path]:
+    """Delete the oldest of ``folders`` (given oldest first) until at most ``limit`` remain, never ``keep`` (the
+    best checkpoint) nor the newest (the one to resume from): with ``limit`` 1 and an older ``keep``, two remain.
+    Returns the deleted folders."""
+    candidates = [folder for folder in folders[:-1] if folder != keep]
+    deleted = candidates[:max(0, len(folders) - limit)]
+    for folder in deleted:
+        shutil.rmtree(folder)
+    return deleted
