@@ -20,9 +20,8 @@ from accelerate import Accelerator
 from accelerate.logging import get_logger
 from transformers import AutoTokenizer
 
-from .training_state import TrainingState, pickle_files
-
 from .files import remove_temporaries, replace_dir, rotate, saving
+from .training_state import TrainingState, pickle_files
 
 logger = get_logger(__name__)
 
@@ -32,17 +31,22 @@ PREFIX = "step_"
 
 class Checkpoints:
     """The ``step_<n>`` checkpoints in ``folder``; ``resume_from`` ('latest', a checkpoint folder, or None for a
-    new run) is resolved at once into `self.resume_from` (a Path or None); ``limit`` keeps only the newest."""
+    new run) is resolved at once into `self.resume_from` (a Path or None); ``limit`` keeps only the newest.
+    ``trust_pickled`` lets `resume` unpickle an older version's checkpoint through Accelerate;
+    ``ignore_missing_rng_state`` lets it resume without the saved random states (see `TrainingState.load`)."""
 
-    def __init__(self, folder: str | Path, resume_from: str | None = None, limit: int | None = None):
+    def __init__(self, folder: str | Path, resume_from: str | None = None, limit: int | None = None,
+                 trust_pickled: bool = False, ignore_missing_rng_state: bool = False):
         self.folder, self.limit = Path(folder), limit
+        self.trust_pickled, self.ignore_missing_rng_state = trust_pickled, ignore_missing_rng_state
         remove_temporaries(self.folder, f"{PREFIX}*")  # the half-written checkpoints of a killed run
         self.resume_from = self._find(resume_from) if resume_from else None
 
     @classmethod
     def for_run(cls, args) -> "Checkpoints":
         """The checkpoints of a run with these `training.TrainingArguments`."""
-        return cls(args.checkpoint_dir, args.resume_from_checkpoint, args.save_total_limit)
+        return cls(args.checkpoint_dir, args.resume_from_checkpoint, args.save_total_limit,
+                   args.trust_pickled_checkpoint, args.ignore_missing_rng_state)
 
     @staticmethod
     def step(checkpoint: Path) -> int:
@@ -62,23 +66,36 @@ class Checkpoints:
             if not (path.is_dir() and path.name.startswith(PREFIX)):
                 raise ValueError(f"--resume_from_checkpoint={path} is not a step_<n> checkpoint folder; pass one "
                                  f"from {self.folder} or 'latest'.")
-            return path
-        latest = self.latest()
-        if latest is None:
-            raise ValueError(f"--resume_from_checkpoint=latest, but {self.folder} has no step_<n> checkpoint.")
-        return latest
+        else:
+            path = self.latest()
+            if path is None:
+                raise ValueError(f"--resume_from_checkpoint=latest, but {self.folder} has no step_<n> checkpoint.")
+        if pickled := pickle_files(path):
+            if not self.trust_pickled:
+                raise ValueError(
+                    f"--resume_from_checkpoint: {pickled[0]} is a pickle (the format of checkpoints written by "
+                    f"accelerator.save_state), and unpickling a file can run any code its author put in it, so "
+                    f"{path} is not loaded. Resume from a checkpoint written by this version (safetensors and JSON "
+                    f"only), start a new run without --resume_from_checkpoint, or, only if you trust whoever wrote "
+                    f"it, pass --trust_pickled_checkpoint."
+                )
+            logger.warning(f"--trust_pickled_checkpoint: {path} holds pickles ({', '.join(p.name for p in pickled)}) "
+                           f"that will be unpickled through Accelerate", main_process_only=True)
+        return path
 
-    def save(self, accelerator: Accelerator, step: int, tokenizer=None, best_step: int | None = None) -> None:
-        """``accelerator.save_state`` into ``step_<step>``, with ``tokenizer`` (anything with ``save_pretrained``,
+    def save(self, accelerator: Accelerator, step: int, state: TrainingState, tokenizer=None,
+             best_step: int | None = None) -> None:
+        """Save ``state`` into ``step_<step>`` (each process its RNG states), with ``tokenizer`` (anything with ``save_pretrained``,
         if given) in its ``tokenizer/`` sub-folder; then drop the oldest beyond ``limit``, never the checkpoint of
         ``best_step`` (the best model's). A failed save (a full disk) keeps the previous checkpoints."""
         target = self.folder / f"{PREFIX}{step}"
         temp = target.with_name(f".{target.name}.tmp")  # the same name on every process: each writes its RNG state
         if accelerator.is_main_process:
             shutil.rmtree(temp, ignore_errors=True)
+            temp.mkdir(parents=True)
         accelerator.wait_for_everyone()
         with saving(temp, target):
-            accelerator.save_state(str(temp))
+            state.save(temp, accelerator.process_index, accelerator.is_main_process)
         accelerator.wait_for_everyone()
         if accelerator.is_main_process:
             with saving(temp, target):

@@ -36,6 +36,7 @@ from .checkpoints import Checkpoints
 from .cli import check_at_least
 from .evaluation import perplexity
 from .files import lock_folder, remove_temporaries_of, replacing
+from .training_state import TrainingState
 
 logger = get_logger(__name__)
 
@@ -84,6 +85,17 @@ class TrainingArguments:
     )
     save_total_limit: int | None = field(
         default=None, metadata={"help": "Keep only the newest N checkpoints (default: all)."}
+    )
+    trust_pickled_checkpoint: bool = field(
+        default=False,
+        metadata={"help": "Resume from a checkpoint holding pickles (*.pkl, *.bin, ...: one written by "
+                          "accelerator.save_state, as older versions did) through Accelerate. Unpickling runs any "
+                          "code its author put in it: only for checkpoints you trust."},
+    )
+    ignore_missing_rng_state: bool = field(
+        default=False,
+        metadata={"help": "Resume even when the checkpoint lacks this process's random states (or has ones that "
+                          "do not fit this machine), with a warning: the run then differs from an uninterrupted one."},
     )
     label_smoothing_factor: float = field(
         default=0.0, metadata={"help": "Label smoothing of the training loss (0 = none); evaluation stays plain."}
@@ -273,22 +285,21 @@ def describe_device(device: torch.device) -> str:
 
 
 class BestModel:
-    """The best value of ``metric`` among the evaluations so far, the model's weights then (on the CPU) and the
-    number of evaluations since. Saved in the checkpoints (``register_for_checkpointing``), so a resumed run keeps
-    them."""
+    """The best value of ``metric`` among the evaluations so far, the weights of ``model`` then (on the CPU) and
+    the number of evaluations since. Saved in the checkpoints (as ``best_model``), so a resumed run keeps them."""
 
-    def __init__(self, metric: str, greater_is_better: bool):
-        self.metric, self.greater_is_better = metric, greater_is_better
+    def __init__(self, metric: str, greater_is_better: bool, model: torch.nn.Module):
+        self.metric, self.greater_is_better, self.model = metric, greater_is_better, model
         self.entry, self.weights, self.evaluations_since = None, None, 0
 
-    def update(self, entry: dict, model: torch.nn.Module) -> None:
+    def update(self, entry: dict) -> None:
         if self.metric not in entry:
             raise ValueError(f"--metric_for_best_model={self.metric!r} is not among the evaluation's metrics "
                              f"{sorted(entry)}.")
         value, best = entry[self.metric], None if self.entry is None else self.entry[self.metric]
         if best is None or (value > best if self.greater_is_better else value < best):
             self.entry, self.evaluations_since = entry, 0
-            self.weights = {name: tensor.detach().cpu().clone() for name, tensor in model.state_dict().items()}
+            self.weights = {name: tensor.detach().cpu().clone() for name, tensor in self.model.state_dict().items()}
         else:
             self.evaluations_since += 1
 
@@ -296,7 +307,22 @@ class BestModel:
         return {"entry": self.entry, "weights": self.weights, "evaluations_since": self.evaluations_since}
 
     def load_state_dict(self, state: dict) -> None:
-        self.entry, self.weights, self.evaluations_since = state["entry"], state["weights"], state["evaluations_since"]
+        """Take a saved state, refused (ValueError) unless it is one of this metric and model: no evaluation yet
+        (no entry, no weights), or an entry with the metric and weights shaped like the model's."""
+        entry, weights, since = state["entry"], state["weights"], state["evaluations_since"]
+        if not (type(since) is int and since >= 0):
+            raise ValueError(f"evaluations_since is {since!r}, not a count.")
+        if entry is None or weights is None:
+            if (entry, weights) != (None, None):
+                raise ValueError("it has an entry without weights, or weights without an entry.")
+        else:
+            if not (isinstance(entry, dict) and isinstance(entry.get(self.metric), (int, float))):
+                raise ValueError(f"its entry has no {self.metric!r} value (--metric_for_best_model).")
+            shapes = {name: tensor.shape for name, tensor in self.model.state_dict().items()}
+            if not isinstance(weights, dict) or {
+                    name: getattr(tensor, "shape", None) for name, tensor in weights.items()} != shapes:
+                raise ValueError("its weights are not those of this model (other names or shapes).")
+        self.entry, self.weights, self.evaluations_since = entry, weights, since
 
 
 def train(
@@ -344,17 +370,16 @@ def train(
     max_steps = args.max_train_steps or args.num_train_epochs * steps_per_epoch
     # Stepped once per optimizer step, so the schedule does not depend on the number of processes.
     scheduler = get_scheduler(args.lr_scheduler_type, optimizer, args.num_warmup_steps, max_steps)
-    accelerator.register_for_checkpointing(scheduler)
+    unwrapped = accelerator.unwrap_model(model)
     best = None
     if args.metric_for_best_model is not None:
-        best = BestModel(args.metric_for_best_model, args.greater_is_better)
-        accelerator.register_for_checkpointing(best)
+        best = BestModel(args.metric_for_best_model, args.greater_is_better, unwrapped)
+    state = TrainingState(unwrapped, optimizer, scheduler, {"best_model": best} if best is not None else {})
     label_smoother = LabelSmoother(args.label_smoothing_factor) if args.label_smoothing_factor > 0 else None
-    unwrapped = accelerator.unwrap_model(model)
     shifts_labels = unwrapped.can_generate() and not unwrapped.config.is_encoder_decoder
 
     checkpoints = checkpoints or Checkpoints.for_run(args)
-    step = checkpoints.resume(accelerator)
+    step = checkpoints.resume(accelerator, state)
     if checkpoints.resume_from is None and args.overwrite_output_dir:
         checkpoints.delete_all(accelerator)  # a new run: the checkpoints of an earlier one must not be resumed later
     resumed_from_step = step
@@ -372,7 +397,7 @@ def train(
         logger.info(f"step {step}: " + ", ".join(f"{k} {v:.4f}" for k, v in entry.items() if k.startswith("eval_")),
                     main_process_only=True)
         if best is not None:
-            best.update(entry, unwrapped)
+            best.update(entry)
         return entry
 
     history, window_loss, window_steps, train_loss = [], torch.zeros(()), 0, math.nan
@@ -402,7 +427,7 @@ def train(
                 window_loss, window_steps = torch.zeros(()), 0
                 progress.set_postfix(loss=f"{train_loss:.3f}", lr=f"{scheduler.get_last_lr()[0]:.2e}")
             if args.checkpointing_steps not in (None, "epoch") and step % int(args.checkpointing_steps) == 0:
-                checkpoints.save(accelerator, step, tokenizer)
+                checkpoints.save(accelerator, step, state, tokenizer)
             if args.time_budget_minutes is not None:
                 if time.monotonic() - start > 60 * args.time_budget_minutes:
                     accelerator.set_trigger()
@@ -419,7 +444,7 @@ def train(
             logger.info(f"No better {best.metric} for {best.evaluations_since} evaluations: stopping at step {step}",
                         main_process_only=True)
         if args.checkpointing_steps is not None and (stopped_by_time_budget or args.checkpointing_steps == "epoch"):
-            checkpoints.save(accelerator, step, tokenizer)
+            checkpoints.save(accelerator, step, state, tokenizer)
     progress.close()
     if not history:  # resumed from a checkpoint of a finished run
         history.append(evaluate())

@@ -1,11 +1,55 @@
 """hf_seqmodels.checkpoints: finding the checkpoint to resume from (once, without touching the arguments), keeping
-only the newest, and loading the tokenizer a resumed run must use."""
+only the newest, and loading the tokenizer a resumed run must use; checkpoints are safetensors and JSON, and a
+pickle in one is never loaded unless asked."""
 
+import pickle
+import random
+
+import numpy as np
 import pytest
+import torch
 from accelerate import PartialState
+from transformers import get_scheduler
 
+from hf_seqmodels import RecurrentConfig, RecurrentForCausalLM
 from hf_seqmodels.checkpoints import TOKENIZER_DIR, Checkpoints
-from hf_seqmodels.training import TrainingArguments, make_accelerator
+from hf_seqmodels.training import BestModel, TrainingArguments, make_accelerator
+from hf_seqmodels.training_state import TrainingState, pickle_files
+
+
+def tiny_state(seed: int = 0, hidden_size: int = 8, best: bool = True, steps: int = 2) -> TrainingState:
+    """The training state of a tiny LSTM language model after ``steps`` AdamW steps, with a `BestModel`."""
+    torch.manual_seed(seed)
+    model = RecurrentForCausalLM(RecurrentConfig(vocab_size=12, embedding_size=8, hidden_size=hidden_size))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    scheduler = get_scheduler("linear", optimizer, 1, 10)
+    ids = torch.randint(0, 12, (2, 6))
+    for _ in range(steps):
+        model(input_ids=ids, labels=ids).loss.backward()
+        optimizer.step(), scheduler.step(), optimizer.zero_grad()
+    extras = {}
+    if best:
+        extras["best_model"] = BestModel("eval_loss", False, model)
+        extras["best_model"].update({"step": steps, "eval_loss": 1.5})
+    return TrainingState(model, optimizer, scheduler, extras)
+
+
+def saved_state(folder, **options) -> TrainingState:
+    """`tiny_state` saved (one process) into ``folder``, which is made."""
+    folder.mkdir(parents=True, exist_ok=True)
+    state = tiny_state(**options)
+    state.save(folder, process_index=0, is_main_process=True)
+    return state
+
+
+class Marker:
+    """Unpickling it creates the file ``path``: what a hostile pickle could do instead."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __reduce__(self):
+        return (open, (str(self.path), "w"))
 
 
 @pytest.fixture
@@ -56,7 +100,93 @@ def test_save_keeps_the_newest_limit_checkpoints(tmp_path):
     accelerator = make_accelerator(TrainingArguments(output_dir=str(tmp_path / "out")))
     checkpoints = Checkpoints(tmp_path / "checkpoints", limit=2)
     for step in (1, 2, 3):
-        checkpoints.save(accelerator, step)
+        checkpoints.save(accelerator, step, tiny_state())
     assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == ["step_2", "step_3"]
     checkpoints.delete_all(accelerator)
     assert checkpoints.all() == []
+
+
+def test_a_checkpoint_is_safetensors_and_json_and_restores_every_part(tmp_path):
+    """Saved and loaded into a fresh state: the same weights, optimizer and scheduler states, best model and RNG
+    states (the next random numbers are those that followed the save); no file in it is a pickle."""
+    state = saved_state(tmp_path / "step_2")
+    expected_draws = (random.random(), np.random.rand(), torch.rand(3))
+    assert sorted(p.name for p in (tmp_path / "step_2").iterdir()) == [
+        "best_model.json", "best_model.safetensors", "model.safetensors", "optimizer.json",
+        "optimizer.safetensors", "rng_state_0.json", "rng_state_0.safetensors", "scheduler.json"]
+    assert pickle_files(tmp_path / "step_2") == []
+
+    fresh = tiny_state(seed=1, steps=0)
+    fresh.extras["best_model"] = BestModel("eval_loss", False, fresh.model)
+    fresh.load(tmp_path / "step_2", process_index=0)
+    torch.testing.assert_close(fresh.model.state_dict(), state.model.state_dict())
+    torch.testing.assert_close(fresh.optimizer.state_dict(), state.optimizer.state_dict())
+    assert fresh.scheduler.state_dict() == state.scheduler.state_dict()
+    assert fresh.extras["best_model"].entry == {"step": 2, "eval_loss": 1.5}
+    torch.testing.assert_close(fresh.extras["best_model"].weights, state.extras["best_model"].weights)
+    assert (random.random(), np.random.rand()) == expected_draws[:2]
+    torch.testing.assert_close(torch.rand(3), expected_draws[2])
+
+
+def hostile_checkpoint(folder, marker, name: str):
+    """A checkpoint in the old format (what accelerator.save_state wrote) with a pickle ``name`` whose loading
+    would create ``marker``."""
+    saved_state(folder)
+    (folder / name).write_bytes(pickle.dumps({"state": Marker(marker)}))
+
+
+@pytest.mark.parametrize("name", ["custom_checkpoint_0.pkl", "random_states_0.pkl", "optimizer.bin",
+                                  "tokenizer/added.pt", "weights.PTH", "model.ckpt"])
+def test_a_pickle_in_the_checkpoint_is_refused_and_never_loaded(tmp_path, name, accelerate_state):
+    checkpoint = tmp_path / "checkpoints" / "step_2"
+    (checkpoint / "tokenizer").mkdir(parents=True)
+    marker = tmp_path / "code-ran"
+    hostile_checkpoint(checkpoint, marker, name)
+    with pytest.raises(ValueError, match=rf"{name.split('/')[-1]} is a pickle .* pass --trust_pickled_checkpoint"):
+        Checkpoints(tmp_path / "checkpoints", "latest")
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("name", ["model.safetensors", "optimizer.safetensors", "optimizer.json"])
+def test_a_pickle_renamed_to_a_checkpoint_file_is_refused_and_never_loaded(tmp_path, name):
+    """Loading reads only safetensors and JSON: a pickle under their names is a damaged file, never unpickled."""
+    checkpoint = tmp_path / "step_2"
+    marker = tmp_path / "code-ran"
+    hostile_checkpoint(checkpoint, marker, name)
+    with pytest.raises(ValueError, match=rf"{name}.*(not valid JSON|not a readable safetensors|does not fit)"):
+        tiny_state(steps=0).load(checkpoint, process_index=0)
+    assert not marker.exists()
+
+
+def test_missing_random_states_are_refused_unless_ignored(tmp_path, caplog):
+    checkpoint = tmp_path / "step_2"
+    saved_state(checkpoint, best=False)
+    (checkpoint / "rng_state_0.json").unlink()
+    with pytest.raises(ValueError, match=r"has no rng_state_0.json .*random states of process 0 .*pass "
+                                         r"--ignore_missing_rng_state"):
+        tiny_state(steps=0, best=False).load(checkpoint, process_index=0)
+    with pytest.raises(ValueError, match=r"has no rng_state_1.json"):  # a process the checkpoint did not have
+        tiny_state(steps=0, best=False).load(checkpoint, process_index=1)
+    fresh = tiny_state(seed=1, steps=0, best=False)
+    fresh.load(checkpoint, process_index=0, ignore_missing_rng_state=True)
+    assert "Resuming with fresh random states" in caplog.text
+    torch.testing.assert_close(fresh.optimizer.state_dict(), tiny_state(best=False).optimizer.state_dict())
+
+
+def test_trust_pickled_checkpoint_resumes_an_old_format_checkpoint(tmp_path):
+    """The opt-in: a checkpoint written by accelerator.save_state (the old format) is loaded through Accelerate."""
+    args = TrainingArguments(output_dir=str(tmp_path / "out"))
+    accelerator = make_accelerator(args)
+    state = tiny_state(best=False)
+    model, optimizer = accelerator.prepare(state.model, state.optimizer)
+    accelerator.register_for_checkpointing(state.scheduler)
+    accelerator.save_state(str(tmp_path / "checkpoints" / "step_2"))
+    assert pickle_files(tmp_path / "checkpoints" / "step_2")
+
+    fresh = tiny_state(seed=1, steps=0, best=False)
+    accelerator = make_accelerator(args)
+    fresh.model, fresh.optimizer = accelerator.prepare(fresh.model, fresh.optimizer)
+    checkpoints = Checkpoints(tmp_path / "checkpoints", "latest", trust_pickled=True)
+    assert checkpoints.resume(accelerator, fresh) == 2
+    torch.testing.assert_close(fresh.model.state_dict(), state.model.state_dict())
+    assert fresh.scheduler.state_dict() == state.scheduler.state_dict()
