@@ -9,6 +9,8 @@ Kinds:
 * ``"bpe"``: byte-pair encoding over ``Metaspace`` pre-tokens (SentencePiece style: "▁" marks a word start,
   so decoding restores the spaces).
 * ``"wordpiece"``: BERT-style WordPiece (``##`` marks a word continuation) over ``BertPreTokenizer`` words.
+
+The same texts give byte-identical tokenizer files in every process (see `_continuation_tokens`).
 """
 
 from collections.abc import Iterable
@@ -55,10 +57,10 @@ def train_tokenizer(
         tokenizer.decoder = decoders.Metaspace()
         trainer = trainers.BpeTrainer(**options)
     elif kind == "wordpiece":
-        tokenizer = Tokenizer(models.WordPiece(unk_token=unk))
-        tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-        tokenizer.decoder = decoders.WordPiece()
-        trainer = trainers.WordPieceTrainer(**options)
+        texts = list(texts)
+        tokenizer = _wordpiece(models.WordPiece(unk_token=unk))
+        continuations = _continuation_tokens(texts, tokenizer.pre_tokenizer)
+        trainer = trainers.WordPieceTrainer(**{**options, "special_tokens": tokens + continuations})
     else:
         raise ValueError(f"Unknown tokenizer kind {kind!r}; valid options: {KINDS}.")
     tokenizer.train_from_iterator(texts, trainer)
@@ -68,4 +70,26 @@ def train_tokenizer(
         trained = tokenizer.get_vocab(with_added_tokens=False)
         words = [word for word in sorted(trained, key=trained.get) if word not in tokens]
         tokenizer.model = models.WordLevel({word: i for i, word in enumerate(tokens + words)}, unk_token=unk)
+    if kind == "wordpiece":  # the same vocabulary, without the continuations' special-token marking
+        tokenizer = _wordpiece(models.WordPiece(tokenizer.get_vocab(with_added_tokens=False), unk_token=unk))
+        tokenizer.add_special_tokens(tokens)
     return PreTrainedTokenizerFast(tokenizer_object=tokenizer, **special_tokens)
+
+
+def _wordpiece(model: models.WordPiece) -> Tokenizer:
+    tokenizer = Tokenizer(model)
+    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tokenizer.decoder = decoders.WordPiece()
+    return tokenizer
+
+
+def _continuation_tokens(texts: list[str], pre_tokenizer) -> list[str]:
+    """The ``##c`` tokens that WordPiece training makes: each character that continues a pre-tokenized word, sorted.
+
+    The trainer numbers these tokens in the order it walks its hash map of words, which changes from process to
+    process, and it breaks ties between equally frequent merges by the lower ids: the same texts gave another
+    vocabulary in every run. Passed to the trainer as leading special tokens, they get fixed ids.
+    """
+    pieces = {piece for text in texts for piece in text.split(" ")}
+    return sorted({f"##{char}" for piece in pieces for word, _ in pre_tokenizer.pre_tokenize_str(piece)
+                   for char in word[1:]})

@@ -1,9 +1,14 @@
-"""Tokenizer training (hf_seqmodels.tokenization): ids, special tokens, and the save_pretrained round trip."""
+"""Tokenizer training (hf_seqmodels.tokenization): ids, special tokens, the save_pretrained round trip, and the same
+files from the same texts in every process."""
+
+import os
+import subprocess
+import sys
 
 import pytest
 from transformers import AutoTokenizer
 
-from hf_seqmodels.tokenization import DEFAULT_SPECIAL_TOKENS, train_tokenizer
+from hf_seqmodels.tokenization import DEFAULT_SPECIAL_TOKENS, KINDS, train_tokenizer
 
 # PTB style: already tokenized, with "<unk>" in the text.
 TEXTS = ["the company said <unk> N shares", "the market fell", "<unk> said the market rose N %"] * 3
@@ -47,3 +52,27 @@ def test_bad_arguments_raise():
 def test_vocab_size_must_leave_room_beyond_the_special_tokens(kind, vocab_size):
     with pytest.raises(ValueError, match=f"must be larger than the 4 special tokens .* got {vocab_size}"):
         train_tokenizer(TEXTS, kind, vocab_size=vocab_size)
+
+
+TRAIN_IN_A_FRESH_PROCESS = """
+import sys
+import datasets
+from hf_seqmodels.tokenization import KINDS, train_tokenizer
+
+texts = datasets.load_dataset("json", data_files=sys.argv[1], split="train")["sentence"][:2000]
+for kind in KINDS:
+    train_tokenizer(texts, kind, vocab_size=1000).save_pretrained(f"{sys.argv[2]}/{kind}")
+"""
+
+
+def test_the_same_texts_give_byte_identical_tokenizer_files(tmp_path, data_dir):
+    """Trained in two processes (hash maps iterate in another order in each), every kind writes the same files."""
+    for run in ("first", "second"):
+        subprocess.run([sys.executable, "-c", TRAIN_IN_A_FRESH_PROCESS, str(data_dir / "sst2" / "train.jsonl.gz"),
+                        str(tmp_path / run)], check=True, env={**os.environ, "HF_DATASETS_OFFLINE": "1"})
+    for kind in KINDS:
+        files = sorted(path.name for path in (tmp_path / "first" / kind).iterdir())
+        assert "tokenizer.json" in files
+        for name in files:
+            assert (tmp_path / "first" / kind / name).read_bytes() == (tmp_path / "second" / kind / name).read_bytes(), \
+                f"{kind}: {name} differs between two trainings on the same texts"
