@@ -5,6 +5,9 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from .masks import check_tensor
+from .modeling_utils import cross_entropy
+
 _CLASS_ID_DTYPES = (torch.long, torch.int)
 
 
@@ -45,6 +48,7 @@ def sequence_classification_loss(logits: torch.Tensor, labels: torch.Tensor, con
     labels; sequences labelled -100 are ignored) or "multi_label_classification" (BCE on float multi-hot labels);
     when unset it is inferred from ``num_labels`` and the labels' dtype and written back to the config.
     """
+    check_tensor(labels, "labels")
     num_labels = logits.shape[-1]
     if config.problem_type is None:
         if num_labels == 1:
@@ -63,7 +67,7 @@ def sequence_classification_loss(logits: torch.Tensor, labels: torch.Tensor, con
     if config.problem_type == "single_label_classification":
         _check_label_shape(labels, {(batch,)})
         _check_class_ids(labels, num_labels, "sequences")
-        return F.cross_entropy(logits, labels.long(), ignore_index=-100)
+        return cross_entropy(logits, labels.long())
     if config.problem_type == "multi_label_classification":
         _check_label_shape(labels, {(batch, num_labels)})
         return F.binary_cross_entropy_with_logits(logits, labels.to(logits.dtype))
@@ -77,10 +81,11 @@ def token_classification_loss(logits: torch.Tensor, labels: torch.Tensor) -> tor
     """Cross-entropy over tokens; positions labelled -100 (padding, continuation sub-words) are ignored."""
     _check_label_shape(labels, {tuple(logits.shape[:2])})
     _check_class_ids(labels, logits.shape[-1], "tokens")
-    return F.cross_entropy(logits.flatten(0, 1), labels.flatten().long(), ignore_index=-100)
+    return cross_entropy(logits.flatten(0, 1), labels.flatten().long())
 
 
 def _check_label_shape(labels: torch.Tensor, expected: set[tuple[int, ...]]) -> None:
+    check_tensor(labels, "labels")
     if tuple(labels.shape) not in expected:
         raise ValueError(
             f"`labels` has shape {tuple(labels.shape)}, expected {' or '.join(map(str, sorted(expected)))}."

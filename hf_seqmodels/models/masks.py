@@ -7,6 +7,14 @@ means "a real token: attend to it / keep it" and ``False`` (or 0) means padding.
 import torch
 
 
+def check_tensor(value, name: str) -> None:
+    """Raise a TypeError naming the argument unless ``value`` is a tensor (a list or an array is not converted: its
+    dtype and device would be guesses)."""
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"`{name}` must be a torch.Tensor, got {type(value).__name__}: pass tensors, e.g. "
+                        "tokenizer(texts, return_tensors='pt').")
+
+
 def check_input_ids(input_ids: torch.Tensor, vocab_size: int, name: str = "input_ids") -> None:
     """Raise a clear error for token ids outside ``[0, vocab_size)`` instead of an index error inside torch."""
     if input_ids.dtype not in (torch.int64, torch.int32):
@@ -39,6 +47,7 @@ def prepare_padding_mask(
     """
     if attention_mask is None:
         return None
+    check_tensor(attention_mask, name)
     widths = (length,) if past_length is None else tuple(dict.fromkeys((length, past_length + length)))
     if attention_mask.dim() != 2 or attention_mask.shape[0] != batch_size or attention_mask.shape[1] not in widths:
         expected = " or ".join(f"({batch_size}, {width})" for width in widths)
@@ -47,6 +56,10 @@ def prepare_padding_mask(
             "1 for a token and 0 for padding" + (", the cached positions included or not" if len(widths) > 1 else "")
             + "."
         )
+    if attention_mask.dtype != torch.bool:
+        if bool((not_binary := (attention_mask != 0) & (attention_mask != 1)).any()):
+            raise ValueError(f"`{name}` must hold 1 for a token and 0 for padding, got the values "
+                             f"{attention_mask[not_binary].unique()[:5].tolist()}.")
     # During generation the mask covers the cached prefix too; the current chunk is its last `length` columns.
     return attention_mask[:, -length:].bool()
 

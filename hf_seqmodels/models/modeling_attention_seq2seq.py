@@ -13,7 +13,7 @@ from .attention import AdditiveAttention, LuongAttention
 from .cache import RecurrentCache, RecurrentGenerationMixin, recurrent_cache
 from .cache_names import CACHE_NAME, cache_argument, cache_field, output_cache
 from .configuration_attention_seq2seq import AttentionSeq2SeqConfig
-from .masks import check_input_ids, check_no_empty_rows, padding_or_none, prepare_padding_mask
+from .masks import check_input_ids, check_no_empty_rows, check_tensor, padding_or_none, prepare_padding_mask
 from .modeling_utils import (
     EncoderDecoderMixin,
     SeqModelsPreTrainedModel,
@@ -304,6 +304,7 @@ class AttentionSeq2SeqModel(EncoderDecoderMixin, AttentionSeq2SeqPreTrainedModel
                 "Pass `decoder_input_ids` (the decoder start token followed by the target shifted right) or, to "
                 "AttentionSeq2SeqForConditionalGeneration, `labels` to build them from."
             )
+        check_tensor(decoder_input_ids, "decoder_input_ids")
         if decoder_input_ids.dim() != 2:
             raise ValueError(
                 f"`decoder_input_ids` must have shape (batch, target_length), got {tuple(decoder_input_ids.shape)}."

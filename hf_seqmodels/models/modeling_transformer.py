@@ -32,7 +32,7 @@ from .cache_names import cache_argument, cache_field, output_cache
 from .configuration_transformer import TransformerConfig
 from .embeddings import TransformerEmbeddings, sinusoidal_positions
 from .heads import SequencePooler, sequence_classification_loss, token_classification_loss
-from .masks import build_attention_mask, check_no_empty_rows, padding_or_none, prepare_padding_mask
+from .masks import build_attention_mask, check_no_empty_rows, check_tensor, padding_or_none, prepare_padding_mask
 from .modeling_utils import EncoderDecoderMixin, SeqModelsPreTrainedModel, check_token_inputs, lm_loss
 
 
@@ -434,8 +434,10 @@ class TransformerModel(EncoderDecoderMixin, TransformerPreTrainedModel):
             encoder_outputs = BaseModelOutputWithPastAndCrossAttentions(last_hidden_state=encoder_outputs[0])
         if decoder_input_ids is None and decoder_inputs_embeds is None:
             raise ValueError("Pass `decoder_input_ids` (or `labels` to the ForConditionalGeneration head).")
-        targets = (decoder_input_ids if decoder_input_ids is not None else decoder_inputs_embeds).shape[0]
-        if targets != (sources := encoder_outputs.last_hidden_state.shape[0]):
+        decoder_inputs, name = ((decoder_input_ids, "decoder_input_ids") if decoder_input_ids is not None
+                                else (decoder_inputs_embeds, "decoder_inputs_embeds"))
+        check_tensor(decoder_inputs, name)
+        if (targets := decoder_inputs.shape[0]) != (sources := encoder_outputs.last_hidden_state.shape[0]):
             raise ValueError(f"The decoder inputs have {targets} rows but the source has {sources}: pass one target "
                              "per source.")
         decoder_outputs = self.decoder(

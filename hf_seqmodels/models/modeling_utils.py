@@ -2,14 +2,17 @@
 base, the one check of a model's token inputs, the language-model output layer and loss, and the encoder-decoders'
 decoder inputs and vocabulary resizing. A family's modeling file imports this and layers, never another family."""
 
+import math
+
 import torch
 from torch import nn
-from transformers import PreTrainedModel
+from torch.nn import functional as F
+from transformers import GenerationConfig, PreTrainedModel
 from transformers import initialization as init
 from transformers.loss.loss_utils import ForCausalLMLoss, ForMaskedLMLoss
 from transformers.models.bart.modeling_bart import shift_tokens_right
 
-from .masks import check_input_ids
+from .masks import check_input_ids, check_tensor
 
 
 class SeqModelsPreTrainedModel(PreTrainedModel):
@@ -36,6 +39,52 @@ class SeqModelsPreTrainedModel(PreTrainedModel):
         """``use_cache``, else the config's in evaluation: training never keeps a cache."""
         return use_cache if use_cache is not None else (self.config.use_cache and not self.training)
 
+    def _prepare_generation_config(self, generation_config, **kwargs):
+        # Where generate()'s options enter: transformers leaves some bad values to fail deep in its loop (num_beams=0
+        # divides by zero) or to pass unnoticed (a top_p of 1.5, an eos id outside the vocabulary).
+        generation_config, model_kwargs = super()._prepare_generation_config(generation_config, **kwargs)
+        check_generation_config(generation_config, self.config.vocab_size)
+        if not self.config.is_encoder_decoder:
+            check_left_padding(model_kwargs.get("attention_mask"))
+        return generation_config, model_kwargs
+
+
+def check_generation_config(config: GenerationConfig, vocab_size: int) -> None:
+    """Raise a ValueError naming the option unless ``config``'s search sizes, lengths, probabilities and token ids
+    are valid for a model of ``vocab_size`` tokens."""
+    def integer(name: str, minimum: int) -> None:
+        value = getattr(config, name, None)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < minimum):
+            raise ValueError(f"`{name}`={value!r} must be an integer of at least {minimum}.")
+
+    for name, minimum in (("num_beams", 1), ("num_return_sequences", 1), ("max_new_tokens", 1), ("max_length", 1),
+                          ("min_new_tokens", 0), ("min_length", 0), ("no_repeat_ngram_size", 0), ("top_k", 0)):
+        integer(name, minimum)
+    if config.min_new_tokens and config.max_new_tokens is not None and config.min_new_tokens > config.max_new_tokens:
+        raise ValueError(f"`min_new_tokens`={config.min_new_tokens} is more than `max_new_tokens`="
+                         f"{config.max_new_tokens}: no output can satisfy both.")
+    for name, low, high in (("top_p", 0.0, 1.0), ("epsilon_cutoff", 0.0, 1.0), ("eta_cutoff", 0.0, 1.0)):
+        value = getattr(config, name, None)
+        if value is not None and not (isinstance(value, (int, float)) and low <= value <= high):
+            raise ValueError(f"`{name}`={value!r} must be a probability in [{low}, {high}].")
+    if not (isinstance(config.length_penalty, (int, float)) and math.isfinite(config.length_penalty)):
+        raise ValueError(f"`length_penalty`={config.length_penalty!r} must be a finite number.")
+    for name in ("eos_token_id", "pad_token_id", "bos_token_id", "decoder_start_token_id", "forced_bos_token_id",
+                 "forced_eos_token_id", "suppress_tokens", "begin_suppress_tokens"):
+        value = getattr(config, name, None)
+        for token_id in value if isinstance(value, (list, tuple)) else [value]:
+            if token_id is not None and not (isinstance(token_id, int) and 0 <= token_id < vocab_size):
+                raise ValueError(f"`{name}`={value!r} is outside the model's vocabulary (0..{vocab_size - 1}).")
+
+
+def check_left_padding(attention_mask: torch.Tensor | None) -> None:
+    """A decoder-only model continues each prompt after its last column: refuse prompts padded on the right."""
+    if attention_mask is not None and attention_mask.dim() == 2 and bool((attention_mask[:, -1] == 0).any()):
+        raise ValueError(
+            "`attention_mask` marks padding at the end of a prompt: a decoder-only model generates after the last "
+            "column, so pad prompts on the left (tokenizer.padding_side = 'left')."
+        )
+
 
 def check_token_inputs(
     input_ids: torch.Tensor | None,
@@ -51,6 +100,7 @@ def check_token_inputs(
     ids, embeds = f"{prefix}input_ids", f"{prefix}inputs_embeds"
     if (input_ids is None) == (inputs_embeds is None):
         raise ValueError(f"Pass exactly one of `{ids}` and `{embeds}`.")
+    check_tensor(input_ids if input_ids is not None else inputs_embeds, ids if input_ids is not None else embeds)
     if input_ids is not None:
         if input_ids.dim() != 2:
             raise ValueError(f"`{ids}` must have shape (batch, length), got {tuple(input_ids.shape)}.")
@@ -84,6 +134,7 @@ def lm_output_layers(
 def check_lm_labels(labels: torch.Tensor, logits: torch.Tensor) -> None:
     """Raise a clear error unless ``labels`` hold one token id (or -100, ignored) for every position of a language
     model's ``logits`` ``(batch, length, vocab_size)``."""
+    check_tensor(labels, "labels")
     if labels.shape != logits.shape[:2]:
         raise ValueError(
             f"`labels` has shape {tuple(labels.shape)}, expected {tuple(logits.shape[:2])}: one target token id per "
@@ -103,10 +154,21 @@ def lm_loss(
     """The language-model loss of every family: cross-entropy over the positions not labelled -100, a mean over
     them, or a sum divided by ``num_items_in_batch`` (the target tokens of a whole accumulated batch, from Trainer).
     ``shift``: ``labels`` are the inputs themselves, and position ``t`` predicts label ``t + 1`` (causal LMs);
-    otherwise they are aligned with the logits already (a decoder reading the target shifted right)."""
+    otherwise they are aligned with the logits already (a decoder reading the target shifted right).
+    Labels that are all -100 give a loss of 0 (no token counts), not NaN."""
     check_lm_labels(labels, logits)
+    if num_items_in_batch is None:
+        targets = labels[:, 1:] if shift else labels
+        num_items_in_batch = (targets != -100).sum().clamp(min=1)
     loss = ForCausalLMLoss if shift else ForMaskedLMLoss
     return loss(logits, labels, logits.shape[-1], num_items_in_batch=num_items_in_batch)
+
+
+def cross_entropy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy of ``logits`` ``(n, classes)`` against class ids ``(n,)`` over the rows not labelled -100;
+    0 (not NaN) when every row is."""
+    total = F.cross_entropy(logits, labels, ignore_index=-100, reduction="sum")
+    return total / (labels != -100).sum().clamp(min=1)
 
 
 class EncoderDecoderMixin:
@@ -141,6 +203,7 @@ class EncoderDecoderMixin:
         The labels' ids are checked first, as labels, since they become decoder inputs."""
         if labels is None:
             return decoder_input_ids
+        check_tensor(labels, "labels")
         if (targets := labels[labels != -100]).numel():
             check_input_ids(targets, self.config.vocab_size, "labels")
         if decoder_input_ids is None and decoder_inputs_embeds is None:
