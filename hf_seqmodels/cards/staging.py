@@ -2,7 +2,8 @@
 
 `stage_hub_folder` copies what a Hub repo needs (safetensors weights, config.json with ``auto_map`` and the code
 files it names, tokenizer files, results.json) and writes the card as README.md; `check_hub_folder` validates that
-folder without the network.
+folder without the network. A staged folder holds a `STAGING_MARKER` file (never uploaded): staging replaces only
+a folder that has one, so it never deletes a folder of the user's.
 """
 
 import json
@@ -13,6 +14,7 @@ from pathlib import Path
 from huggingface_hub import ModelCard
 from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 
+from ..files import replacing
 from ..models.pipeline_translation import SOURCE_TOKENIZER_DIR
 from .results import run_scores
 
@@ -21,6 +23,7 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_ma
                    "merges.txt", "added_tokens.json", "chat_template.jinja")
 OTHER_FILES = ("config.json", "generation_config.json", "results.json")
 PICKLE_FILES = ("*.bin", "*.pt", "*.pth", "*.ckpt", "*.pkl")
+STAGING_MARKER = ".hf_seqmodels-staging"  # in every folder stage_hub_folder writes, and only there
 
 
 def _matches(name: str, patterns) -> bool:
@@ -50,11 +53,11 @@ def stage_hub_folder(model_dir: str | Path, target: str | Path, card: ModelCard)
     Copied: weights (safetensors only), config.json, generation_config.json, results.json, tokenizer files (and
     those of a translation model's ``source_tokenizer/``), and every ``.py`` file in ``model_dir`` (the remote code
     ``save_pretrained`` wrote next to config.json). Pickle weights (``*.bin``...) are refused: they run code when
-    loaded. An existing ``target`` is replaced only if it is a folder staged earlier; it may not overlap
-    ``model_dir``.
+    loaded. An existing ``target`` is replaced (whole, at once: `files.replacing`) only if it is empty or a
+    folder staged earlier (it holds `STAGING_MARKER`); it may not overlap ``model_dir``.
 
     Returns:
-        The staged file names, sorted.
+        The staged file names, sorted (`STAGING_MARKER` left out).
     """
     model_dir, target = Path(model_dir), Path(target)
     check_model_dir(model_dir)
@@ -65,23 +68,25 @@ def stage_hub_folder(model_dir: str | Path, target: str | Path, card: ModelCard)
     if staged == model or model in staged.parents or staged in model.parents:
         raise ValueError(f"The staging folder {target} and the model folder {model_dir} overlap: stage elsewhere "
                          "(the default is <model_dir>-hub).")
-    if target.exists():
-        if not (target / "README.md").is_file() or not (target / "config.json").is_file():
-            raise ValueError(f"{target} exists and is not a folder staged earlier (README.md and config.json): "
-                             "nothing there is deleted; pass another --staging_dir or remove it yourself.")
-        shutil.rmtree(target)  # an earlier staging of a model, replaced whole
-    target.mkdir(parents=True)
-    for path in sorted(model_dir.iterdir()):
-        if path.is_file() and (_matches(path.name, WEIGHT_FILES + OTHER_FILES) or path.name in TOKENIZER_FILES
-                               or path.suffix == ".py"):
-            shutil.copy2(path, target / path.name)
-    if (source := model_dir / SOURCE_TOKENIZER_DIR).is_dir():
-        (target / SOURCE_TOKENIZER_DIR).mkdir()
-        for path in source.iterdir():
-            if path.name in TOKENIZER_FILES:
-                shutil.copy2(path, target / SOURCE_TOKENIZER_DIR / path.name)
-    card.save(target / "README.md")
-    return sorted(str(p.relative_to(target)) for p in target.rglob("*") if p.is_file())
+    if target.is_symlink() or (target.exists() and not target.is_dir()):
+        raise ValueError(f"{target} exists and is not a folder (a file or a link): nothing there is replaced; pass "
+                         "another --staging_dir.")
+    if target.is_dir() and any(target.iterdir()) and not (target / STAGING_MARKER).is_file():
+        raise ValueError(f"{target} exists and is not a folder staged earlier (it has no {STAGING_MARKER} file): "
+                         "nothing there is deleted; pass another --staging_dir or remove it yourself.")
+    with replacing(target) as temp:
+        (temp / STAGING_MARKER).write_text(f"Staged from {model} by hf_seqmodels; the next staging replaces it.\n")
+        for path in sorted(model_dir.iterdir()):
+            if path.is_file() and (_matches(path.name, WEIGHT_FILES + OTHER_FILES) or path.name in TOKENIZER_FILES
+                                   or path.suffix == ".py"):
+                shutil.copy2(path, temp / path.name)
+        if (source := model_dir / SOURCE_TOKENIZER_DIR).is_dir():
+            (temp / SOURCE_TOKENIZER_DIR).mkdir()
+            for path in source.iterdir():
+                if path.name in TOKENIZER_FILES:
+                    shutil.copy2(path, temp / SOURCE_TOKENIZER_DIR / path.name)
+        card.save(temp / "README.md")
+    return sorted(str(p.relative_to(target)) for p in target.rglob("*") if p.is_file() and p.name != STAGING_MARKER)
 
 
 def check_hub_folder(folder: str | Path, run: dict | None = None) -> None:

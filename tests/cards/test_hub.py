@@ -2,10 +2,13 @@
 (load_check and upload run in tests/scripts/test_push_to_hub.py, through the script.)"""
 
 import json
+import re
 
+import pytest
 from huggingface_hub import ModelCard
 
 from hf_seqmodels.cards import prepare_hub_folder
+from hf_seqmodels.cards.hub import check_repo_id
 
 from .runs import NER_RUN
 
@@ -41,3 +44,20 @@ def test_prepare_takes_a_named_run_of_a_suite_file(tmp_path):
     assert folder.path == tmp_path / "staged" and folder.run == NER_RUN
     card = ModelCard.load(folder.path / "README.md")
     assert (card.data.model_name, card.data.license) == ("BERT (MiniLM-L6)", "mit")
+
+
+@pytest.mark.parametrize("repo_id, message", [
+    ("sst2-bilstm", "is not of the form 'user/name'"),
+    ("me/models/sst2", "is not of the form 'user/name'"),
+    ("/sst2", "is not of the form 'user/name'"),
+    ("me/", "is not of the form 'user/name'"),
+    ("me/sst2 bilstm", "is not a valid Hub repository id: Repo id must use alphanumeric chars"),
+    ("me/sst2--bilstm", "is not a valid Hub repository id: Cannot have -- or .."),
+    ("me/sst2.git", "is not a valid Hub repository id: Repo_id cannot end by '.git'"),
+    ("me/" + "x" * 100, "is not a valid Hub repository id"),
+])
+def test_bad_repo_ids_are_refused_before_staging(tmp_path, repo_id, message):
+    with pytest.raises(ValueError, match=f"--repo_id '.*' {re.escape(message)}"):
+        prepare_hub_folder(bert_folder(tmp_path), repo_id, benchmarks="")
+    assert not (tmp_path / "ner-hub").exists()
+    check_repo_id("me/sst2-bilstm.v2")

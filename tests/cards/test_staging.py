@@ -6,6 +6,7 @@ import json
 import pytest
 
 from hf_seqmodels.cards import check_hub_folder, render_card, stage_hub_folder
+from hf_seqmodels.cards.staging import STAGING_MARKER
 
 from .runs import RUN, write_card
 
@@ -43,10 +44,21 @@ def test_staging_never_deletes_what_it_did_not_stage(tmp_path):
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "thesis.txt").write_text("mine")
-    with pytest.raises(ValueError, match="is not a folder staged earlier"):
-        stage_hub_folder(model_dir, notes, card)
-    assert (notes / "thesis.txt").read_text() == "mine" and (model_dir / "model.safetensors").is_file()
+    other_model = tmp_path / "other-model"  # looks like a staged folder (a card and a config), but is the user's
+    other_model.mkdir()
+    (other_model / "README.md").write_text("my notes")
+    (other_model / "config.json").write_text("{}")
+    for folder in (notes, other_model):
+        with pytest.raises(ValueError, match=f"is not a folder staged earlier \\(it has no {STAGING_MARKER} file"):
+            stage_hub_folder(model_dir, folder, card)
+    assert (notes / "thesis.txt").read_text() == "mine" and (other_model / "README.md").read_text() == "my notes"
+    assert (model_dir / "model.safetensors").is_file()
+    (tmp_path / "a-file").write_text("mine")
+    with pytest.raises(ValueError, match="a-file exists and is not a folder"):
+        stage_hub_folder(model_dir, tmp_path / "a-file", card)
     staged = tmp_path / "staged"
-    stage_hub_folder(model_dir, staged, card)
+    staged.mkdir()  # empty: staged into
+    assert stage_hub_folder(model_dir, staged, card) == ["README.md", "config.json", "model.safetensors"]
     (staged / "stale.bin").write_bytes(b"\0")
     assert "stale.bin" not in stage_hub_folder(model_dir, staged, card)  # an earlier staging is replaced whole
+    assert (staged / STAGING_MARKER).is_file() and not list(tmp_path.glob(".staged.*"))  # no temporary left

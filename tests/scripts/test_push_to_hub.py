@@ -16,6 +16,7 @@ import pytest
 from huggingface_hub import ModelCard
 
 from hf_seqmodels.cards import load_check
+from hf_seqmodels.cards.staging import STAGING_MARKER
 from hf_seqmodels.paths import REPO_ROOT
 
 from hub_standin import HubStandIn  # tests/scripts is on sys.path (pytest rootdir-relative import)
@@ -33,7 +34,9 @@ def trained(tmp_path_factory):
 
 
 def digests(folder) -> dict[str, str]:
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())}
+    """The files to upload (staging's marker is not), by name."""
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())
+            if p.name != STAGING_MARKER}
 
 
 @pytest.fixture(scope="module")
@@ -126,3 +129,21 @@ def test_bad_model_folders_are_refused_before_staging(tmp_path):
         push.main([str(model_dir), "--repo_id", "me/model", "--results", "/nowhere.json", "--staging_dir",
                    str(staging)])
     assert not staging.exists()
+
+
+def test_dry_run_never_deletes_a_folder_of_the_users(trained, tmp_path):
+    """--staging_dir naming a folder of the user's that holds a README.md and a config.json (what staging writes)
+    is refused, and nothing in it changes; a bad --repo_id is refused before anything is staged."""
+    push = script("push_to_hub")
+    mine = tmp_path / "my-model"
+    mine.mkdir()
+    (mine / "README.md").write_text("my card")
+    (mine / "config.json").write_text("{}")
+    (mine / "notes.txt").write_text("my notes")
+    with pytest.raises(ValueError, match="my-model exists and is not a folder staged earlier"):
+        push.main([str(trained), "--repo_id", "me/sst2-bilstm", "--dry-run", "--staging_dir", str(mine)])
+    assert {p.name: p.read_text() for p in mine.iterdir()} == {"README.md": "my card", "config.json": "{}",
+                                                               "notes.txt": "my notes"}
+    with pytest.raises(ValueError, match="--repo_id 'sst2-bilstm' is not of the form 'user/name'"):
+        push.main([str(trained), "--repo_id", "sst2-bilstm", "--dry-run", "--staging_dir", str(tmp_path / "hub")])
+    assert not (tmp_path / "hub").exists()
