@@ -1,13 +1,14 @@
 """Configuration of the attention encoder-decoder: Sutskever, Bahdanau and Luong style recurrent translation models."""
 
-from transformers import PretrainedConfig
-
 from .configuration_utils import (
     CELL_TYPES,
+    CheckedConfig,
     check_choice,
-    check_dropout,
+    check_dropouts,
+    check_flags,
     check_initializer_range,
-    check_positive,
+    check_optional_sizes,
+    check_sizes,
     check_token_ids,
     decoder_start_token_id as start_token_rule,
 )
@@ -15,7 +16,7 @@ from .configuration_utils import (
 ATTENTION_TYPES = ("bahdanau", "luong_dot", "luong_general", "luong_concat", "none")
 
 
-class AttentionSeq2SeqConfig(PretrainedConfig):
+class AttentionSeq2SeqConfig(CheckedConfig):
     r"""
     Configuration of an [`AttentionSeq2SeqModel`] and [`AttentionSeq2SeqForConditionalGeneration`].
 
@@ -116,21 +117,22 @@ class AttentionSeq2SeqConfig(PretrainedConfig):
         use_cache: bool = True,
         pad_token_id: int | None = None,
         bos_token_id: int | None = None,
-        eos_token_id: int | None = None,
+        eos_token_id: int | list[int] | None = None,
         decoder_start_token_id: int | None = None,
         **kwargs,
     ):
         check_choice("cell_type", cell_type, CELL_TYPES)
         check_choice("attention_type", attention_type, ATTENTION_TYPES)
-        for name, value in (("vocab_size", vocab_size), ("embedding_size", embedding_size),
-                            ("hidden_size", hidden_size), ("encoder_layers", encoder_layers),
-                            ("decoder_layers", decoder_layers)):
-            check_positive(name, value)
-        for name, value in (("source_vocab_size", source_vocab_size), ("attention_size", attention_size)):
-            if value is not None:
-                check_positive(name, value)
-        check_dropout("dropout", dropout)
+        check_sizes(vocab_size=vocab_size, embedding_size=embedding_size, hidden_size=hidden_size,
+                    encoder_layers=encoder_layers, decoder_layers=decoder_layers)
+        check_optional_sizes(source_vocab_size=source_vocab_size, attention_size=attention_size)
+        check_dropouts(dropout=dropout)
+        check_flags(bidirectional_encoder=bidirectional_encoder, input_feeding=input_feeding,
+                    tie_word_embeddings=tie_word_embeddings, use_cache=use_cache)
         check_initializer_range(initializer_range)
+        if kwargs.setdefault("is_encoder_decoder", True) is not True:
+            raise ValueError(f"`is_encoder_decoder`={kwargs['is_encoder_decoder']!r} must be True: an attention "
+                             "encoder-decoder always is one; leave it out.")
         if input_feeding and not attention_type.startswith("luong"):
             raise ValueError(
                 f"`input_feeding`=True is Luong's technique and needs a Luong attention, but "
@@ -146,6 +148,8 @@ class AttentionSeq2SeqConfig(PretrainedConfig):
         decoder_start_token_id = start_token_rule(decoder_start_token_id, bos_token_id)
         check_token_ids(vocab_size, "target vocabulary", pad_token_id=pad_token_id, bos_token_id=bos_token_id,
                         eos_token_id=eos_token_id, decoder_start_token_id=decoder_start_token_id)
+        if source_vocab_size is not None:
+            check_token_ids(source_vocab_size, "source vocabulary", pad_token_id=pad_token_id)
         self.vocab_size = vocab_size
         self.source_vocab_size = source_vocab_size
         self.embedding_size = embedding_size
@@ -161,7 +165,6 @@ class AttentionSeq2SeqConfig(PretrainedConfig):
         self.initializer_range = initializer_range
         self.use_cache = use_cache
         self.decoder_start_token_id = decoder_start_token_id
-        kwargs["is_encoder_decoder"] = True
         super().__init__(
             pad_token_id=pad_token_id,
             bos_token_id=bos_token_id,

@@ -1,15 +1,22 @@
 """Configuration of the recurrent family: Elman RNN, LSTM and GRU language models, classifiers and taggers."""
 
-from transformers import PretrainedConfig
-
-from .configuration_utils import CELL_TYPES, is_integer
-from .configuration_utils import check_choice, check_dropout, check_initializer_range, check_positive, check_token_ids
+from .configuration_utils import (
+    CELL_TYPES,
+    CheckedConfig,
+    check_choice,
+    check_dropouts,
+    check_flags,
+    check_initializer_range,
+    check_sizes,
+    check_token_ids,
+    is_integer,
+)
 
 NONLINEARITIES = ("tanh", "relu")
 POOLINGS = ("last", "mean", "max", "attention")
 
 
-class RecurrentConfig(PretrainedConfig):
+class RecurrentConfig(CheckedConfig):
     r"""
     Configuration of a [`RecurrentModel`] and its heads.
 
@@ -95,27 +102,22 @@ class RecurrentConfig(PretrainedConfig):
         use_cache: bool = True,
         pad_token_id: int | None = None,
         bos_token_id: int | None = None,
-        eos_token_id: int | None = None,
+        eos_token_id: int | list[int] | None = None,
         **kwargs,
     ):
         check_choice("cell_type", cell_type, CELL_TYPES)
         check_choice("nonlinearity", nonlinearity, NONLINEARITIES)
         check_choice("classifier_pooling", classifier_pooling, POOLINGS)
-        for name, value in (("vocab_size", vocab_size), ("embedding_size", embedding_size),
-                            ("hidden_size", hidden_size), ("num_layers", num_layers)):
-            check_positive(name, value)
+        check_sizes(vocab_size=vocab_size, embedding_size=embedding_size, hidden_size=hidden_size, num_layers=num_layers)
         if not is_integer(spelling_features) or spelling_features < 0:
             raise ValueError(f"`spelling_features`={spelling_features!r} must be a non-negative integer (0 = none).")
-        for name, value in (("spelling_embedding_size", spelling_embedding_size),
-                            ("spelling_kernel_size", spelling_kernel_size),
-                            ("max_spelling_length", max_spelling_length)):
-            check_positive(name, value)
+        check_sizes(spelling_embedding_size=spelling_embedding_size, spelling_kernel_size=spelling_kernel_size,
+                    max_spelling_length=max_spelling_length)
         if spelling_kernel_size % 2 == 0:
             raise ValueError(f"`spelling_kernel_size`={spelling_kernel_size} must be odd, so that the window is "
                              "centred on a byte.")
-        for name, value in (("embedding_dropout", embedding_dropout), ("dropout", dropout),
-                            ("output_dropout", output_dropout)):
-            check_dropout(name, value)
+        check_dropouts(embedding_dropout=embedding_dropout, dropout=dropout, output_dropout=output_dropout)
+        check_flags(bidirectional=bidirectional, tie_word_embeddings=tie_word_embeddings, use_cache=use_cache)
         check_initializer_range(initializer_range)
         check_token_ids(vocab_size, pad_token_id=pad_token_id, bos_token_id=bos_token_id, eos_token_id=eos_token_id)
         self.vocab_size = vocab_size

@@ -1,11 +1,13 @@
 """Configuration of the Transformer family (Vaswani et al., 2017): encoder-decoder, decoder-only and encoder-only."""
 
-from transformers import PretrainedConfig
-
 from .configuration_utils import (
+    CheckedConfig,
     check_choice,
-    check_dropout,
-    check_positive,
+    check_dropouts,
+    check_flags,
+    check_optional_sizes,
+    check_positive_number,
+    check_sizes,
     check_token_ids,
     decoder_start_token_id as start_token_rule,
 )
@@ -16,7 +18,7 @@ POSITION_EMBEDDINGS = ("sinusoidal", "learned")
 TRANSFORMER_POOLINGS = ("mean", "max", "attention")
 
 
-class TransformerConfig(PretrainedConfig):
+class TransformerConfig(CheckedConfig):
     r"""
     Configuration of a [`TransformerModel`] and its heads. The defaults are the paper's base model.
 
@@ -131,7 +133,7 @@ class TransformerConfig(PretrainedConfig):
         use_cache: bool = True,
         pad_token_id: int | None = None,
         bos_token_id: int | None = None,
-        eos_token_id: int | None = None,
+        eos_token_id: int | list[int] | None = None,
         decoder_start_token_id: int | None = None,
         is_encoder_decoder: bool = True,
         **kwargs,
@@ -140,15 +142,14 @@ class TransformerConfig(PretrainedConfig):
         check_choice("norm_position", norm_position, NORM_POSITIONS)
         check_choice("position_embedding", position_embedding, POSITION_EMBEDDINGS)
         check_choice("classifier_pooling", classifier_pooling, TRANSFORMER_POOLINGS)
-        for name, value in (("vocab_size", vocab_size), ("d_model", d_model), ("num_heads", num_heads),
-                            ("encoder_layers", encoder_layers), ("decoder_layers", decoder_layers),
-                            ("ffn_dim", ffn_dim), ("max_position_embeddings", max_position_embeddings)):
-            check_positive(name, value)
-        if source_vocab_size is not None:
-            check_positive("source_vocab_size", source_vocab_size)
-        for name, value in (("dropout", dropout), ("attention_dropout", attention_dropout),
-                            ("activation_dropout", activation_dropout), ("classifier_dropout", classifier_dropout)):
-            check_dropout(name, value)
+        check_sizes(vocab_size=vocab_size, d_model=d_model, num_heads=num_heads, encoder_layers=encoder_layers,
+                    decoder_layers=decoder_layers, ffn_dim=ffn_dim, max_position_embeddings=max_position_embeddings)
+        check_optional_sizes(source_vocab_size=source_vocab_size)
+        check_dropouts(dropout=dropout, attention_dropout=attention_dropout, activation_dropout=activation_dropout,
+                       classifier_dropout=classifier_dropout)
+        check_flags(scale_embedding=scale_embedding, share_encoder_decoder_embeddings=share_encoder_decoder_embeddings,
+                    tie_word_embeddings=tie_word_embeddings, use_cache=use_cache, is_encoder_decoder=is_encoder_decoder)
+        check_positive_number("layer_norm_eps", layer_norm_eps, "the epsilon every LayerNorm adds to the variance")
         if d_model % num_heads:
             raise ValueError(
                 f"`d_model`={d_model} is not divisible by `num_heads`={num_heads}: every head gets d_model / "
@@ -159,15 +160,11 @@ class TransformerConfig(PretrainedConfig):
                 f"`share_encoder_decoder_embeddings`=True needs one vocabulary, but `source_vocab_size`="
                 f"{source_vocab_size} differs from `vocab_size`={vocab_size}: unset source_vocab_size or stop sharing."
             )
-        if not layer_norm_eps > 0:
-            raise ValueError(f"`layer_norm_eps`={layer_norm_eps} must be a small positive number.")
         decoder_start_token_id = start_token_rule(decoder_start_token_id, bos_token_id)
         check_token_ids(vocab_size, pad_token_id=pad_token_id, bos_token_id=bos_token_id, eos_token_id=eos_token_id,
                         decoder_start_token_id=decoder_start_token_id)
-        if isinstance(pad_token_id, int) and source_vocab_size is not None and pad_token_id >= source_vocab_size:
-            raise ValueError(
-                f"`pad_token_id`={pad_token_id} is outside the source vocabulary (0..{source_vocab_size - 1})."
-            )
+        if source_vocab_size is not None:
+            check_token_ids(source_vocab_size, "source vocabulary", pad_token_id=pad_token_id)
         self.vocab_size = vocab_size
         self.source_vocab_size = source_vocab_size
         self.d_model = d_model

@@ -1,41 +1,97 @@
 """Validation shared by every family's configuration, in the shape of transformers' `configuration_utils`: each
-check raises a `ValueError` that names the field, shows the value and says what is allowed."""
+check raises a `ValueError` that names the field, shows the value and says what is allowed.
+
+Each family's `__init__` checks its own fields with the `check_*` functions, then hands on to `CheckedConfig`, the
+base of the three configurations, which checks the rest: the fields PretrainedConfig keeps (labels, problem type,
+output flags, dtype, architectures), keys that no one knows, and, on loading (`from_dict`, which `from_pretrained` and
+`AutoConfig` call), a config dict that lacks a field or was written for another model.
+"""
+
+import dataclasses
+import difflib
+import inspect
+import math
+import re
+
+import torch
+from transformers import PretrainedConfig
 
 CELL_TYPES = ("rnn", "lstm", "gru")  # the recurrent layers of the recurrent and attention encoder-decoder families
-
-
-def check_choice(name: str, value, allowed) -> None:
-    if value not in allowed:
-        raise ValueError(f"`{name}`={value!r} is not supported; choose one of {', '.join(map(repr, allowed))}.")
-
-
-def check_dropout(name: str, value: float) -> None:
-    if not 0.0 <= value < 1.0:
-        raise ValueError(f"`{name}`={value} must be in [0, 1): it is the probability of zeroing an activation.")
+PROBLEM_TYPES = ("regression", "single_label_classification", "multi_label_classification")
+LABEL_KEYS = {"num_labels", "id2label", "label2id"}
+# Keys PretrainedConfig takes besides its dataclass fields: those its `to_dict` and `save_pretrained` write, and those
+# its `from_dict` and `__post_init__` read.
+PRETRAINED_KEYS = {"model_type", "auto_map", "custom_pipelines", "num_labels", "torch_dtype", "output_attentions",
+                   "attn_implementation", "experts_implementation", "name_or_path", "_name_or_path", "_commit_hash"}
+PRETRAINED_FLAGS = ("return_dict", "output_hidden_states", "output_attentions", "is_encoder_decoder")
 
 
 def is_integer(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)  # True is an int to Python, not a size
 
 
-def check_positive(name: str, value: int) -> None:
-    if not is_integer(value) or value < 1:
-        raise ValueError(f"`{name}`={value!r} must be a positive integer.")
+def is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def check_initializer_range(value: float) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise ValueError(
-            f"`initializer_range`={value!r} must be a positive number: the standard deviation of the initial weights."
-        )
+def check_choice(name: str, value, allowed) -> None:
+    if not isinstance(value, (str, type(None))) or value not in allowed:
+        raise ValueError(f"`{name}`={value!r} is not supported; choose one of {', '.join(map(repr, allowed))}.")
+
+
+def check_flags(**flags) -> None:
+    """Raise unless each flag is a bool: the string "false" would count as true."""
+    for name, value in flags.items():
+        if not isinstance(value, bool):
+            raise ValueError(f"`{name}`={value!r} must be True or False (a bool).")
+
+
+def check_sizes(**sizes) -> None:
+    """Raise unless each size is a positive integer (not a bool, not a float)."""
+    for name, value in sizes.items():
+        if not is_integer(value) or value < 1:
+            raise ValueError(f"`{name}`={value!r} must be a positive integer.")
+
+
+def check_optional_sizes(**sizes) -> None:
+    """Raise unless each size is None (its default applies) or a positive integer."""
+    for name, value in sizes.items():
+        if value is not None and (not is_integer(value) or value < 1):
+            raise ValueError(f"`{name}`={value!r} must be a positive integer or None.")
+
+
+def check_dropouts(**dropouts) -> None:
+    """Raise unless each dropout is a probability in [0, 1)."""
+    for name, value in dropouts.items():
+        if not is_number(value):
+            raise ValueError(f"`{name}`={value!r} must be a number in [0, 1): the probability of zeroing an "
+                             "activation.")
+        if not 0.0 <= value < 1.0:
+            raise ValueError(f"`{name}`={value} must be in [0, 1): it is the probability of zeroing an activation.")
+
+
+def check_positive_number(name: str, value, meaning: str) -> None:
+    """Raise unless ``value`` is a finite positive number; ``meaning`` says what it is."""
+    if not is_number(value) or not 0 < value < math.inf:
+        raise ValueError(f"`{name}`={value!r} must be a positive number (finite): {meaning}.")
+
+
+def check_initializer_range(value) -> None:
+    check_positive_number("initializer_range", value, "the standard deviation of the initial weights")
 
 
 def check_token_ids(vocab_size: int, vocabulary: str = "vocabulary", **token_ids) -> None:
-    """Raise unless each special token id given (an id, a list of ids as `eos_token_id` may be, or None) is in the
-    vocabulary."""
+    """Raise unless each special token id given is None, an id in the vocabulary or a non-empty list of such ids (as
+    `eos_token_id` may be)."""
     for name, value in token_ids.items():
-        for token_id in value if isinstance(value, (list, tuple)) else [value]:
-            if isinstance(token_id, int) and not 0 <= token_id < vocab_size:
+        if value is None:
+            continue
+        ids = value if isinstance(value, (list, tuple)) else [value]
+        if not ids or not all(is_integer(token_id) for token_id in ids):
+            raise ValueError(f"`{name}`={value!r} must be None, or a token id (an integer in the {vocabulary}, "
+                             f"0..{vocab_size - 1}) or a list of them.")
+        for token_id in ids:
+            if not 0 <= token_id < vocab_size:
                 which = "is" if token_id is value else f"holds {token_id},"
                 raise ValueError(f"`{name}`={value} {which} outside the {vocabulary} (0..{vocab_size - 1}).")
 
@@ -44,3 +100,145 @@ def decoder_start_token_id(decoder_start_token_id: int | None, bos_token_id: int
     """The one rule of every encoder-decoder: the decoder starts from `decoder_start_token_id`, else from
     `bos_token_id`."""
     return decoder_start_token_id if decoder_start_token_id is not None else bos_token_id
+
+
+def own_fields(cls) -> list[str]:
+    """The fields that the `__init__` of ``cls`` and of its bases down to `CheckedConfig` name."""
+    names = {}
+    for klass in cls.__mro__[: cls.__mro__.index(CheckedConfig)]:
+        if "__init__" in vars(klass):
+            names.update(dict.fromkeys(inspect.signature(klass.__init__).parameters))
+    return [name for name in names if name not in ("self", "kwargs")]
+
+
+def pretrained_fields() -> set[str]:
+    return {field.name for field in dataclasses.fields(PretrainedConfig)}
+
+
+def known_keys(cls) -> set[str]:
+    """The keys a config of class ``cls`` takes: its own fields and PretrainedConfig's."""
+    return set(own_fields(cls)) | pretrained_fields() | PRETRAINED_KEYS
+
+
+def check_keys(cls, config: dict, loading: bool = False) -> None:
+    """Raise if ``config`` (the keyword arguments of `cls(...)`, or a loaded config dict) was written for another
+    model, holds a key that neither `cls` nor PretrainedConfig knows, or, when ``loading``, lacks one of the fields
+    that saving writes (a default in its place could change what the model computes)."""
+    model_type = config.get("model_type", cls.model_type)
+    if model_type != cls.model_type:
+        raise ValueError(f"`model_type`={model_type!r} is not {cls.__name__}'s ({cls.model_type!r}): the config was "
+                         "written for another model; load it with AutoConfig or that model's config class.")
+    check_architectures(cls, config.get("architectures"))
+    fields, known = own_fields(cls), known_keys(cls)
+    for key, value in config.items():
+        if key in cls.attribute_map:
+            raise ValueError(f"`{key}`={value!r} is another name for `{cls.attribute_map[key]}`: set "
+                             f"{cls.attribute_map[key]} instead.")
+        if key not in known:
+            close = difflib.get_close_matches(key, fields, n=1)
+            hint = f" (did you mean `{close[0]}`?)" if close else ""
+            raise ValueError(f"`{key}`={value!r} is not a field of {cls.__name__}{hint}; its fields are "
+                             f"{', '.join(fields)}, and PretrainedConfig's own.")
+    missing = [name for name in fields if name not in config and name not in pretrained_fields()]
+    if loading and missing:
+        raise ValueError(f"The config lacks {', '.join(f'`{name}`' for name in missing)} of {cls.__name__}: saving "
+                         "writes every field, and a default in its place could change what the model computes; add "
+                         "the value it was saved with.")
+
+
+def check_architectures(cls, architectures) -> None:
+    """Raise unless ``architectures`` (the model classes a saved config names) is None or names models of the family
+    of ``cls``, whose model classes share its name without "Config" (`RecurrentConfig` -> `RecurrentForCausalLM`)."""
+    prefixes = tuple(klass.__name__.removesuffix("Config") for klass in cls.__mro__[: cls.__mro__.index(CheckedConfig)])
+    if architectures is not None and (not isinstance(architectures, list) or not all(
+            isinstance(name, str) and name.startswith(prefixes) for name in architectures)):
+        raise ValueError(f"`architectures`={architectures!r} must be None or a list of {cls.__name__}'s model "
+                         f"classes ({prefixes[-1]}...): the config was written for another model.")
+
+
+def label_id(key) -> int | None:
+    """An `id2label` key (JSON writes the ids as strings) or `label2id` value as an int; None if it is no id."""
+    if is_integer(key):
+        return key
+    return int(key) if isinstance(key, str) and re.fullmatch("[0-9]+", key) else None
+
+
+def check_labels(config: dict) -> None:
+    """Raise unless the label fields among ``config`` (keyword arguments) are usable: `num_labels` a positive integer,
+    `id2label` names for the ids 0..n-1 (as many as `num_labels` when both are given), `label2id` its inverse, and
+    `problem_type` one of PROBLEM_TYPES or None."""
+    if "num_labels" in config and (not is_integer(config["num_labels"]) or config["num_labels"] < 1):
+        raise ValueError(f"`num_labels`={config['num_labels']!r} must be a positive integer: the number of classes "
+                         "(1 for regression).")
+    id2label, label2id = config.get("id2label"), config.get("label2id")
+    if id2label is not None:
+        ids = [label_id(key) for key in id2label] if isinstance(id2label, dict) else [None]
+        if None in ids or sorted(ids) != list(range(max(len(ids), 1))) or not all(
+                isinstance(name, str) for name in id2label.values()):
+            raise ValueError(f"`id2label`={id2label!r} must be a non-empty dict that maps the label ids 0..n-1 to "
+                             "their names (strings).")
+        if config.get("num_labels", len(id2label)) != len(id2label):
+            raise ValueError(f"`num_labels`={config['num_labels']!r} disagrees with `id2label`, which names "
+                             f"{len(id2label)} labels: give one of them, or both in agreement.")
+    inverse = {name: label_id(i) for i, name in id2label.items()} if id2label is not None else None
+    if label2id is not None and not (
+            isinstance(label2id, dict) and {name: label_id(i) for name, i in label2id.items()} == inverse):
+        raise ValueError(f"`label2id`={label2id!r} must come with `id2label` (here {id2label!r}) and be its inverse: "
+                         "a dict that maps each label name to its id.")
+    check_choice("problem_type", config.get("problem_type"), PROBLEM_TYPES + (None,))
+
+
+def check_pretrained_fields(config: dict) -> None:
+    """Raise unless the fields among ``config`` (keyword arguments) that PretrainedConfig keeps are usable: labels
+    and problem type, output flags, `chunk_size_feed_forward` (the models here do not chunk) and dtype."""
+    check_labels(config)
+    check_flags(**{name: config[name] for name in PRETRAINED_FLAGS if name in config})
+    chunks = config.get("chunk_size_feed_forward", 0)
+    if not is_integer(chunks) or chunks != 0:
+        raise ValueError(f"`chunk_size_feed_forward`={chunks!r} is not supported: hf_seqmodels models do not chunk "
+                         "their feed-forward layers; leave it 0.")
+    for name in ("dtype", "torch_dtype"):
+        value = config.get(name)
+        if value is not None and not isinstance(value, torch.dtype) and not (
+                isinstance(value, str) and isinstance(getattr(torch, value, None), torch.dtype)):
+            raise ValueError(f"`{name}`={value!r} must be None, a torch.dtype or its name (such as 'float32').")
+
+
+class CheckedConfig(PretrainedConfig):
+    """The base of every family's configuration: it refuses keys that neither the family nor PretrainedConfig knows
+    and checks PretrainedConfig's own fields on construction, and refuses a config dict that lacks a field or was
+    written for another model on loading. The family's `__init__` checks its own fields, then calls this one."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # transformers makes every config class a dataclass, whose `__eq__` compares PretrainedConfig's fields alone.
+        cls.__eq__ = PretrainedConfig.__eq__
+
+    def __init__(self, **kwargs):
+        check_keys(type(self), kwargs)
+        check_pretrained_fields(kwargs)
+        super().__init__(**kwargs)
+
+    @classmethod
+    def from_dict(cls, config_dict: dict, **kwargs):
+        """`PretrainedConfig.from_dict`, which `from_pretrained` and `AutoConfig` call, refusing a config dict that
+        lacks a field or was written for another model. The keyword arguments that are config fields
+        (`from_pretrained(folder, dropout=0.2)`) join the dict first, so that they are checked like it."""
+        config_dict = with_overrides(cls, config_dict, kwargs)
+        check_keys(cls, config_dict, loading=True)
+        return super().from_dict(config_dict, **kwargs)
+
+
+def with_overrides(cls, config_dict: dict, kwargs: dict) -> dict:
+    """``config_dict`` with the config fields among ``kwargs`` moved into it (other names of fields resolved). New
+    labels (`num_labels`, `id2label` or `label2id`) replace the saved ones, as in transformers; dtype stays in
+    ``kwargs``, where transformers reads "auto"."""
+    overrides, known = {}, known_keys(cls) - {"dtype", "torch_dtype"}
+    for key in [key for key in kwargs if cls.attribute_map.get(key, key) in known]:
+        overrides[cls.attribute_map.get(key, key)] = kwargs.pop(key)
+    saved_labels = config_dict.get("id2label")
+    relabelled = overrides.keys() & LABEL_KEYS and not (
+        overrides.keys() & LABEL_KEYS == {"num_labels"} and isinstance(saved_labels, dict)
+        and len(saved_labels) == overrides["num_labels"])
+    saved = {key: value for key, value in config_dict.items() if not (relabelled and key in LABEL_KEYS)}
+    return {**saved, **overrides}
