@@ -53,8 +53,9 @@ class Checkpoints:
         return int(checkpoint.name.removeprefix(PREFIX))
 
     def all(self) -> list[Path]:
-        """The complete checkpoint folders, oldest first."""
-        return sorted(self.folder.glob(f"{PREFIX}*"), key=self.step)
+        """The complete checkpoint folders, oldest first (``step_<digits>`` folders: not a ``step_old`` of yours)."""
+        found = [path for path in self.folder.glob(f"{PREFIX}*") if path.name[len(PREFIX):].isdigit() and path.is_dir()]
+        return sorted(found, key=self.step)
 
     def latest(self) -> Path | None:
         found = self.all()
@@ -85,9 +86,10 @@ class Checkpoints:
 
     def save(self, accelerator: Accelerator, step: int, state: TrainingState, tokenizer=None,
              best_step: int | None = None) -> None:
-        """Save ``state`` into ``step_<step>`` (each process its RNG states), with ``tokenizer`` (anything with ``save_pretrained``,
-        if given) in its ``tokenizer/`` sub-folder; then drop the oldest beyond ``limit``, never the checkpoint of
-        ``best_step`` (the best model's). A failed save (a full disk) keeps the previous checkpoints."""
+        """Save ``state`` into ``step_<step>`` (each process its RNG states), with ``tokenizer`` (anything with
+        ``save_pretrained``, if given) in its ``tokenizer/`` sub-folder; then drop the oldest beyond ``limit``,
+        never the checkpoint of ``best_step`` (the best model's). A failed save (a full disk) keeps the previous
+        checkpoints."""
         target = self.folder / f"{PREFIX}{step}"
         temp = target.with_name(f".{target.name}.tmp")  # the same name on every process: each writes its RNG state
         if accelerator.is_main_process:

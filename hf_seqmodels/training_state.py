@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from safetensors import SafetensorError
 from safetensors.torch import load_file, load_model, save_file, save_model
 
 logger = logging.getLogger(__name__)
@@ -75,6 +76,7 @@ class TrainingState:
         ``ignore_missing_rng_state``: then it warns and keeps the current ones."""
         folder = Path(folder)
         model_file = require(folder / MODEL_FILE, "the model's weights")
+        check_dtypes(read_tensors(model_file), self.model.state_dict(), model_file)
         _load_into(model_file, lambda: load_model(self.model, str(model_file)))
         _load_part(folder, "optimizer", self.optimizer,
                    lambda state, file: check_optimizer_state(state, self.optimizer, file))
@@ -150,17 +152,29 @@ def read_part(folder: Path, name: str):
         raise ValueError(f"{file} is not valid JSON ({error}): the checkpoint is damaged; {WHAT_TO_DO}.") from error
     tensors = {}
     if _has_tensors(value):
-        tensor_file = require(folder / f"{name}.safetensors", f"the tensors of {file.name}")
-        try:
-            tensors = load_file(str(tensor_file))
-        except Exception as error:  # safetensors raises its own SafetensorError (not an OSError) for a bad file
-            raise ValueError(f"{tensor_file} is not a readable safetensors file ({error}): the checkpoint is "
-                             f"damaged; {WHAT_TO_DO}.") from error
+        tensors = read_tensors(require(folder / f"{name}.safetensors", f"the tensors of {file.name}"))
     try:
         return from_json(value, tensors)
     except (KeyError, TypeError, ValueError) as error:
         raise ValueError(f"{file} is not a training state this version wrote ({type(error).__name__}: {error}); "
                          f"{WHAT_TO_DO}.") from error
+
+
+def read_tensors(file: Path) -> dict[str, torch.Tensor]:
+    """The tensors of a safetensors ``file``; a ValueError naming it when it is damaged."""
+    try:
+        return load_file(str(file))
+    except (SafetensorError, OSError) as error:
+        raise ValueError(f"{file} is not a readable safetensors file ({error}): the checkpoint is damaged; "
+                         f"{WHAT_TO_DO}.") from error
+
+
+def check_dtypes(tensors: dict[str, torch.Tensor], expected: dict[str, torch.Tensor], file: Path) -> None:
+    """Refuse weights of another dtype than the model's (loading would cast them: integers, say, silently)."""
+    for name, tensor in tensors.items():
+        if name in expected and tensor.dtype != expected[name].dtype:
+            raise ValueError(f"{file} does not fit this run: {name} is {_describe(tensor)}, the model's is "
+                             f"{_describe(expected[name])}; {WHAT_TO_DO}.")
 
 
 def to_json(value, tensors: dict, key: str):
@@ -278,7 +292,7 @@ def _load_into(file: Path, load) -> None:
     except ValueError as error:
         if str(file) in str(error):
             raise
-        raise ValueError(f"{file} does not fit this run ({error}); {WHAT_TO_DO}.") from error
-    except Exception as error:  # torch (RuntimeError) and safetensors (SafetensorError) report a mismatch so
+        raise ValueError(f"{file} does not fit this run ({str(error).rstrip('.')}); {WHAT_TO_DO}.") from error
+    except (RuntimeError, KeyError, TypeError, IndexError, SafetensorError) as error:  # torch's mismatch reports
         raise ValueError(f"{file} does not fit this run or is damaged ({type(error).__name__}: {error}); "
                          f"{WHAT_TO_DO}.") from error

@@ -1,0 +1,348 @@
+"""Bad checkpoints and model folders: what a user may resume from or load (a missing, damaged or foreign file, a
+pickle, a folder that is no checkpoint, one of another model or other options). Each gives a clear error naming the
+file (or the option) and what to do, never a raw error from torch, safetensors or json, and nothing is unpickled;
+the few that are valid (the opt-ins) are loaded correctly."""
+
+import json
+import pickle
+import random
+import tempfile
+from pathlib import Path
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from safetensors.torch import load_file, save_file
+from transformers import AutoModel, AutoModelForSeq2SeqLM, get_scheduler
+
+from hf_seqmodels import AttentionSeq2SeqConfig, AttentionSeq2SeqForConditionalGeneration
+from hf_seqmodels.checkpoints import Checkpoints
+from hf_seqmodels.pretrained import load_pretrained
+from hf_seqmodels.tasks.translation import load_translation_model
+from hf_seqmodels.training import BestModel, TrainingArguments, make_accelerator
+from hf_seqmodels.training_state import PICKLE_SUFFIXES
+
+from ..test_checkpoints import Marker, saved_state, tiny_state
+from .outcomes import assert_outcome
+
+AREA = "checkpoints"
+STATE_FILES = ("model.safetensors", "optimizer.json", "optimizer.safetensors", "scheduler.json", "best_model.json",
+               "best_model.safetensors", "rng_state_0.json", "rng_state_0.safetensors")
+JSON_FILES = [name for name in STATE_FILES if name.endswith(".json")]
+TENSOR_FILES = [name for name in STATE_FILES if name.endswith(".safetensors")]
+
+
+def load(folder: Path, hidden_size: int = 8, best: bool = True, ignore_missing_rng_state: bool = False):
+    """Resume a fresh tiny state (with a best model unless not ``best``) from ``folder``; returns it."""
+    state = tiny_state(seed=1, hidden_size=hidden_size, best=best, steps=0)
+    state.load(folder, process_index=0, ignore_missing_rng_state=ignore_missing_rng_state)
+    return state
+
+
+@pytest.fixture
+def checkpoint(tmp_path) -> Path:
+    saved_state(tmp_path / "step_2")
+    return tmp_path / "step_2"
+
+
+def edit_json(file: Path, change) -> None:
+    data = json.loads(file.read_text())
+    change(data)
+    file.write_text(json.dumps(data))
+
+
+def edit_tensors(file: Path, change) -> None:
+    tensors = load_file(file)
+    change(tensors)
+    save_file(tensors, file)
+
+
+# Resolving --resume_from_checkpoint
+
+def test_resume_from_paths_that_are_no_checkpoint(tmp_path):
+    (tmp_path / "a-file").write_text("x")
+    (tmp_path / "checkpoints" / "step_old").mkdir(parents=True)  # a folder of the user's, not a step_<n> checkpoint
+    (tmp_path / "checkpoints" / "step_7").write_text("a file, not a folder")
+    for bad in (tmp_path / "a-file", tmp_path / "missing", tmp_path / "checkpoints",
+                tmp_path / "checkpoints" / "step_7"):
+        assert_outcome(AREA, lambda: Checkpoints(tmp_path / "checkpoints", str(bad)),
+                       error=rf"--resume_from_checkpoint={bad} is not a step_<n> checkpoint folder; pass one from")
+    for folder in (tmp_path / "checkpoints", tmp_path / "none", tmp_path / "a-file"):
+        assert_outcome(AREA, lambda: Checkpoints(folder, "latest"),
+                       error=rf"--resume_from_checkpoint=latest, but {folder} has no step_<n> checkpoint")
+
+
+def test_latest_skips_folders_that_only_look_like_checkpoints(tmp_path):
+    for name in ("step_old", "step_", "step_2", "step_10", "step_3x"):
+        (tmp_path / name).mkdir()
+    assert_outcome(AREA, lambda: Checkpoints(tmp_path, "latest").resume_from,
+                   check=lambda found: found == tmp_path / "step_10")
+
+
+@pytest.mark.parametrize("suffix", PICKLE_SUFFIXES + (".PKL", ".Bin"))
+@pytest.mark.parametrize("where", ["", "tokenizer/", "deep/er/"])
+def test_a_pickle_anywhere_in_the_checkpoint_is_refused_unloaded(checkpoint, tmp_path, suffix, where):
+    marker = tmp_path / "code-ran"
+    (checkpoint / where).mkdir(parents=True, exist_ok=True)
+    (checkpoint / f"{where}state{suffix}").write_bytes(pickle.dumps(Marker(marker)))
+    assert_outcome(AREA, lambda: Checkpoints(checkpoint.parent, "latest"),
+                   error=rf"state{suffix} is a pickle .*not loaded.*pass --trust_pickled_checkpoint")
+    assert not marker.exists()
+
+
+def test_trust_pickled_checkpoint_is_the_opt_in(checkpoint):
+    (checkpoint / "random_states_0.pkl").write_bytes(pickle.dumps({"step": 2}))
+    args = TrainingArguments(output_dir=str(checkpoint.parent / "out"), checkpoint_dir=str(checkpoint.parent),
+                             resume_from_checkpoint="latest", trust_pickled_checkpoint=True)
+    make_accelerator(args)  # as a run does before it looks for its checkpoint (the warning needs its state)
+    assert_outcome(AREA, lambda: Checkpoints.for_run(args).resume_from, check=lambda found: found == checkpoint)
+
+
+# Missing and damaged files
+
+@pytest.mark.parametrize("name", STATE_FILES)
+def test_a_missing_file_is_named(checkpoint, name):
+    (checkpoint / name).unlink()
+    hint = "--ignore_missing_rng_state" if name.startswith("rng") else "start a new run"
+    assert_outcome(AREA, lambda: load(checkpoint), error=rf"{checkpoint} has no {name} .*{hint}")
+
+
+def test_a_folder_with_other_files_is_no_checkpoint(tmp_path):
+    folder = tmp_path / "step_5"
+    (folder / "tokenizer").mkdir(parents=True)
+    (folder / "notes.txt").write_text("not a checkpoint")
+    assert_outcome(AREA, lambda: load(folder), error=rf"{folder} has no model.safetensors .*not a complete checkpoint")
+
+
+@pytest.mark.parametrize("name", STATE_FILES)
+@pytest.mark.parametrize("keep", [0.0, 0.5, 0.99])
+def test_a_truncated_file_is_named(checkpoint, name, keep):
+    data = (checkpoint / name).read_bytes()
+    (checkpoint / name).write_bytes(data[: int(len(data) * keep)])
+    assert_outcome(AREA, lambda: load(checkpoint), error=rf"{checkpoint / name} (is not|does not)")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=st.sampled_from(STATE_FILES), content=st.binary(max_size=300))
+def test_any_garbage_in_a_file_is_named(name, content):
+    with tempfile.TemporaryDirectory() as temp:
+        folder = Path(temp) / "step_2"
+        saved_state(folder)
+        (folder / name).write_bytes(content)
+        assert_outcome(AREA, lambda: load(folder), error=rf"{folder / name} (is not|does not)")
+
+
+@pytest.mark.parametrize("name", JSON_FILES)
+@pytest.mark.parametrize("content", ["[]", "{}", "null", "3", '"text"', '{"__tensor__": "nowhere"}'])
+def test_json_of_another_form_is_named(checkpoint, name, content):
+    (checkpoint / name).write_text(content)
+    assert_outcome(AREA, lambda: load(checkpoint),
+                   error=rf"{checkpoint / name} (is not|does not fit)|has no .* \(the tensors of {name}\)")
+
+
+JSON_EDITS = {  # file: edits that leave valid JSON of the wrong form
+    "optimizer.json": {
+        "lr as text": lambda d: d["param_groups"][0].update(lr="0.01"),
+        "betas as a list": lambda d: d["param_groups"][0].update(betas=[0.9, 0.999]),
+        "no param_groups": lambda d: d.pop("param_groups"),
+        "two groups": lambda d: d["param_groups"].append(d["param_groups"][0]),
+        "a parameter too many": lambda d: d["param_groups"][0]["params"].append(99),
+        "another parameter order": lambda d: d["param_groups"][0]["params"].reverse(),
+        "a state for parameter 99": lambda d: d["state"]["__int_keys__"].update(
+            {"99": d["state"]["__int_keys__"]["0"]}),
+        "a state without exp_avg": lambda d: d["state"]["__int_keys__"]["0"].pop("exp_avg"),
+        "a state that is a list": lambda d: d["state"]["__int_keys__"].update({"0": [1, 2]}),
+        "state keys that are no integers": lambda d: d["state"].update({"__int_keys__": {"a": {}}}),
+        "a tensor the safetensors file lacks": lambda d: d["state"]["__int_keys__"]["0"].update(
+            exp_avg={"__tensor__": "optimizer.missing"}),
+        "an SGD state": lambda d: d["param_groups"][0].update(momentum=0.0, dampening=0.0, nesterov=False),
+    },
+    "scheduler.json": {
+        "last_epoch as text": lambda d: d.update(last_epoch="2"),
+        "last_epoch a float": lambda d: d.update(last_epoch=2.0),
+        "no base_lrs": lambda d: d.pop("base_lrs"),
+        "two base_lrs": lambda d: d["base_lrs"].append(0.1),
+        "another scheduler": lambda d: d.update(T_max=10),
+    },
+    "rng_state_0.json": {
+        "python state too short": lambda d: d["python"]["__tuple__"][1]["__tuple__"].pop(),
+        "python state as a list": lambda d: d.update(python=d["python"]["__tuple__"]),
+        "numpy key too short": lambda d: d["numpy"]["state"]["key"].pop(),
+        "numpy pos as text": lambda d: d["numpy"]["state"].update(pos="1"),
+        "no torch state": lambda d: d.pop("torch"),
+        "another numpy generator": lambda d: d["numpy"].update(bit_generator=7),
+    },
+    "best_model.json": {
+        "negative evaluations_since": lambda d: d.update(evaluations_since=-1),
+        "evaluations_since as text": lambda d: d.update(evaluations_since="0"),
+        "an entry without weights": lambda d: d.update(weights=None),
+        "weights without an entry": lambda d: d.update(entry=None),
+        "an entry of another metric": lambda d: d["entry"].pop("eval_loss"),
+        "a metric value as text": lambda d: d["entry"].update(eval_loss="1.5"),
+        "a weight too few": lambda d: d["weights"].pop(next(iter(d["weights"]))),
+        "no entry key": lambda d: d.pop("entry"),
+    },
+}
+
+
+@pytest.mark.parametrize("name, edit", [(name, edit) for name, edits in JSON_EDITS.items() for edit in edits])
+def test_json_with_a_wrong_value_is_named(checkpoint, name, edit):
+    edit_json(checkpoint / name, JSON_EDITS[name][edit])
+    hint = "--ignore_missing_rng_state" if name.startswith("rng") else "start a new run"
+    assert_outcome(AREA, lambda: load(checkpoint), error=rf"{checkpoint / name} (is not|does not fit).*{hint}")
+
+
+TENSOR_EDITS = {  # file: edits of its tensors
+    "optimizer.safetensors": {
+        "exp_avg of another shape": lambda t: t.update({"optimizer.state.0.exp_avg": torch.zeros(3, 3)}),
+        "no exp_avg_sq": lambda t: t.pop("optimizer.state.0.exp_avg_sq"),
+    },
+    "rng_state_0.safetensors": {
+        "torch state too short": lambda t: t.update({"rng_state_0.torch": t["rng_state_0.torch"][:100]}),
+        "torch state as floats": lambda t: t.update({"rng_state_0.torch": t["rng_state_0.torch"].float()}),
+        "no torch state": lambda t: t.pop("rng_state_0.torch"),
+    },
+    "best_model.safetensors": {
+        "a weight of another shape": lambda t: t.update({next(iter(t)): torch.zeros(2)}),
+        "a weight missing": lambda t: t.pop(next(iter(t))),
+    },
+    "model.safetensors": {
+        "a weight of another shape": lambda t: t.update({next(iter(t)): torch.zeros(2)}),
+        "a weight missing": lambda t: t.pop(next(iter(t))),
+        "a weight too many": lambda t: t.update(extra=torch.zeros(2)),
+        "weights as integers": lambda t: t.update({key: value.long() for key, value in t.items()}),
+    },
+}
+
+
+@pytest.mark.parametrize("name, edit", [(name, edit) for name, edits in TENSOR_EDITS.items() for edit in edits])
+def test_tensors_of_another_form_are_named(checkpoint, name, edit):
+    edit_tensors(checkpoint / name, TENSOR_EDITS[name][edit])
+    json_name = name.replace(".safetensors", ".json" if name != "model.safetensors" else ".safetensors")
+    assert_outcome(AREA, lambda: load(checkpoint), error=rf"{checkpoint}/({name}|{json_name}) (is not|does not)")
+
+
+# Checkpoints of other runs
+
+def test_a_checkpoint_of_another_model_size_is_named(checkpoint):
+    assert_outcome(AREA, lambda: load(checkpoint, hidden_size=16),
+                   error=rf"(?s){checkpoint / 'model.safetensors'} does not fit this run .*size mismatch.*start a new "
+                         rf"run")
+
+
+def test_a_checkpoint_of_another_optimizer_is_named(checkpoint):
+    state = tiny_state(seed=1, steps=0)
+    state.optimizer = torch.optim.SGD(state.model.parameters(), lr=0.1, momentum=0.9)
+    state.scheduler = get_scheduler("linear", state.optimizer, 1, 10)
+    assert_outcome(AREA, lambda: state.load(checkpoint, process_index=0),
+                   error=rf"{checkpoint / 'optimizer.json'} does not fit this run")
+
+
+def test_a_checkpoint_of_another_scheduler_is_named(checkpoint):
+    state = tiny_state(seed=1, steps=0)
+    state.scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(state.optimizer, 10)
+    assert_outcome(AREA, lambda: state.load(checkpoint, process_index=0),
+                   error=rf"{checkpoint / 'scheduler.json'} does not fit this run")
+
+
+def test_a_checkpoint_without_the_best_model_of_a_run_that_keeps_one(tmp_path):
+    saved_state(tmp_path / "step_2", best=False)
+    assert_outcome(AREA, lambda: load(tmp_path / "step_2"), error=r"has no best_model.json .*start a new run")
+
+
+def test_a_best_model_of_another_metric_is_named(checkpoint):
+    state = tiny_state(seed=1, steps=0)
+    state.extras["best_model"] = BestModel("eval_bleu", True, state.model)
+    assert_outcome(AREA, lambda: state.load(checkpoint, process_index=0),
+                   error=r"best_model.json does not fit this run \(its entry has no 'eval_bleu' value "
+                         r"\(--metric_for_best_model\)\)")
+
+
+def test_a_checkpoint_with_a_best_model_resumes_a_run_without_one(checkpoint):
+    assert_outcome(AREA, lambda: load(checkpoint, best=False), check=lambda state: state.optimizer.state)
+
+
+def test_random_states_of_a_process_the_checkpoint_did_not_have(checkpoint):
+    assert_outcome(AREA, lambda: tiny_state(steps=0).load(checkpoint, process_index=1),
+                   error=r"has no rng_state_1.json .*random states of process 1 .*--ignore_missing_rng_state")
+
+
+@pytest.mark.parametrize("name", ["rng_state_0.json", "rng_state_0.safetensors"])
+def test_ignore_missing_rng_state_resumes_the_rest(checkpoint, name):
+    (checkpoint / name).unlink()
+    expected = random.getstate()
+    assert_outcome(AREA, lambda: load(checkpoint, ignore_missing_rng_state=True),
+                   check=lambda state: state.optimizer.state and random.getstate() == expected)
+
+
+def test_a_complete_checkpoint_resumes_exactly(tmp_path):
+    original = saved_state(tmp_path / "step_2")
+    assert_outcome(AREA, lambda: load(tmp_path / "step_2"), check=lambda state: all(
+        torch.equal(a, b) for a, b in zip(state.model.state_dict().values(), original.model.state_dict().values())))
+
+
+# Model folders: safetensors only
+
+def bin_only_folder(folder: Path, marker: Path, name: str = "pytorch_model.bin") -> Path:
+    """A saved translation model whose weights are a pickle ``name`` that would create ``marker``."""
+    config = AttentionSeq2SeqConfig(vocab_size=12, embedding_size=8, hidden_size=8, pad_token_id=0,
+                                    bos_token_id=1, eos_token_id=2, decoder_start_token_id=1)
+    AttentionSeq2SeqForConditionalGeneration(config).save_pretrained(folder)
+    (folder / "model.safetensors").unlink()
+    (folder / name).write_bytes(pickle.dumps(Marker(marker)))
+    return folder
+
+
+@pytest.mark.parametrize("name", ["pytorch_model.bin", "model.pt", "weights.pth", "model.ckpt"])
+@pytest.mark.parametrize("auto_class", [AutoModelForSeq2SeqLM, AutoModel])
+def test_a_model_folder_with_pickled_weights_only_is_refused_unloaded(tmp_path, name, auto_class):
+    folder = bin_only_folder(tmp_path / "model", tmp_path / "code-ran", name)
+    assert_outcome(AREA, lambda: load_pretrained(auto_class, folder),
+                   error=rf"{folder} holds its weights only as {name}, a pickle.*save_pretrained\(new_folder\)")
+    assert not (tmp_path / "code-ran").exists()
+
+
+def test_load_translation_model_refuses_pickled_weights(tmp_path):
+    folder = bin_only_folder(tmp_path / "model", tmp_path / "code-ran")
+    assert_outcome(AREA, lambda: load_translation_model(folder), error=r"holds its weights only as pytorch_model.bin")
+    assert not (tmp_path / "code-ran").exists()
+
+
+def test_a_model_folder_without_weights_names_the_file(tmp_path):
+    folder = bin_only_folder(tmp_path / "model", tmp_path / "code-ran")
+    (folder / "pytorch_model.bin").unlink()
+    assert_outcome(AREA, lambda: load_pretrained(AutoModelForSeq2SeqLM, folder), error=r"model.safetensors")
+
+
+def test_a_model_folder_with_a_damaged_safetensors_file(tmp_path):
+    folder = bin_only_folder(tmp_path / "model", tmp_path / "code-ran")
+    (folder / "pytorch_model.bin").unlink()
+    (folder / "model.safetensors").write_bytes(b"\x08\x00\x00\x00\x00\x00\x00\x00{broken}")
+    assert_outcome(AREA, lambda: load_pretrained(AutoModelForSeq2SeqLM, folder),
+                   error=rf"{folder}: its model.safetensors is damaged .*save or download the model again")
+
+
+def test_a_model_folder_with_safetensors_beside_a_pickle_loads_the_safetensors(tmp_path):
+    config = AttentionSeq2SeqConfig(vocab_size=12, embedding_size=8, hidden_size=8, pad_token_id=0,
+                                    bos_token_id=1, eos_token_id=2, decoder_start_token_id=1)
+    AttentionSeq2SeqForConditionalGeneration(config).save_pretrained(tmp_path / "model")
+    (tmp_path / "model" / "pytorch_model.bin").write_bytes(pickle.dumps(Marker(tmp_path / "code-ran")))
+    assert_outcome(AREA, lambda: load_pretrained(AutoModelForSeq2SeqLM, tmp_path / "model"),
+                   check=lambda model: model.config.hidden_size == 8 and not (tmp_path / "code-ran").exists())
+
+
+def test_training_state_refuses_nothing_valid():
+    """A state of every kind round-trips (no false alarm): with and without a best model, before any step."""
+    for options in ({}, {"best": False}, {"steps": 0, "best": False}):
+        with tempfile.TemporaryDirectory() as temp:
+            saved = saved_state(Path(temp) / "step_1", **options)
+            assert_outcome(AREA, lambda: load(Path(temp) / "step_1", best=options.get("best", True)),
+                           check=lambda state: state.scheduler.state_dict() == saved.scheduler.state_dict())
+
+
+def test_saving_a_state_that_has_no_json_form_names_it(tmp_path):
+    state = tiny_state(best=False)
+    state.extras["odd"] = type("Odd", (), {"state_dict": lambda self: {"when": object()}})()
+    assert_outcome(AREA, lambda: state.save(tmp_path, 0, True), error=r"odd.when: a object has no JSON form")
+
