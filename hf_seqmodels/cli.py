@@ -1,4 +1,7 @@
-"""Command-line helpers shared by the scripts."""
+"""Command-line helpers shared by the scripts: range and choice checks of the options (each message names the
+``--option``, the value seen and what is allowed) and typed ``--config_overrides``."""
+
+import math
 
 from transformers import AutoConfig
 
@@ -12,11 +15,46 @@ SET_BY_SCRIPT = {
 
 
 def check_at_least(arguments, name: str, minimum: int, why: str = "") -> None:
-    """Raise a ValueError naming ``--name`` when that option of ``arguments`` is set (not None) and below
-    ``minimum``; ``why`` follows the bound in the message."""
+    """Raise a ValueError naming ``--name`` when that option of ``arguments`` is set (not None) and is not an
+    integer of at least ``minimum``; ``why`` follows the bound in the message."""
     value = getattr(arguments, name)
-    if value is not None and value < minimum:
+    if value is None:
+        return
+    if not _is_number(value, int):
+        raise ValueError(f"--{name} must be an integer of at least {minimum}{why}, got {value!r}.")
+    if value < minimum:
         raise ValueError(f"--{name} must be at least {minimum}{why}, got {value}.")
+
+
+def check_range(arguments, name: str, low: float, high: float = math.inf, *, low_open: bool = False,
+                high_open: bool = False, why: str = "") -> None:
+    """Raise a ValueError naming ``--name`` when that option of ``arguments`` is set (not None) and is not a finite
+    number between ``low`` and ``high`` (each excluded when ``*_open``): NaN and infinity are refused too."""
+    value = getattr(arguments, name)
+    if value is None:
+        return
+    above_low = _is_number(value, (int, float)) and (value > low if low_open else value >= low)
+    if not (above_low and math.isfinite(value) and (value < high if high_open else value <= high)):
+        interval = f"{'(' if low_open else '['}{low}, {high}{')' if high_open or high == math.inf else ']'}"
+        raise ValueError(f"--{name} must be a finite number in {interval}{why}, got {value!r}.")
+
+
+def check_choice(arguments, name: str, choices: tuple) -> None:
+    """Raise a ValueError naming ``--name`` unless that option of ``arguments`` is one of ``choices``."""
+    value = getattr(arguments, name)
+    if not isinstance(value, (str, type(None))) or value not in choices:
+        raise ValueError(f"--{name}={value!r} is not supported; choose one of {choices}.")
+
+
+def check_different(arguments, first: str, second: str) -> None:
+    """Raise a ValueError when the options ``--first`` and ``--second`` (two column names) are the same."""
+    if getattr(arguments, first) == getattr(arguments, second):
+        raise ValueError(f"--{first} and --{second} are both {getattr(arguments, first)!r}: they name two different "
+                         "columns.")
+
+
+def _is_number(value, kinds) -> bool:
+    return isinstance(value, kinds) and not isinstance(value, bool)
 
 
 def parse_config_overrides(model_type: str, text: str | None) -> dict:

@@ -38,12 +38,22 @@ LAYOUTS = {
 COMPRESSION = {".gz", ".bz2", ".xz", ".zst"}
 
 
-def _extension(path: str) -> str:
+def _extension(path: str, option: str | None = None) -> str:
     suffixes = [s for s in Path(path).suffixes if s not in COMPRESSION]
     extension = suffixes[-1] if suffixes else ""
     if extension not in FORMATS:
-        raise ValueError(f"Unsupported data file {path!r}: use one of {sorted(FORMATS)} (optionally .gz).")
+        named = f"{option}={path}" if option else repr(path)
+        raise ValueError(f"Unsupported data file {named}: use one of {sorted(FORMATS)} (optionally "
+                         f"{', '.join(sorted(COMPRESSION))}).")
     return extension
+
+
+def check_file_formats(files: dict[str, str | None]) -> None:
+    """Raise a ValueError naming the option for a file among ``files`` (option -> path or None) whose name does not
+    end in a supported format (reads no file)."""
+    for option, path in files.items():
+        if path is not None:
+            _extension(path, option)
 
 
 def check_column_files(files: dict[str, str | None]) -> None:

@@ -29,11 +29,11 @@ from accelerate.logging import get_logger
 from accelerate.utils import set_seed
 from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
-from transformers import PreTrainedModel, PreTrainedTokenizerBase, SchedulerType, get_scheduler
+from transformers import PreTrainedModel, PreTrainedTokenizerBase, get_scheduler
 from transformers.trainer_pt_utils import LabelSmoother
 
 from .checkpoints import Checkpoints
-from .cli import check_at_least
+from .cli import check_at_least, check_choice, check_range
 from .evaluation import perplexity
 from .files import lock_folder, remove_temporaries_of, replacing
 from .training_state import TrainingState
@@ -41,6 +41,10 @@ from .training_state import TrainingState
 logger = get_logger(__name__)
 
 OPTIMIZERS = ("adamw", "sgd")
+# The transformers SchedulerType names that `get_scheduler` runs from the warmup and training steps alone (the others
+# need a metric at each step or options of their own).
+LR_SCHEDULERS = ("linear", "cosine", "cosine_with_restarts", "polynomial", "constant", "constant_with_warmup",
+                 "inverse_sqrt")
 RUN_OUTPUT_FILES = ("config.json", "results.json")  # one of them marks a folder as the output of an earlier run
 EVAL_SIZE_OPTIONS = "--max_eval_samples and --block_size"  # what can leave an evaluation set empty
 
@@ -63,7 +67,7 @@ class TrainingArguments:
     learning_rate: float = field(default=2e-3, metadata={"help": "Peak learning rate."})
     weight_decay: float = field(default=0.0, metadata={"help": "Weight decay (decoupled for AdamW)."})
     max_grad_norm: float = field(default=0.25, metadata={"help": "Clip the gradient norm to this; 0 = no clipping."})
-    lr_scheduler_type: str = field(default="linear", metadata={"help": "A transformers SchedulerType name."})
+    lr_scheduler_type: str = field(default="linear", metadata={"help": f"One of {LR_SCHEDULERS}."})
     num_warmup_steps: int = field(default=0, metadata={"help": "Steps of linear warmup from 0 to the peak LR."})
     num_train_epochs: int = field(default=1, metadata={"help": "Epochs, unless max_train_steps is set."})
     max_train_steps: int | None = field(default=None, metadata={"help": "Optimizer steps; overrides the epochs."})
@@ -114,23 +118,32 @@ class TrainingArguments:
     )
 
     def __post_init__(self):
-        if self.optimizer not in OPTIMIZERS:
-            raise ValueError(f"--optimizer={self.optimizer!r} is not supported; choose one of {OPTIMIZERS}.")
-        SchedulerType(self.lr_scheduler_type)  # raises a ValueError listing the valid names
+        check_choice(self, "optimizer", OPTIMIZERS)
+        if self.lr_scheduler_type not in LR_SCHEDULERS:
+            raise ValueError(f"--lr_scheduler_type={self.lr_scheduler_type!r} is not a SchedulerType this training "
+                             f"loop runs (the others need a metric at each step or options of their own); choose "
+                             f"one of {LR_SCHEDULERS}.")
         for name in ("per_device_train_batch_size", "per_device_eval_batch_size", "num_train_epochs", "logging_steps",
                      "max_train_steps", "early_stopping_patience", "save_total_limit"):
             check_at_least(self, name, 1)
-        if self.time_budget_minutes is not None and self.time_budget_minutes <= 0:
-            raise ValueError(f"--time_budget_minutes must be positive, got {self.time_budget_minutes}.")
+        for name in ("num_warmup_steps", "seed"):
+            check_at_least(self, name, 0)
+        check_range(self, "seed", 0, 2**32 - 1)  # what numpy's seeding takes
+        check_range(self, "learning_rate", 0, low_open=True)
+        check_range(self, "time_budget_minutes", 0, low_open=True)
+        for name in ("weight_decay", "max_grad_norm"):
+            check_range(self, name, 0)
+        check_range(self, "label_smoothing_factor", 0, 1, high_open=True)
         if self.checkpointing_steps not in (None, "epoch") and not (
-            self.checkpointing_steps.isdigit() and int(self.checkpointing_steps) > 0
+            isinstance(self.checkpointing_steps, str) and self.checkpointing_steps.isdecimal()
+            and int(self.checkpointing_steps) > 0
         ):
             raise ValueError(f"--checkpointing_steps must be a positive integer or 'epoch', "
                              f"got {self.checkpointing_steps!r}.")
+        if not (isinstance(self.output_dir, str) and self.output_dir.strip()):
+            raise ValueError(f"--output_dir must name a folder, got {self.output_dir!r}.")
         if self.checkpoint_dir is None:
             self.checkpoint_dir = f"{self.output_dir.rstrip('/')}-checkpoints"
-        if not 0.0 <= self.label_smoothing_factor < 1.0:
-            raise ValueError(f"--label_smoothing_factor must be in [0, 1), got {self.label_smoothing_factor}.")
         if self.early_stopping_patience is not None and self.metric_for_best_model is None:
             raise ValueError("--early_stopping_patience needs --metric_for_best_model (e.g. 'eval_loss').")
         if self.metric_for_best_model is not None and self.greater_is_better is None:

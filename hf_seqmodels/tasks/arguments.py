@@ -18,8 +18,8 @@ import datasets
 from transformers import AutoConfig, HfArgumentParser, PretrainedConfig, PreTrainedTokenizerBase
 
 from ..checkpoints import Checkpoints
-from ..cli import parse_config_overrides
-from ..data import first_rows, load_text_dataset
+from ..cli import check_at_least, check_choice, parse_config_overrides
+from ..data import check_file_formats, first_rows, load_text_dataset
 
 # --model_type -> the config's model_type (the Auto-class registry name).
 MODEL_TYPES = {"recurrent": "recurrent", "attention_seq2seq": "attention_seq2seq", "transformer": "vanilla_transformer"}
@@ -56,8 +56,8 @@ class ModelArguments:
             warnings.warn(f"--model_type {self.model_type} is an old name: write --model_type {new}.", FutureWarning,
                           stacklevel=2)
             self.model_type = new
-        if self.model_type not in self.CHOICES:
-            raise ValueError(f"--model_type={self.model_type!r} is not supported; choose one of {self.CHOICES}.")
+        check_choice(self, "model_type", self.CHOICES)
+        parse_config_overrides(MODEL_TYPES[self.model_type], self.config_overrides)  # refused now, not after loading
 
     def config(self, tokenizer: PreTrainedTokenizerBase, **fields) -> PretrainedConfig:
         """A config of ``model_type`` sized to ``tokenizer`` (its vocabulary and pad/bos/eos ids), with ``fields``
@@ -82,6 +82,17 @@ class DataArguments:
         default=None, metadata={"help": "Keep only the first N validation and test rows."}
     )
     preprocessing_num_workers: int | None = field(default=None, metadata={"help": "Processes for tokenizing."})
+
+    def __post_init__(self):
+        for name in ("max_train_samples", "max_eval_samples"):
+            check_at_least(self, name, 1, " (leave it out for all rows)")
+        check_at_least(self, "preprocessing_num_workers", 1)
+        check_file_formats(self.file_options())
+
+    def file_options(self) -> dict[str, str | None]:
+        """``--train_file``, ``--validation_file`` and ``--test_file`` -> their paths (None when not given)."""
+        return {"--train_file": self.train_file, "--validation_file": self.validation_file,
+                "--test_file": self.test_file}
 
     def files(self) -> dict[str, str]:
         """Split -> the data file given for it."""

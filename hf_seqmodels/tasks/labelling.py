@@ -18,14 +18,18 @@ from accelerate.logging import get_logger
 from torch.utils.data import DataLoader
 from transformers import AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
-from ..cli import check_at_least
+from ..cli import check_at_least, check_choice, check_different, check_range
 from ..data import LengthGroupedSampler
+from ..models.configuration_recurrent import POOLINGS as RECURRENT_POOLINGS
+from ..models.configuration_transformer import TRANSFORMER_POOLINGS
+from ..models.configuration_utils import CELL_TYPES
 from ..paths import check_model_path
-from ..tokenization import KINDS, train_tokenizer
+from ..tokenization import DEFAULT_SPECIAL_TOKENS, KINDS, train_tokenizer
 from ..training import TrainingArguments, describe_device, keep_model_inputs, save_model, start_run, train
 from . import arguments
 
 logger = get_logger(__name__)
+POOLINGS = {"recurrent": RECURRENT_POOLINGS, "transformer": TRANSFORMER_POOLINGS}  # --model_type -> --classifier_pooling
 
 
 @dataclass
@@ -79,8 +83,18 @@ class ModelArguments(arguments.ModelArguments):
 
     def __post_init__(self):
         super().__post_init__()
-        if self.tokenizer_type not in KINDS:
-            raise ValueError(f"--tokenizer_type={self.tokenizer_type!r} is not supported; choose one of {KINDS}.")
+        check_choice(self, "tokenizer_type", KINDS)
+        check_choice(self, "cell_type", CELL_TYPES)
+        if self.classifier_pooling is not None:
+            check_choice(self, "classifier_pooling", POOLINGS[self.model_type])
+        for name in ("num_layers", "embedding_size", "hidden_size", "num_heads", "ffn_dim"):
+            check_at_least(self, name, 1)
+        check_at_least(self, "spelling_features", 0)
+        check_range(self, "dropout", 0, 1, high_open=True)
+        check_at_least(self, "vocab_size", len(DEFAULT_SPECIAL_TOKENS) + 1, " (more than the special tokens)")
+        if self.model_type == "transformer" and self.hidden_size % self.num_heads:
+            raise ValueError(f"--hidden_size={self.hidden_size} (the Transformer's d_model) must be a multiple of "
+                             f"--num_heads={self.num_heads}.")
         if self.model_name_or_path and (self.embeddings_from or self.tokenizer_name):
             raise ValueError("--embeddings_from and --tokenizer_name are for a new model; --model_name_or_path "
                              "fine-tunes a pretrained one with its own embeddings and tokenizer: pass one or the other.")
@@ -107,8 +121,8 @@ class DataArguments(arguments.DataArguments):
     )
 
     def __post_init__(self):
-        for name in ("max_train_samples", "max_eval_samples"):
-            check_at_least(self, name, 1, " (leave it out for all rows)")
+        super().__post_init__()
+        check_different(self, "text_column_name", "label_column_name")
         if self.test_file:
             raise ValueError("--test_file: this task scores the validation split (GLUE test labels are hidden); "
                              "pass labelled data with --validation_file.")

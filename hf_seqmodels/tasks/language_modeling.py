@@ -16,9 +16,11 @@ from typing import ClassVar
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, default_data_collator
 
+from ..cli import check_at_least, check_choice, check_range
 from ..data import check_column, tokenize_for_lm
 from ..evaluation import perplexity
-from ..tokenization import KINDS, train_tokenizer
+from ..models.configuration_utils import CELL_TYPES
+from ..tokenization import DEFAULT_SPECIAL_TOKENS, KINDS, train_tokenizer
 from ..training import TrainingArguments, describe_device, evaluate_loss, save_model, start_run, train
 from . import arguments
 
@@ -43,6 +45,12 @@ class DataArguments(arguments.DataArguments):
         default=30000, metadata={"help": "Largest vocabulary (PTB has 10k words, so all are kept)."}
     )
 
+    def __post_init__(self):
+        super().__post_init__()
+        check_at_least(self, "block_size", 2, " (one input and one target)")
+        check_choice(self, "tokenizer_type", KINDS)
+        check_at_least(self, "vocab_size", len(DEFAULT_SPECIAL_TOKENS) + 1, " (more than the special tokens)")
+
 
 @dataclass
 class ModelArguments(arguments.ModelArguments):
@@ -60,6 +68,14 @@ class ModelArguments(arguments.ModelArguments):
         metadata={"help": "Recurrent only: dropout before the output layer (one epoch does not overfit)."},
     )
     tie_word_embeddings: bool = field(default=True, metadata={"help": "Share input and output embeddings."})
+
+    def __post_init__(self):
+        super().__post_init__()
+        check_choice(self, "cell_type", CELL_TYPES)
+        for name in ("embedding_size", "hidden_size", "num_layers"):
+            check_at_least(self, name, 1)
+        for name in ("embedding_dropout", "dropout", "output_dropout"):
+            check_range(self, name, 0, 1, high_open=True)
 
     def model_options(self) -> dict:
         """The config fields these options set for ``model_type`` (``config_overrides`` win over them)."""

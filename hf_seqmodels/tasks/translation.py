@@ -19,6 +19,7 @@ trust_remote_code=True)`` translates (transformers 5 has no translation pipeline
 """
 
 import json
+import math
 import shutil
 import sys
 import time
@@ -38,13 +39,13 @@ from transformers import (
 )
 from transformers.models.auto.modeling_auto import MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING
 
-from ..cli import check_at_least
+from ..cli import check_at_least, check_choice, check_different, check_range
 from ..data import LengthGroupedSampler, check_column_files
 from ..evaluation import translation_metrics
 from ..models import pipeline_translation
 from ..models.pipeline_translation import CUSTOM_PIPELINES, SOURCE_TOKENIZER_DIR
 from ..paths import check_model_path
-from ..tokenization import train_tokenizer
+from ..tokenization import DEFAULT_SPECIAL_TOKENS, train_tokenizer
 from ..training import TrainingArguments, describe_device, save_model, start_run, train
 from . import arguments
 
@@ -82,12 +83,13 @@ class DataArguments(arguments.DataArguments):
     vocab_size: int = field(default=6000, metadata={"help": "BPE vocabulary size (of each, when separate)."})
 
     def __post_init__(self):
-        if self.vocabulary not in VOCABULARIES:
-            raise ValueError(f"--vocabulary={self.vocabulary!r} is not supported; choose one of {VOCABULARIES}.")
+        super().__post_init__()
+        check_choice(self, "vocabulary", VOCABULARIES)
         for name in ("max_source_length", "max_target_length"):
             check_at_least(self, name, 2, " (a token and the eos)")
-        check_column_files({"--train_file": self.train_file, "--validation_file": self.validation_file,
-                            "--test_file": self.test_file})
+        check_at_least(self, "vocab_size", len(DEFAULT_SPECIAL_TOKENS) + 1, " (more than the special tokens)")
+        check_different(self, "source_lang", "target_lang")
+        check_column_files(self.file_options())
 
 
 @dataclass
@@ -100,6 +102,7 @@ class GenerationArguments:
     def __post_init__(self):
         for name in ("num_beams", "eval_num_beams", "max_new_tokens"):
             check_at_least(self, name, 1)
+        check_range(self, "length_penalty", -math.inf)
 
 
 ARGUMENTS = (ModelArguments, DataArguments, TrainingArguments, GenerationArguments)
