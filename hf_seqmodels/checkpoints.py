@@ -84,12 +84,11 @@ class Checkpoints:
                            f"that will be unpickled through Accelerate", main_process_only=True)
         return path
 
-    def save(self, accelerator: Accelerator, step: int, state: TrainingState, tokenizer=None,
-             best_step: int | None = None) -> None:
+    def save(self, accelerator: Accelerator, step: int, state: TrainingState, tokenizer=None) -> None:
         """Save ``state`` into ``step_<step>`` (each process its RNG states), with ``tokenizer`` (anything with
         ``save_pretrained``, if given) in its ``tokenizer/`` sub-folder; then drop the oldest beyond ``limit``,
-        never the checkpoint of ``best_step`` (the best model's). A failed save (a full disk) keeps the previous
-        checkpoints."""
+        never the checkpoint of the best evaluation (of ``state.extras["best_model"]``, a `training.BestModel`). A
+        failed save (a full disk) keeps the previous checkpoints."""
         target = self.folder / f"{PREFIX}{step}"
         temp = target.with_name(f".{target.name}.tmp")  # the same name on every process: each writes its RNG state
         if accelerator.is_main_process:
@@ -105,6 +104,8 @@ class Checkpoints:
                     tokenizer.save_pretrained(temp / TOKENIZER_DIR)
                 replace_dir(temp, target)
             if self.limit is not None:
+                best = state.extras.get("best_model")
+                best_step = None if best is None or best.entry is None else best.entry["step"]
                 rotate(self.all(), self.limit, keep=None if best_step is None else self.folder / f"{PREFIX}{best_step}")
         accelerator.wait_for_everyone()
 
