@@ -22,6 +22,8 @@ from transformers import AutoModelForSeq2SeqLM
 import hf_seqmodels  # noqa: F401  (registers the Auto classes for the reload)
 from hf_seqmodels.checkpoints import TOKENIZER_DIR as CHECKPOINT_TOKENIZER_DIR
 from hf_seqmodels.tasks.translation import load_tokenizers
+from hf_seqmodels.training_state import pickle_files
+from test_scripts_smoke import free_port  # tests/scripts is on sys.path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RUN_TRANSLATION = REPO_ROOT / "scripts" / "run_translation.py"
@@ -32,7 +34,8 @@ ARGUMENTS = ["--max_train_samples", "1000", "--max_eval_samples", "12", "--vocab
              "--checkpointing_steps", "2", "--logging_steps", "10", "--max_new_tokens", "8", "--num_beams", "2",
              "--config_overrides", "embedding_size=16,hidden_size=16"]
 MODEL_FILES = ("config.json", "model.safetensors", "tokenizer.json", "results.json")
-CHECKPOINT_FILES = ("model.safetensors", "optimizer.bin", "random_states_0.pkl", "custom_checkpoint_0.pkl",
+CHECKPOINT_FILES = ("model.safetensors", "optimizer.json", "optimizer.safetensors", "scheduler.json",
+                    "best_model.json", "rng_state_0.json", "rng_state_0.safetensors",  # best_model: no weights yet
                     f"{CHECKPOINT_TOKENIZER_DIR}/tokenizer.json", f"{CHECKPOINT_TOKENIZER_DIR}/tokenizer_config.json")
 
 
@@ -94,9 +97,8 @@ def test_kill_9_then_resume(data_dir, tmp_path):
     last = checkpoint_dir / f"step_{steps[-1]}"
     for name in CHECKPOINT_FILES:
         assert (last / name).is_file(), f"{last} lacks {name}"
-    weights = load_file(last / "model.safetensors")
-    optimizer = torch.load(last / "optimizer.bin", weights_only=False)
-    assert weights and optimizer["state"]
+    assert not pickle_files(last), "a checkpoint holds only safetensors and JSON"
+    assert load_file(last / "model.safetensors") and load_file(last / "optimizer.safetensors")
     checkpoint_tokenizers = load_tokenizers(last / CHECKPOINT_TOKENIZER_DIR)
     tokenizer_json = tokenizer_file(last / CHECKPOINT_TOKENIZER_DIR)
 
@@ -156,3 +158,37 @@ def test_other_scripts_resume_with_the_checkpoint_tokenizer(name, data_dir, tmp_
     assert results["resumed_from_step"] == 2 and results["steps"] == 4
     expected = tokenizer_file(checkpoint / CHECKPOINT_TOKENIZER_DIR)
     assert tokenizer_file(tmp_path / "resumed") == tokenizer_file(tmp_path / "first") == expected
+
+
+def test_two_processes_resume_to_the_weights_of_an_uninterrupted_run(data_dir, tmp_path):
+    """Under ``accelerate launch`` with 2 processes (gloo on the CPU), each process saves and restores its own
+    random states (``rng_state_<i>``; dropout draws differ per process): resuming at step 2 of 4 ends with exactly
+    the weights of the uninterrupted run."""
+    options = ["--embedding_size", "16", "--hidden_size", "16", "--block_size", "20", "--max_train_samples", "200",
+               "--max_eval_samples", "20", "--per_device_train_batch_size", "4", "--max_train_steps", "4",
+               "--checkpointing_steps", "2", "--embedding_dropout", "0.3", "--output_dropout", "0.3"]
+
+    def launch(output_dir, *extra):
+        command = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
+                   "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
+                   "--main_process_port", str(free_port()), str(REPO_ROOT / "scripts" / "run_clm.py"),
+                   "--output_dir", str(output_dir), *options, *extra]
+        env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+        done = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return load_file(output_dir / "model.safetensors")
+
+    straight = launch(tmp_path / "straight")
+    checkpoint = tmp_path / "straight-checkpoints" / "step_2"
+    assert {p.name for p in checkpoint.glob("rng_state_*.json")} == {"rng_state_0.json", "rng_state_1.json"}
+    assert not pickle_files(checkpoint)
+    resumed = launch(tmp_path / "resumed", "--resume_from_checkpoint", str(checkpoint))
+    assert resumed.keys() == straight.keys()
+    for name, weight in straight.items():
+        assert torch.equal(resumed[name], weight), name
+
+    # The random states matter: without them (allowed by --ignore_missing_rng_state) the weights differ.
+    for rng_file in checkpoint.glob("rng_state_*"):
+        rng_file.unlink()
+    unseeded = launch(tmp_path / "unseeded", "--resume_from_checkpoint", str(checkpoint), "--ignore_missing_rng_state")
+    assert any(not torch.equal(unseeded[name], weight) for name, weight in straight.items())
