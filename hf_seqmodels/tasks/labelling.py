@@ -24,6 +24,7 @@ from ..models.configuration_recurrent import POOLINGS as RECURRENT_POOLINGS
 from ..models.configuration_transformer import TRANSFORMER_POOLINGS
 from ..models.configuration_utils import CELL_TYPES
 from ..paths import check_model_path
+from ..pretrained import load_pretrained
 from ..tokenization import DEFAULT_SPECIAL_TOKENS, KINDS, train_tokenizer
 from ..training import TrainingArguments, describe_device, keep_model_inputs, save_model, start_run, train
 from . import arguments
@@ -223,7 +224,7 @@ def make_model(model_args: ModelArguments, auto_class, tokenizer: PreTrainedToke
         "label2id": {label: i for i, label in enumerate(labels)},
     }
     if model_args.model_name_or_path:
-        return auto_class.from_pretrained(model_args.model_name_or_path, **label_options)
+        return load_pretrained(auto_class, model_args.model_name_or_path, **label_options)
     if tokenizer.pad_token_id is None:
         raise ValueError("The tokenizer has no pad_token: batches of different lengths need one.")
     table, table_vocab = pretrained_word_embeddings(model_args.embeddings_from) if model_args.embeddings_from \
@@ -272,7 +273,7 @@ def make_model(model_args: ModelArguments, auto_class, tokenizer: PreTrainedToke
 def pretrained_word_embeddings(name_or_path: str) -> tuple[torch.Tensor, dict[str, int]]:
     """The input word-embedding table ``(vocab, dim)`` of a pretrained checkpoint (e.g. BERT's word-piece
     embeddings) and its tokenizer's vocabulary (token -> row); the rest of the checkpoint is dropped."""
-    table = AutoModel.from_pretrained(name_or_path).get_input_embeddings().weight.detach()
+    table = load_pretrained(AutoModel, name_or_path).get_input_embeddings().weight.detach()
     vocab = {token: i for token, i in AutoTokenizer.from_pretrained(name_or_path).get_vocab().items() if i < len(table)}
     return table, vocab
 

@@ -20,6 +20,7 @@ from ..cli import check_at_least, check_choice, check_range
 from ..data import check_column, tokenize_for_lm
 from ..evaluation import perplexity
 from ..models.configuration_utils import CELL_TYPES
+from ..pretrained import load_pretrained
 from ..tokenization import DEFAULT_SPECIAL_TOKENS, KINDS, train_tokenizer
 from ..training import TrainingArguments, describe_device, evaluate_loss, save_model, start_run, train
 from . import arguments
@@ -91,7 +92,7 @@ def print_samples(model_dir: str, seed: int) -> None:
     """Reload the saved folder through the Auto classes and continue `PROMPTS` greedily, by beam search and by
     sampling. Every training sentence follows an eos, so each prompt starts with one."""
     tokenizer = AutoTokenizer.from_pretrained(model_dir, padding_side="left")
-    model = AutoModelForCausalLM.from_pretrained(model_dir).eval()
+    model = load_pretrained(AutoModelForCausalLM, model_dir).eval()
     inputs = tokenizer([f"{tokenizer.eos_token} {p}" for p in PROMPTS], return_tensors="pt", padding=True)
     torch.manual_seed(seed)
     for name, options in (("greedy", {}), ("beam 5", {"num_beams": 5}), ("sampled", {"do_sample": True, "top_k": 40})):

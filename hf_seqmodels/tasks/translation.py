@@ -45,6 +45,7 @@ from ..evaluation import translation_metrics
 from ..models import pipeline_translation
 from ..models.pipeline_translation import CUSTOM_PIPELINES, SOURCE_TOKENIZER_DIR
 from ..paths import check_model_path
+from ..pretrained import load_pretrained
 from ..tokenization import DEFAULT_SPECIAL_TOKENS, train_tokenizer
 from ..training import TrainingArguments, describe_device, save_model, start_run, train
 from . import arguments
@@ -282,7 +283,7 @@ def load_translation_model(model_dir):
     if seq2seq is None or (architectures and seq2seq.__name__ not in architectures):
         raise ValueError(f"{model_dir} holds a {config.model_type!r} model {architectures}, not a translation "
                          "model: pass a folder saved by scripts/run_translation.py.")
-    return AutoModelForSeq2SeqLM.from_pretrained(model_dir, config=config)
+    return load_pretrained(AutoModelForSeq2SeqLM, model_dir, config=config)
 
 
 @torch.no_grad()
@@ -338,7 +339,7 @@ def save_attention_plot(model_dir, text: str, path=None, **generate_kwargs):
 def show_examples(model_dir: str, sentences: list[str]) -> None:
     """Reload the saved folder through the Auto classes and print the translations of ``sentences`` with its saved
     generation defaults."""
-    model = AutoModelForSeq2SeqLM.from_pretrained(model_dir)
+    model = load_pretrained(AutoModelForSeq2SeqLM, model_dir)
     tokenizers = load_tokenizers(model_dir)
     for source, translation in zip(sentences, translate(model, tokenizers, sentences)):
         print(f"  {source}\n    -> {translation}")
