@@ -47,13 +47,18 @@ def _exchange(a: Path, b: Path) -> bool:
     raise OSError(code, os.strerror(code), str(a), None, str(b))
 
 
+def check_replaceable(target: Path) -> None:
+    """Raise a FileExistsError unless ``target`` is a folder or absent: a file or a link is never replaced."""
+    if target.is_symlink() or (target.exists() and not target.is_dir()):
+        raise FileExistsError(f"{target} is not a folder (a file or a link), so it is not replaced; remove it or "
+                              f"save elsewhere.")
+
+
 def replace_dir(new: Path, target: Path) -> None:
     """Put the complete folder ``new`` in place of ``target`` (created if absent), so that ``target`` is at every
     moment either the complete old or the complete new folder, then delete the old one."""
     new, target = Path(new), Path(target)
-    if target.is_symlink() or (target.exists() and not target.is_dir()):
-        raise FileExistsError(f"{target} is not a folder (a file or a link), so it is not replaced; remove it or "
-                              f"save elsewhere.")
+    check_replaceable(target)
     if not target.exists():
         new.rename(target)
     elif _exchange(new, target):
@@ -75,9 +80,11 @@ def saving(temp: Path, target: Path) -> Iterator[None]:
         shutil.rmtree(temp, ignore_errors=True)
         if not isinstance(error, OSError):
             raise
-        kept = f"the previous {target} is kept unchanged" if target.is_dir() else f"nothing was written to {target}"
-        raise OSError(error.errno, f"Saving {target} failed ({error}); {kept} and the partial copy {temp} was "
-                                   f"removed. Free disk space (or fix the permissions) and save again.") from error
+        kept = (f"the previous {target} is kept unchanged" if target.is_dir() else
+                f"{target} was not created (what is beside it is untouched)")
+        message = (f"Saving {target} failed ({error}); {kept} and the partial copy {temp} was removed. Free disk "
+                   f"space (or fix the permissions) and save again.")
+        raise (OSError(error.errno, message) if error.errno else OSError(message)) from error
 
 
 @contextmanager
@@ -85,6 +92,7 @@ def replacing(target: str | Path) -> Iterator[Path]:
     """Yield an empty temporary folder beside ``target``; once the block has written it completely, it replaces
     ``target`` (`replace_dir`). If the block fails, ``target`` is left as it was (`saving`)."""
     target = Path(target)
+    check_replaceable(target)
     temp = temp_path(target)
     shutil.rmtree(temp, ignore_errors=True)
     with saving(temp, target):
