@@ -84,9 +84,11 @@ class TrainingState:
                    lambda state, file: check_like(state, self.scheduler.state_dict(), file))
         for name, obj in self.extras.items():  # an extra checks the values of its state in load_state_dict
             _load_part(folder, name, obj, lambda state, file, obj=obj: check_like(state, obj.state_dict(), file, False))
+        rng_file = folder / f"{rng_part(process_index)}.json"
         try:
             state = read_part(folder, rng_part(process_index))
-            check_like(state, rng_state(), folder / f"{rng_part(process_index)}.json")
+            check_like(state, rng_state(), rng_file)
+            _load_into(rng_file, lambda: set_rng_state(state))
         except ValueError as error:
             if not ignore_missing_rng_state:
                 raise ValueError(f"{error} Without the random states of process {process_index} the resumed run "
@@ -94,8 +96,6 @@ class TrainingState:
                                  f"anyway.") from error
             logger.warning(f"{error} Resuming with fresh random states (--ignore_missing_rng_state): the run "
                            f"differs from an uninterrupted one.")
-            return
-        set_rng_state(state)
 
 
 def _load_part(folder: Path, name: str, obj, check) -> None:
@@ -286,13 +286,14 @@ def check_optimizer_state(state, optimizer: torch.optim.Optimizer, file: Path) -
 
 
 def _load_into(file: Path, load) -> None:
-    """Run ``load()`` (which fills an object from ``file``), its failure turned into a ValueError naming ``file``."""
+    """Run ``load()`` (which fills an object from ``file``), its failure (torch's report of a mismatch, a value out
+    of range) turned into a ValueError naming ``file``."""
     try:
         load()
     except ValueError as error:
         if str(file) in str(error):
             raise
         raise ValueError(f"{file} does not fit this run ({str(error).rstrip('.')}); {WHAT_TO_DO}.") from error
-    except (RuntimeError, KeyError, TypeError, IndexError, SafetensorError) as error:  # torch's mismatch reports
+    except (RuntimeError, KeyError, TypeError, IndexError, OverflowError, SafetensorError) as error:
         raise ValueError(f"{file} does not fit this run or is damaged ({type(error).__name__}: {error}); "
                          f"{WHAT_TO_DO}.") from error

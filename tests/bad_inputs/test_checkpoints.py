@@ -9,9 +9,10 @@ import random
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from safetensors.torch import load_file, save_file
 from transformers import AutoModel, AutoModelForSeq2SeqLM, get_scheduler
@@ -56,6 +57,14 @@ def edit_tensors(file: Path, change) -> None:
     tensors = load_file(file)
     change(tensors)
     save_file(tensors, file)
+
+
+def in_a_fresh_checkpoint(case) -> None:
+    """Run ``case(folder)`` on a newly saved checkpoint (hypothesis runs many examples per test)."""
+    with tempfile.TemporaryDirectory() as temp:
+        folder = Path(temp) / "step_2"
+        saved_state(folder)
+        case(folder)
 
 
 # Resolving --resume_from_checkpoint
@@ -123,14 +132,45 @@ def test_a_truncated_file_is_named(checkpoint, name, keep):
     assert_outcome(AREA, lambda: load(checkpoint), error=rf"{checkpoint / name} (is not|does not)")
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, deadline=None)
 @given(name=st.sampled_from(STATE_FILES), content=st.binary(max_size=300))
 def test_any_garbage_in_a_file_is_named(name, content):
-    with tempfile.TemporaryDirectory() as temp:
-        folder = Path(temp) / "step_2"
-        saved_state(folder)
+    def case(folder):
         (folder / name).write_bytes(content)
         assert_outcome(AREA, lambda: load(folder), error=rf"{folder / name} (is not|does not)")
+    in_a_fresh_checkpoint(case)
+
+
+UINT32 = 2**32
+
+
+@settings(max_examples=30, deadline=None)
+@given(index=st.integers(0, 623), value=st.integers(-2 * UINT32, 2 * UINT32))
+def test_any_value_in_the_numpy_random_state(index, value):
+    """Any 32-bit word of NumPy's generator key is a state to restore; anything else is named."""
+    def case(folder):
+        edit_json(folder / "rng_state_0.json", lambda d: d["numpy"]["state"]["key"].__setitem__(index, value))
+        if 0 <= value < UINT32:
+            assert_outcome(AREA, lambda: load(folder),
+                           check=lambda _: np.random.get_state(legacy=False)["state"]["key"][index] == value)
+        else:
+            assert_outcome(AREA, lambda: load(folder), error=rf"{folder / 'rng_state_0.json'} does not fit")
+    in_a_fresh_checkpoint(case)
+
+
+@settings(max_examples=30, deadline=None)
+@given(index=st.integers(0, 624), value=st.integers(-2 * UINT32, 2 * UINT32))
+def test_any_value_in_the_python_random_state(index, value):
+    """Python's Mersenne Twister state: 624 32-bit words and a position in 0..624; anything else is named."""
+    def case(folder):
+        edit_json(folder / "rng_state_0.json",
+                  lambda d: d["python"]["__tuple__"][1]["__tuple__"].__setitem__(index, value))
+        valid = 0 <= value < UINT32 and (index < 624 or value <= 624)
+        if valid:
+            assert_outcome(AREA, lambda: load(folder), check=lambda _: random.getstate()[1][index] == value)
+        else:
+            assert_outcome(AREA, lambda: load(folder), error=rf"{folder / 'rng_state_0.json'} does not fit")
+    in_a_fresh_checkpoint(case)
 
 
 @pytest.mark.parametrize("name", JSON_FILES)
