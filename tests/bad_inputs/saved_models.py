@@ -22,9 +22,12 @@ def tiny_model(seed: int) -> RecurrentForCausalLM:
 
 
 def training_state(seed: int = 0) -> TrainingState:
-    """What a checkpoint of the tiny model holds (an untouched AdamW, a constant schedule)."""
+    """What a checkpoint of the tiny model holds after one AdamW step (a constant schedule)."""
     model = tiny_model(seed)
     optimizer = torch.optim.AdamW(model.parameters())
+    ids = torch.arange(12).view(2, 6)
+    model(input_ids=ids, labels=ids).loss.backward()
+    optimizer.step()
     return TrainingState(model, optimizer, get_scheduler("constant", optimizer))
 
 
