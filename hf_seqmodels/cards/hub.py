@@ -13,12 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from huggingface_hub import HfApi
+from huggingface_hub.utils import HFValidationError, validate_repo_id
 
 from ..models.pipeline_translation import SOURCE_TOKENIZER_DIR
 from .catalog import TASKS
 from .render import render_card
 from .results import find_results_file, load_benchmarks, load_run
-from .staging import check_hub_folder, check_model_dir, stage_hub_folder
+from .staging import STAGING_MARKER, check_hub_folder, check_model_dir, stage_hub_folder
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,18 @@ class HubFolder:
         return TASKS[self.run["task"]].auto_class
 
 
+def check_repo_id(repo_id: str) -> None:
+    """Raise a ValueError naming ``--repo_id`` unless ``repo_id`` is a Hub model repository id ``'user/name'``
+    (huggingface_hub's ``validate_repo_id``: letters, digits, '-', '_', '.', at most 96 characters...)."""
+    if not isinstance(repo_id, str) or repo_id.count("/") != 1 or "" in repo_id.split("/"):
+        raise ValueError(f"--repo_id {repo_id!r} is not of the form 'user/name' (your Hub user or organization, a "
+                         "slash, the model's name), e.g. 'me/sst2-bilstm'.")
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as error:
+        raise ValueError(f"--repo_id {repo_id!r} is not a valid Hub repository id: {error}") from error
+
+
 def prepare_hub_folder(model_dir: str | Path, repo_id: str, results: str | Path | None = None,
                        model: str | None = None, benchmarks: str | Path | None = None, license: str | None = None,
                        staging_dir: str | Path | None = None) -> HubFolder:
@@ -49,6 +62,7 @@ def prepare_hub_folder(model_dir: str | Path, repo_id: str, results: str | Path 
         license: the card's license; default the training data's, else apache-2.0.
         staging_dir: where the folder is written; default ``<model_dir>-hub``.
     """
+    check_repo_id(repo_id)
     check_model_dir(model_dir)
     run = load_run(find_results_file(model_dir, results), model)
     card = render_card(run, model_name=model or repo_id.split("/")[-1], license=license,
@@ -100,7 +114,9 @@ def upload(folder: str | Path, repo_id: str, commit_message: str, private: bool 
            token: str | None = None) -> tuple[str, str]:
     """Create the model repository ``repo_id`` if it does not exist and commit ``folder`` to it. The token is
     ``token``, else ``HF_TOKEN`` or the saved login. Returns the repository's URL and the commit's."""
+    check_repo_id(repo_id)
     api = HfApi(token=token)
     url = api.create_repo(repo_id, private=private or None, exist_ok=True)
-    commit = api.upload_folder(folder_path=folder, repo_id=repo_id, commit_message=commit_message)
+    commit = api.upload_folder(folder_path=folder, repo_id=repo_id, commit_message=commit_message,
+                               ignore_patterns=[STAGING_MARKER])
     return str(url), commit.commit_url
