@@ -218,14 +218,15 @@ def _has_tensors(value) -> bool:
     return isinstance(value, dict) and (TENSOR in value or any(map(_has_tensors, value.values())))
 
 
-def check_like(state, expected, file: Path, values: bool = True) -> None:
+def check_like(state, expected, file: Path, values: bool = True, key: str = "") -> None:
     """Refuse (a ValueError naming ``file``) a loaded ``state`` whose form differs from ``expected``, the state of
     the object it is to replace: other keys, lengths, types, tensor shapes or dtypes. With ``values`` False only
-    the top-level keys are compared (an object whose fresh state has ``None`` where a saved one has values)."""
+    the top-level keys are compared (an object whose fresh state has ``None`` where a saved one has values).
+    ``key``: where ``state`` is in the file (messages name it)."""
     if not values:
         expected = {key: None for key in expected} if isinstance(expected, dict) else expected
         state = {key: None for key in state} if isinstance(state, dict) else state
-    if (difference := _difference(state, expected, "")) is not None:
+    if (difference := _difference(state, expected, key)) is not None:
         raise ValueError(f"{file} does not fit this run: {difference}; {WHAT_TO_DO}.")
 
 
@@ -267,7 +268,7 @@ def check_optimizer_state(state, optimizer: torch.optim.Optimizer, file: Path) -
     their parameters (scalars, like ``step``, aside)."""
     expected = optimizer.state_dict()
     check_like(state, expected, file, values=False)
-    check_like(state["param_groups"], expected["param_groups"], file)
+    check_like(state["param_groups"], expected["param_groups"], file, key="param_groups")
     if [group["params"] for group in state["param_groups"]] != [group["params"] for group in expected["param_groups"]]:
         raise ValueError(f"{file} does not fit this run: its parameter groups list other parameters; {WHAT_TO_DO}.")
     shapes = dict(enumerate(tuple(param.shape) for group in optimizer.param_groups for param in group["params"]))

@@ -6,6 +6,8 @@ the few that are valid (the opt-ins) are loaded correctly."""
 import json
 import pickle
 import random
+import runpy
+import sys
 import tempfile
 from pathlib import Path
 
@@ -386,3 +388,46 @@ def test_saving_a_state_that_has_no_json_form_names_it(tmp_path):
     state.extras["odd"] = type("Odd", (), {"state_dict": lambda self: {"when": object()}})()
     assert_outcome(AREA, lambda: state.save(tmp_path, 0, True), error=r"odd.when: a object has no JSON form")
 
+
+
+# Through a script: run_clm.py resuming from a checkpoint of its first run
+
+RUN_CLM = Path(__file__).resolve().parents[2] / "scripts" / "run_clm.py"
+TINY_CLM = ["--embedding_size", "16", "--hidden_size", "16", "--block_size", "20", "--max_train_samples", "200",
+            "--max_eval_samples", "20", "--per_device_train_batch_size", "8", "--max_train_steps", "4",
+            "--checkpointing_steps", "2", "--output_dropout", "0.3"]
+
+
+@pytest.fixture
+def run_clm(data_dir, monkeypatch):
+    """``run_clm(output_dir, *options)``: run the script in this process; its results.json."""
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.setenv("OMP_WAIT_POLICY", "PASSIVE")
+
+    def run(output_dir, *options):
+        monkeypatch.setattr(sys, "argv", [str(RUN_CLM), "--output_dir", str(output_dir), *TINY_CLM, *options])
+        runpy.run_path(str(RUN_CLM), run_name="__main__")
+        return json.loads((output_dir / "results.json").read_text())
+    return run
+
+
+def test_run_clm_refuses_pickled_or_incomplete_checkpoints(run_clm, tmp_path):
+    run_clm(tmp_path / "first")
+    checkpoint = tmp_path / "first-checkpoints" / "step_2"
+    resume = ["--resume_from_checkpoint", str(checkpoint)]
+
+    (checkpoint / "custom_checkpoint_0.pkl").write_bytes(pickle.dumps(Marker(tmp_path / "code-ran")))
+    assert_outcome(AREA, lambda: run_clm(tmp_path / "pickled", *resume),
+                   error=r"custom_checkpoint_0.pkl is a pickle .*pass --trust_pickled_checkpoint")
+    assert not (tmp_path / "code-ran").exists() and not (tmp_path / "pickled").exists()
+    (checkpoint / "custom_checkpoint_0.pkl").unlink()
+
+    (checkpoint / "rng_state_0.safetensors").unlink()
+    assert_outcome(AREA, lambda: run_clm(tmp_path / "no-rng", *resume),
+                   error=r"rng_state_0.safetensors .*pass --ignore_missing_rng_state to resume anyway")
+    assert_outcome(AREA, lambda: run_clm(tmp_path / "ignored", *resume, "--ignore_missing_rng_state"),
+                   check=lambda results: results["resumed_from_step"] == 2 and results["steps"] == 4)
+
+    (checkpoint / "optimizer.json").write_text('{"state": {}, "param_groups": []}')
+    assert_outcome(AREA, lambda: run_clm(tmp_path / "foreign", *resume),
+                   error=r"optimizer.json does not fit this run: param_groups is a list of 0, expected a list of 1")
