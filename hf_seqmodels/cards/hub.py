@@ -78,7 +78,7 @@ import sys
 sys.modules["hf_seqmodels"] = None  # `import hf_seqmodels` now fails: the folder must load on its own
 import torch, transformers
 folder, auto_class = sys.argv[1], sys.argv[2]
-model = getattr(transformers, auto_class).from_pretrained(folder, trust_remote_code=True).eval()
+model = getattr(transformers, auto_class).from_pretrained(folder, trust_remote_code=True, use_safetensors=True).eval()
 # A translation model with a source vocabulary of its own reads its inputs with its source tokenizer.
 separate = getattr(model.config, "source_vocab_size", None) is not None
 tokenizer = transformers.AutoTokenizer.from_pretrained(folder, subfolder={SOURCE_TOKENIZER_DIR!r} if separate else "",
