@@ -11,6 +11,7 @@ each text, concatenate, and cut the stream into blocks (`group_texts`). Batches 
 `transformers.default_data_collator`.
 """
 
+import math
 from itertools import chain
 from pathlib import Path
 
@@ -19,6 +20,7 @@ import torch
 from torch.utils.data import Sampler
 from transformers import PreTrainedTokenizerBase
 
+from .data_checks import OPENERS, check_file, check_values
 from .paths import data_dir
 
 # `datasets` builder and its options for each file extension (a compression suffix such as ".gz" is ignored).
@@ -35,16 +37,21 @@ LAYOUTS = {
     "csv": "a header row of column names, then one row per example",
     "text": "one example per line (the column 'text')",
 }
-COMPRESSION = {".gz", ".bz2", ".xz", ".zst"}
+COMPRESSION = {".gz", ".bz2", ".xz", ".zst"}  # .zst needs the zstandard package
 
 
 def _extension(path: str, option: str | None = None) -> str:
+    """The format suffix of ``path`` (".jsonl" for "a.jsonl.gz"); a ValueError naming ``option`` when it has none
+    that we read."""
+    named = f"{option}={path}" if option else repr(path)
     suffixes = [s for s in Path(path).suffixes if s not in COMPRESSION]
     extension = suffixes[-1] if suffixes else ""
     if extension not in FORMATS:
-        named = f"{option}={path}" if option else repr(path)
         raise ValueError(f"Unsupported data file {named}: use one of {sorted(FORMATS)} (optionally "
                          f"{', '.join(sorted(COMPRESSION))}).")
+    if Path(path).suffix in COMPRESSION and Path(path).suffix not in OPENERS:
+        raise ValueError(f"Data file {named}: reading {Path(path).suffix} files needs the zstandard package (pip "
+                         f"install zstandard), or decompress it; {sorted(OPENERS)} need nothing more.")
     return extension
 
 
@@ -71,14 +78,16 @@ def _load_file(split: str, path: str, extension: str) -> datasets.Dataset:
     expected = f"a {extension} file holds {LAYOUTS[builder]}"
     if Path(path).is_file() and Path(path).stat().st_size == 0:
         raise ValueError(f"The {split} file {path} is empty; {expected}.")
+    if "://" not in path:  # a local file (datasets also reads URLs)
+        check_file(split, path, extension)
     try:
         return datasets.load_dataset(builder, data_files={split: path}, **options)[split]
     except datasets.exceptions.DatasetGenerationError as error:
         raise ValueError(f"The {split} file {path} could not be read ({error.__cause__}); {expected}.") from error
-    except ValueError as error:
-        if "corresponds to no data" not in str(error):  # datasets' words for a file without rows (a csv header only)
-            raise
-        raise ValueError(f"The {split} file {path} has no rows; {expected}.") from error
+    except ValueError as error:  # pyarrow's errors (ArrowInvalid...) are ValueErrors too
+        if "corresponds to no data" in str(error):  # datasets' words for a file without rows (a csv header only)
+            raise ValueError(f"The {split} file {path} has no rows; {expected}.") from error
+        raise ValueError(f"The {split} file {path} could not be read ({error}); {expected}.") from error
 
 
 def load_text_dataset(
@@ -86,6 +95,7 @@ def load_text_dataset(
     config_name: str | None = None,
     data_files: dict[str, str] | None = None,
     validation_split_percentage: int = 5,
+    columns: dict[str, str] | None = None,
 ) -> datasets.DatasetDict:
     """Load a data set with at least a ``train`` and a ``validation`` split.
 
@@ -96,6 +106,9 @@ def load_text_dataset(
         data_files: split name -> file path, e.g. ``{"train": "a.jsonl.gz", "validation": "b.jsonl.gz"}``.
         validation_split_percentage: when the data has no ``validation`` split, this percentage of ``train``
             (the last rows, so the result is deterministic) becomes one.
+        columns: the columns the task reads, each with its kind (`data_checks.VALUE_KINDS`, e.g.
+            ``{"sentence": "text", "label": "label"}``): a value not of its kind is refused with its file, row and
+            column (`data_checks.check_values`).
     """
     if data_files:
         extensions = {_extension(path) for path in data_files.values()}
@@ -113,7 +126,14 @@ def load_text_dataset(
 
     if "train" not in raw:
         raise ValueError(f"The data set has splits {list(raw)}, but a 'train' split is required.")
+    where = {split: f"The {split} file {data_files[split]}" if data_files else f"The {split!r} split of {name_or_path}"
+             for split in raw}
+    for split, rows in raw.items():
+        check_values(rows, where[split], columns or {})
     if "validation" not in raw:
+        if math.ceil(len(raw["train"]) * validation_split_percentage / 100) >= len(raw["train"]):
+            raise ValueError(f"{where['train']} has {len(raw['train'])} row(s), too few to keep "
+                             f"{validation_split_percentage}% of them for validation: pass a --validation_file too.")
         split = raw["train"].train_test_split(test_size=validation_split_percentage / 100, shuffle=False)
         raw["train"], raw["validation"] = split["train"], split["test"]
     return raw

@@ -129,9 +129,8 @@ class TrainingArguments:
         for name in ("num_warmup_steps", "seed"):
             check_at_least(self, name, 0)
         check_range(self, "seed", 0, 2**32 - 1)  # what numpy's seeding takes
-        check_range(self, "learning_rate", 0, low_open=True)
         check_range(self, "time_budget_minutes", 0, low_open=True)
-        for name in ("weight_decay", "max_grad_norm"):
+        for name in ("learning_rate", "weight_decay", "max_grad_norm"):  # a learning rate of 0 trains nothing, on purpose
             check_range(self, name, 0)
         check_range(self, "label_smoothing_factor", 0, 1, high_open=True)
         if self.checkpointing_steps not in (None, "epoch") and not (

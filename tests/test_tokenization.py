@@ -74,5 +74,5 @@ def test_the_same_texts_give_byte_identical_tokenizer_files(tmp_path, data_dir):
         files = sorted(path.name for path in (tmp_path / "first" / kind).iterdir())
         assert "tokenizer.json" in files
         for name in files:
-            assert (tmp_path / "first" / kind / name).read_bytes() == (tmp_path / "second" / kind / name).read_bytes(), \
-                f"{kind}: {name} differs between two trainings on the same texts"
+            first, second = ((tmp_path / run / kind / name).read_bytes() for run in ("first", "second"))
+            assert first == second, f"{kind}: {name} differs between two trainings on the same texts"

@@ -94,6 +94,10 @@ class DataArguments:
         return {"--train_file": self.train_file, "--validation_file": self.validation_file,
                 "--test_file": self.test_file}
 
+    def column_kinds(self) -> dict[str, str]:
+        """The columns the task reads -> their kind (`data_checks.VALUE_KINDS`); `load` refuses other values."""
+        return {}
+
     def files(self) -> dict[str, str]:
         """Split -> the data file given for it."""
         files = {"train": self.train_file, "validation": self.validation_file, "test": self.test_file}
@@ -101,7 +105,7 @@ class DataArguments:
 
     def load(self) -> datasets.DatasetDict:
         """The splits (`data.load_text_dataset`), cut to ``max_train_samples`` / ``max_eval_samples``."""
-        raw = load_text_dataset(self.dataset_name, self.dataset_config_name, self.files())
+        raw = load_text_dataset(self.dataset_name, self.dataset_config_name, self.files(), columns=self.column_kinds())
         return first_rows(raw, self.max_train_samples, self.max_eval_samples)
 
 

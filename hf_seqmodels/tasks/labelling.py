@@ -128,6 +128,9 @@ class DataArguments(arguments.DataArguments):
             raise ValueError("--test_file: this task scores the validation split (GLUE test labels are hidden); "
                              "pass labelled data with --validation_file.")
 
+    def column_kinds(self) -> dict[str, str]:
+        return {self.text_column_name: "text", self.label_column_name: "label"}
+
     def load_labelled(self) -> datasets.DatasetDict:
         """The ``train`` and ``validation`` splits (a ``test`` split is dropped), cut to ``--max_train_samples`` /
         ``--max_eval_samples``; refused unless both have the columns and a labelled row."""

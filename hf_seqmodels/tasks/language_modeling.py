@@ -52,6 +52,9 @@ class DataArguments(arguments.DataArguments):
         check_choice(self, "tokenizer_type", KINDS)
         check_at_least(self, "vocab_size", len(DEFAULT_SPECIAL_TOKENS) + 1, " (more than the special tokens)")
 
+    def column_kinds(self) -> dict[str, str]:
+        return {self.text_column_name: "text"}
+
 
 @dataclass
 class ModelArguments(arguments.ModelArguments):

@@ -33,6 +33,9 @@ class DataArguments(labelling.DataArguments):
     text_column_name: str = field(default="tokens", metadata={"help": "The column holding each sentence's words."})
     label_column_name: str = field(default="upos", metadata={"help": "The column holding one tag per word."})
 
+    def column_kinds(self) -> dict[str, str]:
+        return {self.text_column_name: "words", self.label_column_name: "labels"}
+
 
 ARGUMENTS = (ModelArguments, DataArguments, TrainingArguments)
 

@@ -92,6 +92,9 @@ class DataArguments(arguments.DataArguments):
         check_different(self, "source_lang", "target_lang")
         check_column_files(self.file_options())
 
+    def column_kinds(self) -> dict[str, str]:
+        return {self.source_lang: "text", self.target_lang: "text"}
+
 
 @dataclass
 class GenerationArguments:
