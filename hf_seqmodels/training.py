@@ -35,7 +35,7 @@ from transformers.trainer_pt_utils import LabelSmoother
 from .checkpoints import Checkpoints
 from .cli import check_at_least, check_choice, check_range
 from .evaluation import perplexity
-from .files import lock_folder, remove_temporaries_of, replacing
+from .files import lock_folders, remove_temporaries_of, replacing, unlock_folders
 from .training_state import TrainingState
 
 logger = get_logger(__name__)
@@ -184,10 +184,14 @@ def start_run(args: TrainingArguments) -> tuple[Accelerator, Checkpoints]:
     Under a launcher (``RANK`` set) only the first process locks: the others are part of the same run."""
     check_earlier_run(args)  # before the lock files are written beside the folders
     if os.environ.get("RANK", "0") == "0":
-        for option, folder in (("--output_dir", args.output_dir), ("--checkpoint_dir", args.checkpoint_dir)):
-            lock_folder(folder, option)
-            remove_temporaries_of(folder)
-    check_earlier_run(args)  # again under the lock: a run that ended meanwhile may have filled the folders
+        taken = lock_folders({"--output_dir": args.output_dir, "--checkpoint_dir": args.checkpoint_dir})
+        try:
+            for folder in (args.output_dir, args.checkpoint_dir):
+                remove_temporaries_of(folder)
+            check_earlier_run(args)  # again under the lock: a run that ended meanwhile may have filled the folders
+        except BaseException:
+            unlock_folders(taken)  # a refused run holds nothing
+            raise
     return make_accelerator(args), Checkpoints.for_run(args)
 
 
