@@ -145,16 +145,16 @@ def lock_path(folder: Path) -> Path:
     return folder.with_name(f".{folder.name}.lock")
 
 
-def lock_folder(folder: str | Path, option: str) -> None:
-    """Lock ``folder`` for this process until it exits (``flock`` on `lock_path`), or raise a BlockingIOError
-    naming the process that holds it. The kernel drops the lock of a process that ended, however it ended, so a
-    killed run never blocks the next. Locking a folder this process holds already does nothing.
+def lock_folder(folder: str | Path, option: str) -> bool:
+    """Lock ``folder`` for this process until it exits or `unlock_folders` (``flock`` on `lock_path`), or raise a
+    BlockingIOError naming the process that holds it. The kernel drops the lock of a process that ended, however
+    it ended, so a killed run never blocks the next. Returns False for a folder this process holds already.
 
     ``option`` names the folder in messages (e.g. ``--output_dir``).
     """
     folder = _absolute(folder)
     if holds_lock(folder):
-        return
+        return False
     path = lock_path(folder)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -175,6 +175,27 @@ def lock_folder(folder: str | Path, option: str) -> None:
     os.write(descriptor, json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
                                      "started": time.strftime("%Y-%m-%d %H:%M:%S %Z")}).encode())
     _HELD_LOCKS[folder] = descriptor
+    return True
+
+
+def lock_folders(folders: dict[str, str | Path]) -> list[Path]:
+    """`lock_folder` each of ``folders`` (option -> folder), all or none: when one is in use, those just locked
+    are released. Returns the folders newly locked."""
+    taken = []
+    try:
+        for option, folder in folders.items():
+            if lock_folder(folder, option):
+                taken.append(_absolute(folder))
+    except OSError:
+        unlock_folders(taken)
+        raise
+    return taken
+
+
+def unlock_folders(folders: list[Path]) -> None:
+    """Release the locks of ``folders`` (taken by `lock_folder`); their lock files stay, for the next run."""
+    for folder in folders:
+        os.close(_HELD_LOCKS.pop(_absolute(folder)))
 
 
 def _describe(holder: str) -> str:

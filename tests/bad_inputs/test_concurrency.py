@@ -1,0 +1,128 @@
+"""Two runs at once (area "concurrency"): a second run into the output or checkpoint folder of a running one is
+refused before it writes anything, with the pid, host and start time of the first; a run that ended, however it
+ended, blocks nobody; the processes of one launch are one run.
+
+The first run is a real process: a child that calls `training.start_run` and waits, or two run_clm.py runs started
+together into one folder.
+"""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from hf_seqmodels import files
+from hf_seqmodels.training import TrainingArguments, start_run
+
+from .outcomes import assert_outcome
+
+AREA = "concurrency"
+REPO_ROOT = Path(__file__).resolve().parents[2]
+RUN_CLM = REPO_ROOT / "scripts" / "run_clm.py"
+START_AND_WAIT = """
+import sys
+from hf_seqmodels.training import TrainingArguments, start_run
+start_run(TrainingArguments(output_dir=sys.argv[1], checkpoint_dir=sys.argv[2]))
+print("started", flush=True)
+sys.stdin.read()
+"""
+
+
+class FirstRun:
+    """A process that has started a run into ``output_dir`` (and ``checkpoint_dir``) and holds it until killed."""
+
+    def __init__(self, output_dir: Path, checkpoint_dir: Path):
+        env = {**os.environ, "OMP_NUM_THREADS": "1"}
+        env.pop("RANK", None)
+        self.process = subprocess.Popen([sys.executable, "-c", START_AND_WAIT, str(output_dir), str(checkpoint_dir)],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
+                                        cwd=REPO_ROOT)
+        assert self.process.stdout.readline() == "started\n"
+
+    def kill(self) -> None:
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait()
+
+
+@pytest.fixture
+def first_run(tmp_path):
+    run = FirstRun(tmp_path / "out", tmp_path / "out-checkpoints")
+    yield run
+    run.kill()
+
+
+def start(output_dir, **options):
+    return start_run(TrainingArguments(output_dir=str(output_dir), **options))
+
+
+def test_a_second_run_into_a_running_ones_folders_is_refused(tmp_path, first_run):
+    holder = f"process {first_run.process.pid} on host {socket.gethostname()}, started 20"
+    for output_dir, options, option in [
+        (tmp_path / "out", {}, "--output_dir"),
+        (tmp_path / "out", {"overwrite_output_dir": True}, "--output_dir"),
+        (tmp_path / "out", {"checkpoint_dir": str(tmp_path / "c")}, "--output_dir"),
+        (f"{tmp_path}/out/", {}, "--output_dir"),  # the same folder, named another way
+        (tmp_path / "sub" / ".." / "out", {}, "--output_dir"),
+        (tmp_path / "other", {"checkpoint_dir": str(tmp_path / "out-checkpoints")}, "--checkpoint_dir"),
+    ]:
+        assert_outcome(AREA, lambda: start(output_dir, **options),
+                       error=f"{option}=.* is in use by another run \\({holder}.*; lock file .*\\.lock\\): wait for "
+                             f"it to end, stop it, or pass another {option}")
+    assert_outcome(AREA, lambda: sorted(p.name for p in tmp_path.iterdir()),  # nothing written but lock files
+                   check=lambda names: names == [".other.lock", ".out-checkpoints.lock", ".out.lock"])
+    assert_outcome(AREA, lambda: files.holds_lock(tmp_path / "other"), check=lambda held: not held)  # released
+
+
+def test_a_run_that_ended_blocks_nobody(tmp_path, first_run, monkeypatch):
+    first_run.kill()  # SIGKILL: no clean-up ran, the lock file is left behind
+    assert_outcome(AREA, lambda: start(tmp_path / "out"), check=lambda started: started[1].resume_from is None)
+    lock = tmp_path / ".other.lock"
+    lock.write_text(json.dumps({"pid": 999999, "host": "elsewhere", "started": "yesterday"}))  # nobody holds it
+    assert_outcome(AREA, lambda: start(tmp_path / "other"),
+                   check=lambda started: json.loads(lock.read_text())["pid"] == os.getpid())
+    lock.write_text("garbage")
+    assert_outcome(AREA, lambda: start(tmp_path / "third", checkpoint_dir=str(tmp_path / "other")),
+                   check=lambda started: json.loads((tmp_path / ".third.lock").read_text())["pid"] == os.getpid())
+
+
+def test_the_processes_of_one_launch_are_one_run(tmp_path, first_run, monkeypatch):
+    """Under a launcher the other processes (RANK > 0) join the run of process 0, which holds the lock."""
+    monkeypatch.setenv("RANK", "1")
+    assert_outcome(AREA, lambda: start(tmp_path / "out"), check=lambda started: started[1].resume_from is None)
+
+
+def test_two_training_runs_started_together_into_one_folder(tmp_path, data_dir):
+    """run_clm.py twice at once into one folder: one trains and saves, the other is refused with a clear error
+    (the folder is in use, or, if the first has already finished, not empty); the folder then holds the complete
+    model of the one that ran."""
+    output = tmp_path / "lm"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    env.pop("RANK", None)
+    command = [sys.executable, str(RUN_CLM), "--output_dir", str(output), "--max_train_samples", "100",
+               "--max_eval_samples", "20", "--embedding_size", "8", "--hidden_size", "8", "--block_size", "16",
+               "--max_train_steps", "2", "--per_device_eval_batch_size", "16"]
+
+    def run_twice():
+        runs = [subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 text=True) for _ in range(2)]
+        return [(run.wait(timeout=300), run.stdout.read()) for run in runs]
+
+    def one_ran(outcomes) -> bool:
+        codes = sorted(code for code, _ in outcomes)
+        refused = [log for code, log in outcomes if code != 0]
+        results = json.loads((output / "results.json").read_text())
+        clear = ("is in use by another run (process", "is not empty; pass --overwrite_output_dir")
+        return (codes[0] == 0 and codes[1] != 0 and any(message in refused[0] for message in clear)
+                and results["steps"] == 2 and loaded_model_ok(output))
+
+    assert_outcome(AREA, run_twice, check=one_ran, timeout=400)
+
+
+def loaded_model_ok(folder: Path) -> bool:
+    return AutoModelForCausalLM.from_pretrained(folder).config.vocab_size == len(AutoTokenizer.from_pretrained(folder))
