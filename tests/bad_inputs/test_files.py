@@ -4,12 +4,10 @@ left behind. Each is refused with a message naming the option or folder to chang
 nothing of the user's is deleted."""
 
 import errno
-import json
 import os
 import re
 import sys
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,6 +17,7 @@ from hf_seqmodels.checkpoints import Checkpoints
 from hf_seqmodels.training import TrainingArguments, start_run
 
 from ..cards.runs import NER_RUN
+from ..cards.test_hub import bert_folder  # a token-classification model folder as run_ner.py writes it
 from .outcomes import assert_outcome
 from .saved_models import accelerator, loaded_version, save_version, training_state
 
@@ -158,18 +157,8 @@ def test_any_folder_name_is_saved_replaced_and_cleaned(tmp_path_factory, name):
                    check=lambda found: found == ("new", sorted([name, f".{name}.lock", f".{name}x.tmp-1"])))
 
 
-def model_folder(tmp_path):
-    model_dir = tmp_path / "ner"
-    model_dir.mkdir()
-    (model_dir / "config.json").write_text(json.dumps({"model_type": "bert"}))
-    (model_dir / "model.safetensors").write_bytes(b"\0")
-    (model_dir / "tokenizer.json").write_text("{}")
-    (model_dir / "results.json").write_text(json.dumps(NER_RUN))
-    return model_dir
-
-
 def test_staging_never_deletes_what_it_did_not_stage(tmp_path):
-    model_dir = model_folder(tmp_path)
+    model_dir = bert_folder(tmp_path)
     theirs = tmp_path / "their-model"  # holds what a staged folder holds, but was not staged
     theirs.mkdir()
     (theirs / "README.md").write_text("my card")
@@ -200,7 +189,7 @@ BAD_REPO_IDS = ["", "sst2", "me/", "/sst2", "me/models/sst2", "me sst2", "me/sst
 
 
 def test_bad_repo_ids_are_refused_before_anything_is_staged(tmp_path):
-    model_dir = model_folder(tmp_path)
+    model_dir = bert_folder(tmp_path)
     for repo_id in BAD_REPO_IDS:
         assert_outcome(AREA, lambda: prepare_hub_folder(model_dir, repo_id, benchmarks=""),
                        error=re.escape(f"--repo_id {repo_id!r} is not ") + "(of the form 'user/name'|a valid Hub "
