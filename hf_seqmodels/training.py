@@ -130,7 +130,7 @@ class TrainingArguments:
             check_at_least(self, name, 0)
         check_range(self, "seed", 0, 2**32 - 1)  # what numpy's seeding takes
         check_range(self, "time_budget_minutes", 0, low_open=True)
-        for name in ("learning_rate", "weight_decay", "max_grad_norm"):  # a learning rate of 0 trains nothing, on purpose
+        for name in ("learning_rate", "weight_decay", "max_grad_norm"):  # a learning rate of 0: a frozen model
             check_range(self, name, 0)
         check_range(self, "label_smoothing_factor", 0, 1, high_open=True)
         if self.checkpointing_steps not in (None, "epoch") and not (

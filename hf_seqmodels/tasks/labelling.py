@@ -30,7 +30,7 @@ from ..training import TrainingArguments, describe_device, keep_model_inputs, sa
 from . import arguments
 
 logger = get_logger(__name__)
-POOLINGS = {"recurrent": RECURRENT_POOLINGS, "transformer": TRANSFORMER_POOLINGS}  # --model_type -> --classifier_pooling
+POOLINGS = {"recurrent": RECURRENT_POOLINGS, "transformer": TRANSFORMER_POOLINGS}  # --model_type -> its poolings
 
 
 @dataclass
