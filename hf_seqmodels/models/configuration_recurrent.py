@@ -108,7 +108,8 @@ class RecurrentConfig(CheckedConfig):
         check_choice("cell_type", cell_type, CELL_TYPES)
         check_choice("nonlinearity", nonlinearity, NONLINEARITIES)
         check_choice("classifier_pooling", classifier_pooling, POOLINGS)
-        check_sizes(vocab_size=vocab_size, embedding_size=embedding_size, hidden_size=hidden_size, num_layers=num_layers)
+        check_sizes(vocab_size=vocab_size, embedding_size=embedding_size, hidden_size=hidden_size,
+                    num_layers=num_layers)
         if not is_integer(spelling_features) or spelling_features < 0:
             raise ValueError(f"`spelling_features`={spelling_features!r} must be a non-negative integer (0 = none).")
         check_sizes(spelling_embedding_size=spelling_embedding_size, spelling_kernel_size=spelling_kernel_size,

@@ -81,15 +81,16 @@ def check_initializer_range(value) -> None:
 
 
 def check_token_ids(vocab_size: int, vocabulary: str = "vocabulary", **token_ids) -> None:
-    """Raise unless each special token id given is None, an id in the vocabulary or a non-empty list of such ids (as
-    `eos_token_id` may be)."""
+    """Raise unless each special token id given is None or an id in the vocabulary; `eos_token_id` may also be a
+    non-empty list of ids (generation stops at any of them)."""
     for name, value in token_ids.items():
         if value is None:
             continue
-        ids = value if isinstance(value, (list, tuple)) else [value]
+        several = name == "eos_token_id"
+        ids = value if several and isinstance(value, (list, tuple)) else [value]
         if not ids or not all(is_integer(token_id) for token_id in ids):
-            raise ValueError(f"`{name}`={value!r} must be None, or a token id (an integer in the {vocabulary}, "
-                             f"0..{vocab_size - 1}) or a list of them.")
+            raise ValueError(f"`{name}`={value!r} must be None or a token id (an integer in the {vocabulary}, "
+                             f"0..{vocab_size - 1}){' or a non-empty list of them' if several else ''}.")
         for token_id in ids:
             if not 0 <= token_id < vocab_size:
                 which = "is" if token_id is value else f"holds {token_id},"
@@ -139,7 +140,7 @@ def check_keys(cls, config: dict, loading: bool = False) -> None:
             hint = f" (did you mean `{close[0]}`?)" if close else ""
             raise ValueError(f"`{key}`={value!r} is not a field of {cls.__name__}{hint}; its fields are "
                              f"{', '.join(fields)}, and PretrainedConfig's own.")
-    missing = [name for name in fields if name not in config and name not in pretrained_fields()]
+    missing = [name for name in fields if name not in config]
     if loading and missing:
         raise ValueError(f"The config lacks {', '.join(f'`{name}`' for name in missing)} of {cls.__name__}: saving "
                          "writes every field, and a default in its place could change what the model computes; add "
@@ -218,6 +219,12 @@ class CheckedConfig(PretrainedConfig):
         check_keys(type(self), kwargs)
         check_pretrained_fields(kwargs)
         super().__init__(**kwargs)
+
+    def to_diff_dict(self) -> dict:
+        """What `save_pretrained` writes: PretrainedConfig's diff, with every field of the family even where it
+        equals PretrainedConfig's default (`is_encoder_decoder=False` of a decoder-only Transformer), so that a
+        loaded config holds all of them."""
+        return {**{name: getattr(self, name) for name in own_fields(type(self))}, **super().to_diff_dict()}
 
     @classmethod
     def from_dict(cls, config_dict: dict, **kwargs):
