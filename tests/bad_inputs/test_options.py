@@ -68,56 +68,48 @@ TRAINING = {
                     "greedy", "sometimes")},
 }
 
-# Options of one task's argument classes: task -> {case: (options, pattern)}.
-TASK_OPTIONS = {
-    "translation": {
-        "vocabulary": (["--vocabulary", "shared"], r"--vocabulary='shared' is not supported; choose one of"),
-        "max_source_length 1": (["--max_source_length", "1"], r"--max_source_length must be at least 2"),
-        "max_target_length -1": (["--max_target_length", "-1"], r"--max_target_length must be at least 2"),
-        "vocab_size 4": (["--vocab_size", "4"], r"--vocab_size must be at least 5 \(more than the special tokens\)"),
-        "same languages": (["--target_lang", "en"], r"--source_lang and --target_lang are both 'en'"),
-        "length_penalty nan": (["--length_penalty", "nan"], rf"--length_penalty {FINITE} .* got nan"),
-        "length_penalty -inf": (["--length_penalty=-inf"], rf"--length_penalty {FINITE} .* got -inf"),
-        "num_beams 0": (["--num_beams", "0"], r"--num_beams must be at least 1, got 0"),
-        "eval_num_beams -1": (["--eval_num_beams", "-1"], r"--eval_num_beams must be at least 1"),
-        "max_new_tokens 0": (["--max_new_tokens", "0"], r"--max_new_tokens must be at least 1"),
-        "model_type recurrent": (["--model_type", "recurrent"], r"--model_type='recurrent' is not supported"),
-        "text file": (["--train_file", "train.txt"], r"--train_file=train.txt: a .txt file has one column"),
-    },
-    "language_modeling": {
-        "block_size 1": (["--block_size", "1"], r"--block_size must be at least 2 \(one input and one target\)"),
-        "tokenizer_type": (["--tokenizer_type", "sentencepiece"], r"--tokenizer_type='sentencepiece' is not supp"),
-        "vocab_size 0": (["--vocab_size", "0"], r"--vocab_size must be at least 5"),
-        "cell_type": (["--cell_type", "transformer"], r"--cell_type='transformer' is not supported; choose one of"),
-        "hidden_size 0": (["--hidden_size", "0"], r"--hidden_size must be at least 1, got 0"),
-        "embedding_size -4": (["--embedding_size", "-4"], r"--embedding_size must be at least 1, got -4"),
-        "num_layers 0": (["--num_layers", "0"], r"--num_layers must be at least 1"),
-        "dropout 1": (["--dropout", "1"], rf"--dropout {FINITE} \[0, 1\), got 1.0"),
-        "embedding_dropout nan": (["--embedding_dropout", "nan"], r"--embedding_dropout .* got nan"),
-        "output_dropout -0.5": (["--output_dropout", "-0.5"], r"--output_dropout .* got -0.5"),
-        "model_type attention": (["--model_type", "attention_seq2seq"], r"--model_type='attention_seq2seq' is not"),
-    },
-    **{task: {
-        "tokenizer_type": (["--tokenizer_type", "chars"], r"--tokenizer_type='chars' is not supported"),
-        "cell_type": (["--cell_type", "LSTM"], r"--cell_type='LSTM' is not supported; choose one of"),
-        "pooling for a transformer": (["--model_type", "transformer", "--classifier_pooling", "last"],
-                                      r"--classifier_pooling='last' is not supported; choose one of \('mean'"),
-        "pooling": (["--classifier_pooling", "first"], r"--classifier_pooling='first' is not supported"),
-        "num_heads 0": (["--num_heads", "0"], r"--num_heads must be at least 1"),
-        "heads do not divide": (["--model_type", "transformer", "--hidden_size", "100", "--num_heads", "3"],
-                                r"--hidden_size=100 .* must be a multiple of --num_heads=3"),
-        "ffn_dim 0": (["--ffn_dim", "0"], r"--ffn_dim must be at least 1"),
-        "dropout nan": (["--dropout", "nan"], rf"--dropout {FINITE} \[0, 1\), got nan"),
-        "dropout -1": (["--dropout", "-1"], r"--dropout .* got -1.0"),
-        "spelling_features -1": (["--spelling_features", "-1"], r"--spelling_features must be at least 0"),
-        "vocab_size 3": (["--vocab_size", "3"], r"--vocab_size must be at least 5"),
-        "max_seq_length 1": (["--max_seq_length", "1"], r"--max_seq_length must be at least 2"),
-        "same columns": (["--label_column_name", "x", "--text_column_name", "x"],
-                         r"--text_column_name and --label_column_name are both 'x'"),
-        "test_file": (["--test_file", "test.jsonl"], r"--test_file: this task scores the validation split"),
-        "model_type": (["--model_type", "attention_seq2seq"], r"--model_type='attention_seq2seq' is not supported"),
-    } for task in LABELLING},
-}
+# Options of one task's argument classes: (the tasks, the options, the message's pattern).
+LM, TRANSLATION = ("language_modeling",), ("translation",)
+TASK_OPTIONS = [
+    (TRANSLATION, "--vocabulary shared", r"--vocabulary='shared' is not supported; choose one of"),
+    (TRANSLATION, "--max_source_length 1", r"--max_source_length must be at least 2"),
+    (TRANSLATION, "--max_target_length -1", r"--max_target_length must be at least 2"),
+    (TRANSLATION, "--vocab_size 4", r"--vocab_size must be at least 5 \(more than the special tokens\)"),
+    (TRANSLATION, "--target_lang en", r"--source_lang and --target_lang are both 'en'"),
+    (TRANSLATION, "--length_penalty nan", r"--length_penalty must be a finite number in .* got nan"),
+    (TRANSLATION, "--length_penalty=-inf", r"--length_penalty must be a finite number in .* got -inf"),
+    (TRANSLATION, "--num_beams 0", r"--num_beams must be at least 1, got 0"),
+    (TRANSLATION, "--eval_num_beams -1", r"--eval_num_beams must be at least 1"),
+    (TRANSLATION, "--max_new_tokens 0", r"--max_new_tokens must be at least 1"),
+    (TRANSLATION, "--model_type recurrent", r"--model_type='recurrent' is not supported"),
+    (TRANSLATION, "--train_file train.txt", r"--train_file=train.txt: a .txt file has one column"),
+    (LM, "--block_size 1", r"--block_size must be at least 2 \(one input and one target\)"),
+    (LM, "--tokenizer_type sentencepiece", r"--tokenizer_type='sentencepiece' is not supp"),
+    (LM, "--vocab_size 0", r"--vocab_size must be at least 5"),
+    (LM, "--cell_type transformer", r"--cell_type='transformer' is not supported; choose one of"),
+    (LM, "--hidden_size 0", r"--hidden_size must be at least 1, got 0"),
+    (LM, "--embedding_size -4", r"--embedding_size must be at least 1, got -4"),
+    (LM, "--num_layers 0", r"--num_layers must be at least 1"),
+    (LM, "--dropout 1", r"--dropout must be a finite number in \[0, 1\), got 1.0"),
+    (LM, "--embedding_dropout nan", r"--embedding_dropout .* got nan"),
+    (LM, "--output_dropout -0.5", r"--output_dropout .* got -0.5"),
+    (LM, "--model_type attention_seq2seq", r"--model_type='attention_seq2seq' is not"),
+    (LABELLING, "--tokenizer_type chars", r"--tokenizer_type='chars' is not supported"),
+    (LABELLING, "--cell_type LSTM", r"--cell_type='LSTM' is not supported; choose one of"),
+    (LABELLING, "--model_type transformer --classifier_pooling last", r"--classifier_pooling='last' .* \('mean'"),
+    (LABELLING, "--classifier_pooling first", r"--classifier_pooling='first' is not supported"),
+    (LABELLING, "--num_heads 0", r"--num_heads must be at least 1"),
+    (LABELLING, "--model_type transformer --hidden_size 100 --num_heads 3", r"--hidden_size=100 .* of --num_heads=3"),
+    (LABELLING, "--ffn_dim 0", r"--ffn_dim must be at least 1"),
+    (LABELLING, "--dropout nan", r"--dropout must be a finite number in \[0, 1\), got nan"),
+    (LABELLING, "--dropout -1", r"--dropout .* got -1.0"),
+    (LABELLING, "--spelling_features -1", r"--spelling_features must be at least 0"),
+    (LABELLING, "--vocab_size 3", r"--vocab_size must be at least 5"),
+    (LABELLING, "--max_seq_length 1", r"--max_seq_length must be at least 2"),
+    (LABELLING, "--label_column_name x --text_column_name x", r"--text_column_name and --label_column_name are both"),
+    (LABELLING, "--test_file test.jsonl", r"--test_file: this task scores the validation split"),
+    (LABELLING, "--model_type attention_seq2seq", r"--model_type='attention_seq2seq' is not supported"),
+]
 
 # Options of tasks.arguments' shared classes, the same in every task.
 SHARED = {
@@ -135,8 +127,9 @@ SHARED = {
     "overrides not a bool": (["--config_overrides", "tie_word_embeddings=maybe"],
                              r"--config_overrides: tie_word_embeddings takes true or false, got 'maybe'"),
 }
-TASK_CASES = [(task, name, *case) for task in TASKS for cases in (TRAINING, SHARED, TASK_OPTIONS[task])
-              for name, case in cases.items() if not (task == "translation" and name == "model_type")]
+TASK_CASES = [(task, name, *case) for task in TASKS for cases in (TRAINING, SHARED) for name, case in cases.items()
+              if not (task == "translation" and name == "model_type")]
+TASK_CASES += [(task, options, options.split(), message) for tasks, options, message in TASK_OPTIONS for task in tasks]
 
 
 @pytest.mark.parametrize("task, name, options, message", TASK_CASES,
