@@ -1,0 +1,168 @@
+"""The checks every family's config shares (models/configuration_utils.py): their messages name the field, show the
+value and say what is allowed; `CheckedConfig` knows a subclass's fields, saves every field, compares every field,
+and refuses a bad config.json in the saved code too, in a process without hf_seqmodels."""
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from hf_seqmodels import RecurrentConfig, TransformerConfig
+from hf_seqmodels.models.configuration_utils import (
+    check_architectures,
+    check_choice,
+    check_dropouts,
+    check_flags,
+    check_keys,
+    check_labels,
+    check_optional_sizes,
+    check_positive_number,
+    check_pretrained_fields,
+    check_sizes,
+    check_token_ids,
+    own_fields,
+)
+
+
+def without(config_dict: dict, key: str) -> dict:
+    return {name: value for name, value in config_dict.items() if name != key}
+
+
+@pytest.mark.parametrize(
+    "check, message",
+    [
+        (lambda: check_choice("cell_type", "LSTM", ("rnn", "lstm")),
+         "`cell_type`='LSTM' is not supported; choose one of 'rnn', 'lstm'."),
+        (lambda: check_flags(bidirectional="false"), "`bidirectional`='false' must be True or False (a bool)."),
+        (lambda: check_sizes(hidden_size=8.0), "`hidden_size`=8.0 must be a positive integer."),
+        (lambda: check_optional_sizes(attention_size=0), "`attention_size`=0 must be a positive integer or None."),
+        (lambda: check_dropouts(dropout="0.1"),
+         "`dropout`='0.1' must be a number in [0, 1): the probability of zeroing an activation."),
+        (lambda: check_dropouts(dropout=float("nan")),
+         "`dropout`=nan must be in [0, 1): it is the probability of zeroing an activation."),
+        (lambda: check_positive_number("layer_norm_eps", float("inf"), "the epsilon"),
+         "`layer_norm_eps`=inf must be a positive number (finite): the epsilon."),
+        (lambda: check_token_ids(10, pad_token_id=5.0),
+         "`pad_token_id`=5.0 must be None or a token id (an integer in the vocabulary, 0..9)."),
+        (lambda: check_token_ids(10, pad_token_id=[1]),
+         "`pad_token_id`=[1] must be None or a token id (an integer in the vocabulary, 0..9)."),
+        (lambda: check_token_ids(10, eos_token_id=[]),
+         "`eos_token_id`=[] must be None or a token id (an integer in the vocabulary, 0..9) or a non-empty list of "
+         "them."),
+        (lambda: check_token_ids(10, "source vocabulary", pad_token_id=10),
+         "`pad_token_id`=10 is outside the source vocabulary (0..9)."),
+        (lambda: check_labels({"num_labels": 0}),
+         "`num_labels`=0 must be a positive integer: the number of classes (1 for regression)."),
+        (lambda: check_labels({"id2label": {"1": "pos"}}),
+         "`id2label`={'1': 'pos'} must be a non-empty dict that maps the label ids 0..n-1 to their names (strings)."),
+        (lambda: check_labels({"num_labels": 3, "id2label": {"0": "neg", "1": "pos"}}),
+         "`num_labels`=3 disagrees with `id2label`, which names 2 labels: give one of them, or both in agreement."),
+        (lambda: check_labels({"id2label": {"0": "neg"}, "label2id": {"neg": 1}}),
+         "`label2id`={'neg': 1} must come with `id2label` (here {'0': 'neg'}) and be its inverse: a dict that maps "
+         "each label name to its id."),
+        (lambda: check_labels({"problem_type": "regresion"}),
+         "`problem_type`='regresion' is not supported; choose one of 'regression', 'single_label_classification', "
+         "'multi_label_classification', None."),
+        (lambda: check_pretrained_fields({"chunk_size_feed_forward": 64}),
+         "`chunk_size_feed_forward`=64 is not supported: hf_seqmodels models do not chunk their feed-forward layers; "
+         "leave it 0."),
+        (lambda: check_pretrained_fields({"dtype": "auto"}),
+         "`dtype`='auto' must be None, a torch.dtype or its name (such as 'float32')."),
+        (lambda: check_keys(RecurrentConfig, {"model_type": "bert"}),
+         "`model_type`='bert' is not RecurrentConfig's ('recurrent'): the config was written for another model; "
+         "load it with AutoConfig or that model's config class."),
+        (lambda: check_keys(RecurrentConfig, {"num_hidden_layers": 2}),
+         "`num_hidden_layers`=2 is another name for `num_layers`: set num_layers instead."),
+        (lambda: check_keys(RecurrentConfig, {"hiden_size": 8}),
+         "`hiden_size`=8 is not a field of RecurrentConfig (did you mean `hidden_size`?); its fields are "
+         f"{', '.join(own_fields(RecurrentConfig))}, and PretrainedConfig's own."),
+        (lambda: check_keys(RecurrentConfig, without(RecurrentConfig().to_diff_dict(), "nonlinearity"), loading=True),
+         "The config lacks `nonlinearity` of RecurrentConfig: saving writes every field, and a default in its place "
+         "could change what the model computes; add the value it was saved with."),
+        (lambda: check_architectures(TransformerConfig, ["RecurrentForCausalLM"]),
+         "`architectures`=['RecurrentForCausalLM'] must be None or a list of TransformerConfig's model classes "
+         "(Transformer...): the config was written for another model."),
+    ],
+)
+def test_messages_name_the_field_the_value_and_what_is_allowed(check, message):
+    with pytest.raises(ValueError) as error:
+        check()
+    assert str(error.value) == message
+
+
+class TaggerConfig(RecurrentConfig):
+    """A user's config on top of a family's, with a field of its own."""
+
+    def __init__(self, crf: bool = False, **kwargs):
+        self.crf = crf
+        super().__init__(**kwargs)
+
+
+def test_a_subclass_knows_its_fields_and_its_bases():
+    assert own_fields(TaggerConfig) == ["crf", *own_fields(RecurrentConfig)]
+    config = TaggerConfig(crf=True, hidden_size=8, architectures=["TaggerModel", "RecurrentModel"])
+    loaded = TaggerConfig.from_dict(config.to_diff_dict())
+    assert (loaded.crf, loaded.hidden_size) == (True, 8)
+    with pytest.raises(ValueError, match="lacks `crf`"):
+        TaggerConfig.from_dict(RecurrentConfig().to_diff_dict())
+
+
+def test_saving_writes_every_field():
+    """PretrainedConfig's diff leaves out a value equal to its own default: `is_encoder_decoder=False` would come
+    back True."""
+    config = TransformerConfig(is_encoder_decoder=False)
+    assert set(own_fields(TransformerConfig)) <= config.to_diff_dict().keys()
+    assert TransformerConfig.from_dict(config.to_diff_dict()).is_encoder_decoder is False
+
+
+def test_equality_compares_every_field():
+    """transformers' dataclass `__eq__` compared PretrainedConfig's fields alone: any two dropouts were equal."""
+    assert RecurrentConfig(dropout=0.1) != RecurrentConfig(dropout=0.2)
+    assert RecurrentConfig(dropout=0.1) == RecurrentConfig(dropout=0.1)
+
+
+REFUSALS_SCRIPT = textwrap.dedent(
+    """
+    import json
+    import re
+    import sys
+
+    sys.modules["hf_seqmodels"] = None  # makes `import hf_seqmodels` fail: only the saved code may load
+    from transformers import AutoConfig
+
+    for folder, message in json.loads(sys.argv[1]):
+        try:
+            config = AutoConfig.from_pretrained(folder, trust_remote_code=True)
+            assert message is None and type(config).__module__.startswith("transformers_modules."), folder
+            print("loaded", folder)
+        except ValueError as error:
+            assert message is not None and re.search(message, str(error)), (folder, str(error))
+            print("refused", folder)
+    """
+)
+
+
+def test_saved_code_refuses_a_bad_config_json(tmp_path):
+    """The checks travel with a saved folder: trust_remote_code loads a folder's own configuration_utils.py."""
+    edits = {  # name: (the key to remove, the keys to set, what the error must say; None: it loads)
+        "good": ("", {}, None),
+        "missing": ("nonlinearity", {}, "lacks `nonlinearity`"),
+        "model_type": ("", {"model_type": "vanilla_transformer"}, "`model_type`='vanilla_transformer'"),
+        "flag": ("", {"bidirectional": "false"}, "`bidirectional`='false' must be True or False"),
+        "unknown": ("", {"dropuot": 0.1}, "did you mean `dropout`"),
+    }
+    cases = []
+    for name, (drop, changes, message) in edits.items():
+        folder = tmp_path / name
+        RecurrentConfig(vocab_size=20, embedding_size=4, hidden_size=4).save_pretrained(folder)
+        saved = without(json.loads((folder / "config.json").read_text()), drop)
+        (folder / "config.json").write_text(json.dumps(saved | changes))
+        cases.append((str(folder), message))
+    env = {"PATH": "/usr/bin:/bin", "HF_HOME": str(tmp_path / "hf_home"), "HF_HUB_OFFLINE": "1",
+           "PYTHONNOUSERSITE": "1"}
+    result = subprocess.run([sys.executable, "-c", REFUSALS_SCRIPT, json.dumps(cases)], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.count("refused") == len(cases) - 1 and result.stdout.count("loaded") == 1, result.stdout
