@@ -1,5 +1,5 @@
-"""Data loading, LM preprocessing and length-grouped batches (hf_seqmodels.data) on hand-made examples and the
-bundled PTB."""
+"""Data loading and its checks, LM preprocessing and length-grouped batches (hf_seqmodels.data, .data_checks) on
+hand-made examples and the bundled PTB."""
 
 import datasets
 import pytest
@@ -13,6 +13,7 @@ from hf_seqmodels.data import (
     load_text_dataset,
     tokenize_for_lm,
 )
+from hf_seqmodels.data_checks import check_values
 from hf_seqmodels.tokenization import train_tokenizer
 
 
@@ -119,3 +120,21 @@ def test_length_grouped_sampler():
 
     shuffled = torch.randperm(1000, generator=torch.Generator().manual_seed(1)).tolist()
     assert padding(first) < padding(shuffled) / 5
+
+
+def test_check_values_names_the_row_and_column_of_a_value_of_the_wrong_kind():
+    rows = datasets.Dataset.from_dict({"tokens": [["a", "b"], ["c"]], "tags": [["X", "Y"], ["X", "Y"]],
+                                       "label": [1, None]})
+    check_values(rows, "The train file t.jsonl", {"tokens": "words", "absent": "text"})
+    with pytest.raises(ValueError, match=r"The train file t.jsonl, row 2: 1 words in column 'tokens' but 2 labels"):
+        check_values(rows, "The train file t.jsonl", {"tokens": "words", "tags": "labels"})
+    with pytest.raises(ValueError, match=r"The train file t.jsonl, row 2, column 'label': null .* is not a class name"):
+        check_values(rows, "The train file t.jsonl", {"label": "label"})
+
+
+def test_load_text_dataset_checks_the_columns_it_is_given(tmp_path):
+    path = tmp_path / "train.jsonl"
+    path.write_text('{"sentence": "a"}\n{"sentence": 3}\n{"sentence": "b"}\n')
+    assert load_text_dataset(data_files={"train": str(path)})["train"]["sentence"] == ["a", 3]  # no kinds: not checked
+    with pytest.raises(ValueError, match=rf"The train file {path}, row 2, column 'sentence': 3 is not a string"):
+        load_text_dataset(data_files={"train": str(path)}, columns={"sentence": "text"})
