@@ -80,9 +80,13 @@ class AttentionSeq2SeqConfig(CheckedConfig):
             outside training, so that generation feeds one new token per step.
         pad_token_id, bos_token_id, eos_token_id (`int`, *optional*):
             Ids of the special tokens, in the target vocabulary (the source tokenizer must use the same pad id).
-            `pad_token_id` is needed for training from `labels`.
+            `pad_token_id` is needed for training from `labels`; `eos_token_id` may be a list of ids.
         decoder_start_token_id (`int`, *optional*):
             The first decoder input; defaults to `bos_token_id`.
+
+    Every field is checked when the config is made and when it is loaded: a value of the wrong type or out of range,
+    an unknown field, or a config.json that lacks a field or was written for another model raises a `ValueError`
+    that names the field (see `CheckedConfig`).
 
     Example:
 

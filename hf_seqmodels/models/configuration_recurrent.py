@@ -1,16 +1,7 @@
 """Configuration of the recurrent family: Elman RNN, LSTM and GRU language models, classifiers and taggers."""
 
-from .configuration_utils import (
-    CELL_TYPES,
-    CheckedConfig,
-    check_choice,
-    check_dropouts,
-    check_flags,
-    check_initializer_range,
-    check_sizes,
-    check_token_ids,
-    is_integer,
-)
+from .configuration_utils import CELL_TYPES, CheckedConfig, check_choice, check_dropouts, check_flags
+from .configuration_utils import check_initializer_range, check_sizes, check_token_ids, is_integer
 
 NONLINEARITIES = ("tanh", "relu")
 POOLINGS = ("last", "mean", "max", "attention")
@@ -65,7 +56,12 @@ class RecurrentConfig(CheckedConfig):
             Standard deviation of the normal initialisation of embeddings and linear layers. Recurrent weights use
             torch's default `U(-1/sqrt(hidden_size), 1/sqrt(hidden_size))`.
         pad_token_id, bos_token_id, eos_token_id (`int`, *optional*):
-            Ids of the special tokens. `pad_token_id` is needed to batch sequences of different lengths.
+            Ids of the special tokens. `pad_token_id` is needed to batch sequences of different lengths;
+            `eos_token_id` may be a list of ids.
+
+    Every field is checked when the config is made and when it is loaded: a value of the wrong type or out of range,
+    an unknown field, or a config.json that lacks a field or was written for another model raises a `ValueError`
+    that names the field (see `CheckedConfig`).
 
     Example:
 

@@ -81,13 +81,18 @@ class TransformerConfig(CheckedConfig):
             one new token per step.
         pad_token_id, bos_token_id, eos_token_id, decoder_start_token_id (`int`, *optional*):
             Ids of the special tokens. `pad_token_id` is needed for batches of different lengths and to build
-            decoder inputs from `labels`; `decoder_start_token_id` (else `bos_token_id`) starts every target.
+            decoder inputs from `labels`; `decoder_start_token_id` (else `bos_token_id`) starts every target;
+            `eos_token_id` may be a list of ids.
         is_encoder_decoder (`bool`, *optional*, defaults to `True`):
             Whether the model is an encoder-decoder; the decoder-only and encoder-only heads set it to `False` in
             their own copy of the config.
 
     Weights are initialised as in fairseq's Transformer: Xavier-uniform linear layers with zero biases, and token
     embeddings drawn from `N(0, d_model^-0.5)` so that, scaled by `sqrt(d_model)`, they have unit variance.
+
+    Every field is checked when the config is made and when it is loaded: a value of the wrong type or out of range,
+    an unknown field, or a config.json that lacks a field or was written for another model raises a `ValueError`
+    that names the field (see `CheckedConfig`).
 
     Example:
 

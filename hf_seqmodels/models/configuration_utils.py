@@ -9,6 +9,7 @@ output flags, dtype, architectures), keys that no one knows, and, on loading (`f
 
 import dataclasses
 import difflib
+import functools
 import inspect
 import math
 import re
@@ -103,13 +104,14 @@ def decoder_start_token_id(decoder_start_token_id: int | None, bos_token_id: int
     return decoder_start_token_id if decoder_start_token_id is not None else bos_token_id
 
 
-def own_fields(cls) -> list[str]:
+@functools.cache
+def own_fields(cls) -> tuple[str, ...]:
     """The fields that the `__init__` of ``cls`` and of its bases down to `CheckedConfig` name."""
     names = {}
     for klass in cls.__mro__[: cls.__mro__.index(CheckedConfig)]:
         if "__init__" in vars(klass):
             names.update(dict.fromkeys(inspect.signature(klass.__init__).parameters))
-    return [name for name in names if name not in ("self", "kwargs")]
+    return tuple(name for name in names if name not in ("self", "kwargs"))
 
 
 def pretrained_fields() -> set[str]:
@@ -140,8 +142,7 @@ def check_keys(cls, config: dict, loading: bool = False) -> None:
             hint = f" (did you mean `{close[0]}`?)" if close else ""
             raise ValueError(f"`{key}`={value!r} is not a field of {cls.__name__}{hint}; its fields are "
                              f"{', '.join(fields)}, and PretrainedConfig's own.")
-    missing = [name for name in fields if name not in config]
-    if loading and missing:
+    if loading and (missing := [name for name in fields if name not in config]):
         raise ValueError(f"The config lacks {', '.join(f'`{name}`' for name in missing)} of {cls.__name__}: saving "
                          "writes every field, and a default in its place could change what the model computes; add "
                          "the value it was saved with.")
@@ -243,9 +244,8 @@ def with_overrides(cls, config_dict: dict, kwargs: dict) -> dict:
     overrides, known = {}, known_keys(cls) - {"dtype", "torch_dtype"}
     for key in [key for key in kwargs if cls.attribute_map.get(key, key) in known]:
         overrides[cls.attribute_map.get(key, key)] = kwargs.pop(key)
-    saved_labels = config_dict.get("id2label")
-    relabelled = overrides.keys() & LABEL_KEYS and not (
-        overrides.keys() & LABEL_KEYS == {"num_labels"} and isinstance(saved_labels, dict)
-        and len(saved_labels) == overrides["num_labels"])
-    saved = {key: value for key, value in config_dict.items() if not (relabelled and key in LABEL_KEYS)}
+    new_labels, saved_labels = overrides.keys() & LABEL_KEYS, config_dict.get("id2label")
+    if new_labels == {"num_labels"} and isinstance(saved_labels, dict) and len(saved_labels) == overrides["num_labels"]:
+        new_labels = set()  # as many labels as were saved: their names stay
+    saved = {key: value for key, value in config_dict.items() if not (new_labels and key in LABEL_KEYS)}
     return {**saved, **overrides}

@@ -101,7 +101,7 @@ class TaggerConfig(RecurrentConfig):
 
 
 def test_a_subclass_knows_its_fields_and_its_bases():
-    assert own_fields(TaggerConfig) == ["crf", *own_fields(RecurrentConfig)]
+    assert own_fields(TaggerConfig) == ("crf", *own_fields(RecurrentConfig))
     config = TaggerConfig(crf=True, hidden_size=8, architectures=["TaggerModel", "RecurrentModel"])
     loaded = TaggerConfig.from_dict(config.to_diff_dict())
     assert (loaded.crf, loaded.hidden_size) == (True, 8)
