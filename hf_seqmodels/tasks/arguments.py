@@ -84,8 +84,6 @@ class DataArguments:
     preprocessing_num_workers: int | None = field(default=None, metadata={"help": "Processes for tokenizing."})
 
     def __post_init__(self):
-        for name in ("max_train_samples", "max_eval_samples"):
-            check_at_least(self, name, 1, " (leave it out for all rows)")
         check_at_least(self, "preprocessing_num_workers", 1)
         check_file_formats(self.file_options())
 

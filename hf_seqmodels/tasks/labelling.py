@@ -123,6 +123,8 @@ class DataArguments(arguments.DataArguments):
 
     def __post_init__(self):
         super().__post_init__()
+        for name in ("max_train_samples", "max_eval_samples"):
+            check_at_least(self, name, 1, " (leave it out for all rows)")
         check_different(self, "text_column_name", "label_column_name")
         if self.test_file:
             raise ValueError("--test_file: this task scores the validation split (GLUE test labels are hidden); "

@@ -108,13 +108,13 @@ TASK_OPTIONS = [
     (LABELLING, "--max_seq_length 1", r"--max_seq_length must be at least 2"),
     (LABELLING, "--label_column_name x --text_column_name x", r"--text_column_name and --label_column_name are both"),
     (LABELLING, "--test_file test.jsonl", r"--test_file: this task scores the validation split"),
+    (LABELLING, "--max_train_samples 0", r"--max_train_samples must be at least 1 \(leave it out for all rows\)"),
+    (LABELLING, "--max_eval_samples -1", r"--max_eval_samples must be at least 1"),
     (LABELLING, "--model_type attention_seq2seq", r"--model_type='attention_seq2seq' is not supported"),
 ]
 
 # Options of tasks.arguments' shared classes, the same in every task.
 SHARED = {
-    "max_train_samples 0": (["--max_train_samples", "0"], r"--max_train_samples must be at least 1 \(leave it out"),
-    "max_eval_samples -1": (["--max_eval_samples", "-1"], r"--max_eval_samples must be at least 1"),
     "workers 0": (["--preprocessing_num_workers", "0"], r"--preprocessing_num_workers must be at least 1, got 0"),
     "parquet file": (["--train_file", "train.parquet"], r"Unsupported data file --train_file=train.parquet: use one "
                                                          r"of \['.csv'"),
@@ -165,7 +165,7 @@ DICT_CASES = {  # fields of the wrong type in a dict (compare.py's recipes), whi
     "checkpointing as a number": ({"checkpointing_steps": 500}, r"--checkpointing_steps .* got 500"),
     "optimizer as a list": ({"optimizer": ["adamw"]}, r"--optimizer=\['adamw'\] is not supported"),
     "output_dir None": ({"output_dir": None}, r"--output_dir must name a folder, got None"),
-    "max_train_samples as text": ({"max_train_samples": "10"}, r"--max_train_samples must be an integer"),
+    "workers as text": ({"preprocessing_num_workers": "2"}, r"--preprocessing_num_workers must be an integer"),
 }
 
 
