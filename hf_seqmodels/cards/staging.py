@@ -14,7 +14,7 @@ from pathlib import Path
 from huggingface_hub import ModelCard
 from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 
-from ..files import replacing
+from ..files import lock_folder, remove_temporaries_of, replacing
 from ..models.pipeline_translation import SOURCE_TOKENIZER_DIR
 from .results import run_scores
 
@@ -54,7 +54,9 @@ def stage_hub_folder(model_dir: str | Path, target: str | Path, card: ModelCard)
     those of a translation model's ``source_tokenizer/``), and every ``.py`` file in ``model_dir`` (the remote code
     ``save_pretrained`` wrote next to config.json). Pickle weights (``*.bin``...) are refused: they run code when
     loaded. An existing ``target`` is replaced (whole, at once: `files.replacing`) only if it is empty or a
-    folder staged earlier (it holds `STAGING_MARKER`); it may not overlap ``model_dir``.
+    folder staged earlier (it holds `STAGING_MARKER`); it may not overlap ``model_dir``. ``target`` stays locked
+    for this process (`files.lock_folder`: another staging into it is refused), and what a killed staging left
+    beside it is removed.
 
     Returns:
         The staged file names, sorted (`STAGING_MARKER` left out).
@@ -71,6 +73,8 @@ def stage_hub_folder(model_dir: str | Path, target: str | Path, card: ModelCard)
     if target.is_symlink() or (target.exists() and not target.is_dir()):
         raise ValueError(f"{target} exists and is not a folder (a file or a link): nothing there is replaced; pass "
                          "another --staging_dir.")
+    lock_folder(target, "--staging_dir")
+    remove_temporaries_of(target)
     if target.is_dir() and any(target.iterdir()) and not (target / STAGING_MARKER).is_file():
         raise ValueError(f"{target} exists and is not a folder staged earlier (it has no {STAGING_MARKER} file): "
                          "nothing there is deleted; pass another --staging_dir or remove it yourself.")

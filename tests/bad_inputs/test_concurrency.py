@@ -18,8 +18,11 @@ import pytest
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from hf_seqmodels import files
+from hf_seqmodels.cards import render_card, stage_hub_folder
 from hf_seqmodels.training import TrainingArguments, start_run
 
+from ..cards.runs import NER_RUN
+from ..cards.test_hub import bert_folder
 from .outcomes import assert_outcome
 
 AREA = "concurrency"
@@ -74,7 +77,10 @@ def test_a_second_run_into_a_running_ones_folders_is_refused(tmp_path, first_run
         assert_outcome(AREA, lambda: start(output_dir, **options),
                        error=f"{option}=.* is in use by another run \\({holder}.*; lock file .*\\.lock\\): wait for "
                              f"it to end, stop it, or pass another {option}")
-    assert_outcome(AREA, lambda: sorted(p.name for p in tmp_path.iterdir()),  # nothing written but lock files
+    model_dir = bert_folder(tmp_path)
+    assert_outcome(AREA, lambda: stage_hub_folder(model_dir, tmp_path / "out", render_card(NER_RUN)),
+                   error=f"--staging_dir=.*out is in use by another run \\({holder}")
+    assert_outcome(AREA, lambda: sorted(p.name for p in tmp_path.iterdir() if p != model_dir),
                    check=lambda names: names == [".other.lock", ".out-checkpoints.lock", ".out.lock"])
     assert_outcome(AREA, lambda: files.holds_lock(tmp_path / "other"), check=lambda held: not held)  # released
 

@@ -182,6 +182,10 @@ def test_staging_never_deletes_what_it_did_not_stage(tmp_path):
                    error="nowhere: no such folder .*pass the output_dir of a training script")
     assert_outcome(AREA, lambda: {p.name: p.read_text() for p in theirs.iterdir()},
                    check=lambda found: found == {"README.md": "my card", "config.json": "{}"})
+    (tmp_path / ".hub.tmp-12").mkdir()  # left by a killed staging
+    assert_outcome(AREA, lambda: (stage_hub_folder(model_dir, tmp_path / "hub", card),
+                                  sorted(p.name for p in tmp_path.glob(".hub*"))),
+                   check=lambda result: "README.md" in result[0] and result[1] == [".hub.lock"])
 
 
 BAD_REPO_IDS = ["", "sst2", "me/", "/sst2", "me/models/sst2", "me sst2", "me/sst2 bilstm", "me/sst2--x", "me/..x",

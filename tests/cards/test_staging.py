@@ -61,4 +61,4 @@ def test_staging_never_deletes_what_it_did_not_stage(tmp_path):
     assert stage_hub_folder(model_dir, staged, card) == ["README.md", "config.json", "model.safetensors"]
     (staged / "stale.bin").write_bytes(b"\0")
     assert "stale.bin" not in stage_hub_folder(model_dir, staged, card)  # an earlier staging is replaced whole
-    assert (staged / STAGING_MARKER).is_file() and not list(tmp_path.glob(".staged.*"))  # no temporary left
+    assert (staged / STAGING_MARKER).is_file() and not list(tmp_path.glob(".staged.tmp*"))  # no temporary left
