@@ -1,5 +1,6 @@
-"""Kills at every step of a save: whatever moment a run dies, the folder it was replacing loads afterwards as the
-complete old or the complete new version, never a mix and never nothing (area "kills").
+"""Kills at every step of a save (a model, a checkpoint, a Hub staging): whatever moment a run dies, the folder it
+was replacing is afterwards the complete old or the complete new version, never a mix and never nothing (area
+"kills").
 
 A forked child makes the save while an audit hook (``sys.addaudithook``) counts the file-system operations on the
 test's folder (opening, creating, renaming, deleting, and the ``renameat2`` call through ctypes); at operation
@@ -17,8 +18,12 @@ from pathlib import Path
 import pytest
 
 from hf_seqmodels import files
+from hf_seqmodels.cards import render_card, stage_hub_folder
+from hf_seqmodels.cards.staging import STAGING_MARKER
 from hf_seqmodels.checkpoints import Checkpoints
 
+from ..cards.runs import NER_RUN
+from ..cards.test_hub import bert_folder
 from .outcomes import assert_outcome
 from .saved_models import accelerator, loaded_version, save_version, training_state
 
@@ -145,3 +150,25 @@ def test_a_checkpoint_is_complete_or_absent_whatever_the_kill(tmp_path):
     kill_at_every_step(folder, prepare, lambda: checkpoints.save(run_accelerator, 2, state), judge,
                        check=lambda result: result[0] in (["step_1"], ["step_1", "step_2"]) and all(result[1])
                        and result[2] == [])
+
+
+def test_a_staged_hub_folder_is_old_or_new_whatever_the_kill(tmp_path):
+    """stage_hub_folder over an earlier staging killed at every step: the staging folder holds every file of the
+    old or of the new staging, and the next staging removes what the kill left."""
+    card, staging = render_card(NER_RUN), tmp_path / "hub"
+    models = {}
+    for version in ("old", "new"):
+        (tmp_path / version).mkdir()
+        models[version] = bert_folder(tmp_path / version)
+        (models[version] / "model.safetensors").write_text(version)
+    complete = stage_hub_folder(models["old"], staging, card)
+
+    def judge(kill_at):
+        staged = sorted(str(p.relative_to(staging)) for p in staging.rglob("*") if p.name != STAGING_MARKER)
+        files.remove_temporaries_of(staging)  # what the next staging does first (this process holds the lock)
+        leftovers = [p.name for p in tmp_path.glob(".hub.*") if p.name != ".hub.lock"]
+        return staged == complete and not leftovers and (staging / "model.safetensors").read_text()
+
+    kill_at_every_step(tmp_path, lambda: stage_hub_folder(models["old"], staging, card),
+                       lambda: stage_hub_folder(models["new"], staging, card), judge,
+                       check=lambda version: version in ("old", "new"))
