@@ -6,6 +6,7 @@ nothing of the user's is deleted."""
 import errno
 import os
 import re
+import shutil
 import sys
 
 from hypothesis import given, settings
@@ -201,3 +202,18 @@ def test_bad_repo_ids_are_refused_before_anything_is_staged(tmp_path):
     assert_outcome(AREA, lambda: sorted(p.name for p in tmp_path.iterdir()), check=lambda names: names == ["ner"])
     assert_outcome(AREA, lambda: prepare_hub_folder(model_dir, "me/ner.v2_x-y", benchmarks="").files,
                    check=lambda names: "README.md" in names)
+
+
+def test_a_full_disk_while_staging_keeps_the_earlier_staging(tmp_path, monkeypatch):
+    model_dir, card = bert_folder(tmp_path), render_card(NER_RUN)
+    staged = stage_hub_folder(model_dir, tmp_path / "hub", card)
+
+    def full_disk(source, target, **options):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(target))
+
+    monkeypatch.setattr(shutil, "copy2", full_disk)
+    assert_outcome(AREA, lambda: stage_hub_folder(model_dir, tmp_path / "hub", card),
+                   error=r"Saving .*hub failed \(.*No space left on device.*\); the previous .*hub is kept unchanged")
+    assert_outcome(AREA, lambda: (sorted(p.name for p in (tmp_path / "hub").iterdir() if p.name[0] != "."),
+                                  sorted(p.name for p in tmp_path.glob(".hub.tmp*"))),
+                   check=lambda found: found == (staged, []))
