@@ -16,8 +16,10 @@ tensor shapes), and any problem (missing, damaged, of another model or other opt
 file. `pickle_files` lists what a folder holds in a format that unpickles (an older checkpoint's, for one).
 """
 
+import inspect
 import json
 import logging
+import math
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +34,7 @@ logger = logging.getLogger(__name__)
 MODEL_FILE = "model.safetensors"
 PICKLE_SUFFIXES = (".pkl", ".pickle", ".bin", ".pt", ".pth", ".ckpt")
 TENSOR, TUPLE, INT_KEYS = "__tensor__", "__tuple__", "__int_keys__"
+DEVICE_OPTIONS = {"params", "foreach", "fused", "capturable", "differentiable"}  # not checked on a CPU stand-in
 WHAT_TO_DO = ("resume from a complete checkpoint of a run with the same model and options, or start a new run "
               "without --resume_from_checkpoint")
 
@@ -117,6 +120,12 @@ def rng_state() -> dict:
 
 
 def set_rng_state(state: dict) -> None:
+    """Restore the states `rng_state` returned, refusing (ValueError) Mersenne Twister states out of range, which
+    Python would truncate silently."""
+    words = [*state["python"][1], *state["numpy"]["state"]["key"]]
+    positions = (state["python"][1][-1], state["numpy"]["state"]["pos"])
+    if not (all(0 <= word < 2**32 for word in words) and all(0 <= position <= 624 for position in positions)):
+        raise ValueError("a Mersenne Twister state holds 32-bit words and a position in 0..624; this one does not")
     random.setstate(state["python"])
     numpy = dict(state["numpy"], state=dict(state["numpy"]["state"]))
     numpy["state"]["key"] = np.array(numpy["state"]["key"], dtype=np.uint32)
@@ -249,6 +258,8 @@ def _difference(value, expected, key: str) -> str | None:
                      if (found := _difference(item, wanted, f"{key}.{i}".lstrip(".")))), None)
     if type(value) is not type(expected):
         return f"{where} is {_describe(value)}, expected {_describe(expected)}"
+    if isinstance(expected, float) and math.isfinite(expected) and not math.isfinite(value):
+        return f"{where} is {value}, expected a finite number"
     return None
 
 
@@ -264,11 +275,20 @@ def _describe(value) -> str:
 
 def check_optimizer_state(state, optimizer: torch.optim.Optimizer, file: Path) -> None:
     """Refuse an optimizer state that does not fit ``optimizer`` (which may not have taken a step yet): other
-    parameter groups (options, parameters), per-parameter states unlike each other, or tensors of other shapes than
-    their parameters (scalars, like ``step``, aside)."""
+    parameter groups (options, parameters), options its class refuses (a negative learning rate, say), per-parameter
+    states unlike each other, or tensors of other shapes than their parameters (scalars, like ``step``, aside)."""
     expected = optimizer.state_dict()
     check_like(state, expected, file, values=False)
     check_like(state["param_groups"], expected["param_groups"], file, key="param_groups")
+    optimizer_class = type(getattr(optimizer, "optimizer", optimizer))  # the one Accelerate's wrapper holds
+    accepted = set(inspect.signature(optimizer_class).parameters) - DEVICE_OPTIONS
+    for index, (group, own) in enumerate(zip(state["param_groups"], expected["param_groups"])):
+        for name, value in group.items():
+            if isinstance(value, float) and value < 0 <= own[name]:
+                raise ValueError(f"{file} does not fit this run: param_groups.{index}.{name} is {value}, expected a "
+                                 f"number >= 0; {WHAT_TO_DO}.")
+        options = {name: value for name, value in group.items() if name in accepted}  # checked by the class itself
+        _load_into(file, lambda: optimizer_class([torch.zeros(1, requires_grad=True)], **options))
     if [group["params"] for group in state["param_groups"]] != [group["params"] for group in expected["param_groups"]]:
         raise ValueError(f"{file} does not fit this run: its parameter groups list other parameters; {WHAT_TO_DO}.")
     shapes = dict(enumerate(tuple(param.shape) for group in optimizer.param_groups for param in group["params"]))

@@ -4,6 +4,7 @@ file (or the option) and what to do, never a raw error from torch, safetensors o
 the few that are valid (the opt-ins) are loaded correctly."""
 
 import json
+import math
 import pickle
 import random
 import runpy
@@ -14,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from safetensors.torch import load_file, save_file
 from transformers import AutoModel, AutoModelForSeq2SeqLM, get_scheduler
@@ -148,6 +149,7 @@ UINT32 = 2**32
 
 @settings(max_examples=30, deadline=None)
 @given(index=st.integers(0, 623), value=st.integers(-2 * UINT32, 2 * UINT32))
+@example(index=0, value=UINT32)
 def test_any_value_in_the_numpy_random_state(index, value):
     """Any 32-bit word of NumPy's generator key is a state to restore; anything else is named."""
     def case(folder):
@@ -162,6 +164,8 @@ def test_any_value_in_the_numpy_random_state(index, value):
 
 @settings(max_examples=30, deadline=None)
 @given(index=st.integers(0, 624), value=st.integers(-2 * UINT32, 2 * UINT32))
+@example(index=0, value=UINT32)  # Python itself would keep only its low 32 bits
+@example(index=624, value=625)
 def test_any_value_in_the_python_random_state(index, value):
     """Python's Mersenne Twister state: 624 32-bit words and a position in 0..624; anything else is named."""
     def case(folder):
@@ -172,6 +176,35 @@ def test_any_value_in_the_python_random_state(index, value):
             assert_outcome(AREA, lambda: load(folder), check=lambda _: random.getstate()[1][index] == value)
         else:
             assert_outcome(AREA, lambda: load(folder), error=rf"{folder / 'rng_state_0.json'} does not fit")
+    in_a_fresh_checkpoint(case)
+
+
+@settings(max_examples=40, deadline=None)
+@given(option=st.sampled_from(["lr", "eps", "weight_decay", "initial_lr", "betas.0", "betas.1"]),
+       value=st.floats(allow_nan=True, allow_infinity=True))
+def test_any_number_for_an_optimizer_option(option, value):
+    """A finite, non-negative learning rate, eps or weight decay (and betas in [0, 1)) is restored as saved; any
+    other number is named."""
+    name, _, beta = option.partition(".")
+
+    def change(data):
+        group = data["param_groups"][0]
+        if beta:
+            group["betas"]["__tuple__"][int(beta)] = value
+        else:
+            group[name] = value
+
+    def restored(state):
+        group = state.optimizer.param_groups[0]
+        return (group["betas"][int(beta)] if beta else group[name]) == value
+
+    def case(folder):
+        edit_json(folder / "optimizer.json", change)
+        valid = math.isfinite(value) and value >= 0 and (not beta or value < 1)
+        if valid:
+            assert_outcome(AREA, lambda: load(folder), check=restored)
+        else:
+            assert_outcome(AREA, lambda: load(folder), error=rf"{folder / 'optimizer.json'} does not fit this run")
     in_a_fresh_checkpoint(case)
 
 
