@@ -47,6 +47,13 @@ def test_output_and_checkpoint_folders_that_cannot_be_used(tmp_path):
         ("/sys/out", {"checkpoint_dir": str(tmp_path / "c")}, r"--output_dir=/sys/out: cannot write in /sys \("),
         (tmp_path / "out2", {"checkpoint_dir": "/sys/out2-checkpoints"}, "--checkpoint_dir=/sys/out2-checkpoints: "
                                                                          "cannot write in /sys"),
+        (tmp_path / "out", {"checkpoint_dir": str(tmp_path / "out")}, "--checkpoint_dir=.*out lies inside "
+                                                                      "--output_dir=.*out, which the end of the run "
+                                                                      "replaces whole"),
+        (tmp_path / "out", {"checkpoint_dir": f"{tmp_path}/sub/../out/checkpoints"}, "--checkpoint_dir=.* lies inside "
+                                                                                     "--output_dir"),
+        ("/", {}, "--output_dir=/ is not empty; pass --overwrite_output_dir"),
+        ("/", {"overwrite_output_dir": True}, "--output_dir=/ is not empty and holds no earlier run"),
     ]
     for output_dir, options, message in cases:
         assert_outcome(AREA, lambda: start(output_dir, **options), error=message)
@@ -67,6 +74,11 @@ def test_folders_of_the_user_are_never_replaced(tmp_path):
                    error="--checkpoint_dir .*folder-checkpoints holds the step_<n> checkpoints of an earlier run; "
                          "resume it with --resume_from_checkpoint latest")
     assert_outcome(AREA, lambda: (folder / "notes.txt").read_text(), check=lambda text: text == "a user's notes")
+    save_version(accelerator(tmp_path), tmp_path / "earlier", "old")
+    assert_outcome(AREA, lambda: start(tmp_path / "earlier", overwrite_output_dir=True) and
+                   loaded_version(tmp_path / "earlier"), check=lambda version: version == "old")  # kept until saved
+    assert_outcome(AREA, lambda: save_version(accelerator(tmp_path), folder / "notes.txt", "new"),
+                   error="notes.txt is not a folder .*so it is not replaced")
 
 
 def test_what_killed_runs_left_is_removed_when_the_next_run_starts(tmp_path):
