@@ -5,9 +5,9 @@ machines too): Accelerate shards the training batches and averages the gradients
 token counts over processes, and only the main process logs, shows progress bars and writes the final model.
 
 Files: the final model goes to ``output_dir`` through `save_model`, which builds a complete folder next to it
-and renames it into place; it replaces an earlier run's folder only with ``--overwrite_output_dir``, which also
-deletes that run's checkpoints when a new run starts (`start_run` checks both before any training; parsing the
-arguments reads no file). The checkpoints (``<checkpoint_dir>/step_<n>``, each with the run's tokenizer) and the
+and swaps it into place (`files.replacing`); it replaces an earlier run's folder only with
+``--overwrite_output_dir``, which also deletes that run's checkpoints when a new run starts (`start_run` locks
+both folders against a second run and checks them before any training; parsing the arguments reads no file). The checkpoints (``<checkpoint_dir>/step_<n>``, each with the run's tokenizer) and the
 one a run resumes from are a `checkpoints.Checkpoints`.
 """
 
