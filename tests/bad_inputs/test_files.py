@@ -52,6 +52,8 @@ def test_output_and_checkpoint_folders_that_cannot_be_used(tmp_path):
                                                                       "replaces whole"),
         (tmp_path / "out", {"checkpoint_dir": f"{tmp_path}/sub/../out/checkpoints"}, "--checkpoint_dir=.* lies inside "
                                                                                      "--output_dir"),
+        (tmp_path / ("x" * 250), {"checkpoint_dir": str(tmp_path / "c")},
+         r"--output_dir=.*x{250}: cannot write in .* \(File name too long\)"),  # .<name>.lock: over 255 bytes
         ("/", {}, "--output_dir=/ is not empty; pass --overwrite_output_dir"),
         ("/", {"overwrite_output_dir": True}, "--output_dir=/ is not empty and holds no earlier run"),
     ]
