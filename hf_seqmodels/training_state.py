@@ -84,7 +84,7 @@ class TrainingState:
         _load_part(folder, "optimizer", self.optimizer,
                    lambda state, file: check_optimizer_state(state, self.optimizer, file))
         _load_part(folder, "scheduler", self.scheduler,
-                   lambda state, file: check_like(state, self.scheduler.state_dict(), file))
+                   lambda state, file: check_like(state, self.scheduler.state_dict(), file, signs=True))
         for name, obj in self.extras.items():  # an extra checks the values of its state in load_state_dict
             _load_part(folder, name, obj, lambda state, file, obj=obj: check_like(state, obj.state_dict(), file, False))
         rng_file = folder / f"{rng_part(process_index)}.json"
@@ -227,19 +227,20 @@ def _has_tensors(value) -> bool:
     return isinstance(value, dict) and (TENSOR in value or any(map(_has_tensors, value.values())))
 
 
-def check_like(state, expected, file: Path, values: bool = True, key: str = "") -> None:
+def check_like(state, expected, file: Path, values: bool = True, key: str = "", signs: bool = False) -> None:
     """Refuse (a ValueError naming ``file``) a loaded ``state`` whose form differs from ``expected``, the state of
-    the object it is to replace: other keys, lengths, types, tensor shapes or dtypes. With ``values`` False only
+    the object it is to replace: other keys, lengths, types, tensor shapes or dtypes, or a number that is not finite
+    where the run's own is (with ``signs``: negative where the run's own is not). With ``values`` False only
     the top-level keys are compared (an object whose fresh state has ``None`` where a saved one has values).
     ``key``: where ``state`` is in the file (messages name it)."""
     if not values:
         expected = {key: None for key in expected} if isinstance(expected, dict) else expected
         state = {key: None for key in state} if isinstance(state, dict) else state
-    if (difference := _difference(state, expected, key)) is not None:
+    if (difference := _difference(state, expected, key, signs)) is not None:
         raise ValueError(f"{file} does not fit this run: {difference}; {WHAT_TO_DO}.")
 
 
-def _difference(value, expected, key: str) -> str | None:
+def _difference(value, expected, key: str, signs: bool) -> str | None:
     """Where ``value`` differs in form from ``expected`` (None where it does not)."""
     where = key or "the top level"
     if isinstance(expected, torch.Tensor):
@@ -250,16 +251,18 @@ def _difference(value, expected, key: str) -> str | None:
         if not isinstance(value, dict) or value.keys() != expected.keys():
             return f"{where} has {_describe(value)}, expected keys {sorted(map(str, expected))}"
         return next((found for k in expected
-                     if (found := _difference(value[k], expected[k], f"{key}.{k}".lstrip(".")))), None)
+                     if (found := _difference(value[k], expected[k], f"{key}.{k}".lstrip("."), signs))), None)
     if isinstance(expected, (list, tuple)):
         if type(value) is not type(expected) or len(value) != len(expected):
             return f"{where} is {_describe(value)}, expected {_describe(expected)}"
         return next((found for i, (item, wanted) in enumerate(zip(value, expected))
-                     if (found := _difference(item, wanted, f"{key}.{i}".lstrip(".")))), None)
+                     if (found := _difference(item, wanted, f"{key}.{i}".lstrip("."), signs))), None)
     if type(value) is not type(expected):
         return f"{where} is {_describe(value)}, expected {_describe(expected)}"
     if isinstance(expected, float) and math.isfinite(expected) and not math.isfinite(value):
         return f"{where} is {value}, expected a finite number"
+    if signs and isinstance(expected, (int, float)) and not isinstance(expected, bool) and value < 0 <= expected:
+        return f"{where} is {value}, expected a number >= 0"
     return None
 
 
@@ -279,14 +282,10 @@ def check_optimizer_state(state, optimizer: torch.optim.Optimizer, file: Path) -
     states unlike each other, or tensors of other shapes than their parameters (scalars, like ``step``, aside)."""
     expected = optimizer.state_dict()
     check_like(state, expected, file, values=False)
-    check_like(state["param_groups"], expected["param_groups"], file, key="param_groups")
+    check_like(state["param_groups"], expected["param_groups"], file, key="param_groups", signs=True)
     optimizer_class = type(getattr(optimizer, "optimizer", optimizer))  # the one Accelerate's wrapper holds
     accepted = set(inspect.signature(optimizer_class).parameters) - DEVICE_OPTIONS
-    for index, (group, own) in enumerate(zip(state["param_groups"], expected["param_groups"])):
-        for name, value in group.items():
-            if isinstance(value, float) and value < 0 <= own[name]:
-                raise ValueError(f"{file} does not fit this run: param_groups.{index}.{name} is {value}, expected a "
-                                 f"number >= 0; {WHAT_TO_DO}.")
+    for group in state["param_groups"]:
         options = {name: value for name, value in group.items() if name in accepted}  # checked by the class itself
         _load_into(file, lambda: optimizer_class([torch.zeros(1, requires_grad=True)], **options))
     if [group["params"] for group in state["param_groups"]] != [group["params"] for group in expected["param_groups"]]:

@@ -208,6 +208,34 @@ def test_any_number_for_an_optimizer_option(option, value):
     in_a_fresh_checkpoint(case)
 
 
+@settings(max_examples=40, deadline=None)
+@given(field=st.sampled_from(["last_epoch", "_step_count", "base_lrs", "_last_lr"]),
+       value=st.one_of(st.integers(-10**6, 10**6), st.floats(allow_nan=True, allow_infinity=True)))
+def test_any_number_in_the_scheduler_state(field, value):
+    """The scheduler's step counts are integers >= 0 and its learning rates finite numbers >= 0: such values are
+    restored as saved, any other is named."""
+    rates = field.endswith("lrs") or field == "_last_lr"
+
+    def change(data):
+        if rates:
+            data[field][0] = value
+        else:
+            data[field] = value
+
+    def restored(state):
+        saved = state.scheduler.state_dict()[field]
+        return (saved[0] if rates else saved) == value
+
+    def case(folder):
+        edit_json(folder / "scheduler.json", change)
+        wanted_type = float if rates else int
+        if type(value) is wanted_type and math.isfinite(value) and value >= 0:
+            assert_outcome(AREA, lambda: load(folder), check=restored)
+        else:
+            assert_outcome(AREA, lambda: load(folder), error=rf"{folder / 'scheduler.json'} does not fit this run")
+    in_a_fresh_checkpoint(case)
+
+
 @pytest.mark.parametrize("name", JSON_FILES)
 @pytest.mark.parametrize("content", ["[]", "{}", "null", "3", '"text"', '{"__tensor__": "nowhere"}'])
 def test_json_of_another_form_is_named(checkpoint, name, content):
