@@ -90,6 +90,20 @@ def _load_file(split: str, path: str, extension: str) -> datasets.Dataset:
         raise ValueError(f"The {split} file {path} could not be read ({error}); {expected}.") from error
 
 
+def _load_named(name: str, config_name: str | None) -> datasets.DatasetDict:
+    """A bundled data set, a local folder or a Hub data set; a ValueError naming ``--dataset_name`` when none loads."""
+    if not name.strip() or name.strip(".") == "":
+        raise ValueError(f"--dataset_name={name!r} names no data set.")
+    bundled = data_dir() / name
+    try:
+        return datasets.load_dataset(str(bundled) if bundled.is_dir() else name, config_name)
+    except Exception as error:  # datasets raises many kinds (no such repo, offline, no data files, a bad file)
+        known = sorted(path.parent.name for path in data_dir().glob("*/train.*"))
+        raise ValueError(f"--dataset_name={name!r} could not be loaded ({type(error).__name__}: {error}); pass a "
+                         f"bundled data set {known}, a local folder of data files, a Hub data set, or --train_file "
+                         "and --validation_file.") from error
+
+
 def load_text_dataset(
     name_or_path: str | None = None,
     config_name: str | None = None,
@@ -119,10 +133,8 @@ def load_text_dataset(
         raw = datasets.DatasetDict({split: _load_file(split, path, extension) for split, path in data_files.items()})
     elif name_or_path is None:
         raise ValueError("Pass a data set name (e.g. 'ptb'), a local folder, a Hub name, or data_files.")
-    elif (data_dir() / name_or_path).is_dir():
-        raw = datasets.load_dataset(str(data_dir() / name_or_path))
     else:
-        raw = datasets.load_dataset(name_or_path, config_name)
+        raw = _load_named(name_or_path, config_name)
 
     if "train" not in raw:
         raise ValueError(f"The data set has splits {list(raw)}, but a 'train' split is required.")

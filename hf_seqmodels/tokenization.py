@@ -77,6 +77,7 @@ def train_tokenizer(
 
 
 def _wordpiece(model: models.WordPiece) -> Tokenizer:
+    """A BERT-style tokenizer around ``model``: BERT's pre-tokenizer and the WordPiece decoder."""
     tokenizer = Tokenizer(model)
     tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tokenizer.decoder = decoders.WordPiece()

@@ -255,3 +255,26 @@ def test_any_json_lines_are_refused_at_the_first_bad_value_or_loaded(rows):
         else:
             row, column = bad
             assert_outcome("data files", call, error=rf"The train file {path}, row {row}, column '{column}': ")
+
+
+@pytest.mark.parametrize("name, message", [
+    ("no-such-data-set", r"--dataset_name='no-such-data-set' could not be loaded \(.*\); pass a bundled data set \[.*"
+                         r"'sst2'.*\], a local folder"),
+    ("", r"--dataset_name='' names no data set"),
+    (".", r"--dataset_name='.' names no data set"),
+])
+def test_a_data_set_that_does_not_load_is_named(name, message):
+    assert_outcome("data files", text_classification.DataArguments(dataset_name=name).load_labelled, error=message)
+
+
+def test_a_folder_of_broken_files_is_named(tmp_path):
+    (tmp_path / "train.jsonl").write_bytes(b'{"sentence": "a", "label": 1}\n[1, 2]\n')
+    assert_outcome("data files", text_classification.DataArguments(dataset_name=str(tmp_path)).load_labelled,
+                   error=rf"--dataset_name='{tmp_path}' could not be loaded")
+
+
+def test_a_bad_value_in_a_folder_names_its_split(tmp_path):
+    write(tmp_path, "train.jsonl", GOOD_CLASSIFICATION)
+    write(tmp_path, "validation.jsonl", jsonl({"sentence": "a", "label": 1}, {"sentence": None, "label": 0}))
+    assert_outcome("data files", text_classification.DataArguments(dataset_name=str(tmp_path)).load_labelled,
+                   error=rf"The 'validation' split of {tmp_path}, row 2, column 'sentence': null")
