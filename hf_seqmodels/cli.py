@@ -35,7 +35,8 @@ def check_range(arguments, name: str, low: float, high: float = math.inf, *, low
         return
     above_low = _is_number(value, (int, float)) and (value > low if low_open else value >= low)
     if not (above_low and math.isfinite(value) and (value < high if high_open else value <= high)):
-        interval = f"{'(' if low_open else '['}{low}, {high}{')' if high_open or high == math.inf else ']'}"
+        opening, closing = "(" if low_open or low == -math.inf else "[", ")" if high_open or high == math.inf else "]"
+        interval = f"{opening}{low}, {high}{closing}"
         raise ValueError(f"--{name} must be a finite number in {interval}{why}, got {value!r}.")
 
 
