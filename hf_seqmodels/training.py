@@ -339,6 +339,8 @@ class BestModel:
         else:
             if not (isinstance(entry, dict) and isinstance(entry.get(self.metric), (int, float))):
                 raise ValueError(f"its entry has no {self.metric!r} value (--metric_for_best_model).")
+            if not (type(entry.get("step")) is int and entry["step"] >= 0):
+                raise ValueError(f"its entry's step is {entry.get('step')!r}, not a step number.")
             shapes = {name: tensor.shape for name, tensor in self.model.state_dict().items()}
             if not isinstance(weights, dict) or {
                     name: getattr(tensor, "shape", None) for name, tensor in weights.items()} != shapes:

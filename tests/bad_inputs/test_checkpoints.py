@@ -283,6 +283,8 @@ JSON_EDITS = {  # file: edits that leave valid JSON of the wrong form
         "weights without an entry": lambda d: d.update(entry=None),
         "an entry of another metric": lambda d: d["entry"].pop("eval_loss"),
         "a metric value as text": lambda d: d["entry"].update(eval_loss="1.5"),
+        "a step as text": lambda d: d["entry"].update(step="2"),
+        "a negative step": lambda d: d["entry"].update(step=-2),
         "a weight too few": lambda d: d["weights"].pop(next(iter(d["weights"]))),
         "no entry key": lambda d: d.pop("entry"),
     },
