@@ -157,14 +157,14 @@ def read_part(folder: Path, name: str):
     file = require(folder / f"{name}.json", f"the {name} state")
     try:
         value = json.loads(file.read_text(encoding="utf-8"))
-    except ValueError as error:
+    except (ValueError, RecursionError) as error:  # RecursionError: nested too deep
         raise ValueError(f"{file} is not valid JSON ({error}): the checkpoint is damaged; {WHAT_TO_DO}.") from error
     tensors = {}
     if _has_tensors(value):
         tensors = read_tensors(require(folder / f"{name}.safetensors", f"the tensors of {file.name}"))
     try:
         return from_json(value, tensors)
-    except (KeyError, TypeError, ValueError) as error:
+    except (KeyError, TypeError, ValueError, RecursionError) as error:
         raise ValueError(f"{file} is not a training state this version wrote ({type(error).__name__}: {error}); "
                          f"{WHAT_TO_DO}.") from error
 

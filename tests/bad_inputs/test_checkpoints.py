@@ -237,7 +237,8 @@ def test_any_number_in_the_scheduler_state(field, value):
 
 
 @pytest.mark.parametrize("name", JSON_FILES)
-@pytest.mark.parametrize("content", ["[]", "{}", "null", "3", '"text"', '{"__tensor__": "nowhere"}'])
+@pytest.mark.parametrize("content", ["[]", "{}", "null", "3", '"text"', '{"__tensor__": "nowhere"}', "[" * 100_000,
+                                     '{"a": ' * 100_000, "NaN", "\ufeff{}", '{"__int_keys__": {"x": 1}}'])
 def test_json_of_another_form_is_named(checkpoint, name, content):
     (checkpoint / name).write_text(content)
     assert_outcome(AREA, lambda: load(checkpoint),
