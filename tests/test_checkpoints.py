@@ -145,6 +145,8 @@ def test_a_pickle_in_the_checkpoint_is_refused_and_never_loaded(tmp_path, name, 
     with pytest.raises(ValueError, match=rf"{name.split('/')[-1]} is a pickle .* pass --trust_pickled_checkpoint"):
         Checkpoints(tmp_path / "checkpoints", "latest")
     assert not marker.exists()
+    pickle.loads((checkpoint / name).read_bytes())  # the control: unpickling it would have run its code
+    assert marker.exists()
 
 
 @pytest.mark.parametrize("name", ["model.safetensors", "optimizer.safetensors", "optimizer.json"])
