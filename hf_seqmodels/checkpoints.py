@@ -21,6 +21,7 @@ from accelerate.logging import get_logger
 from transformers import AutoTokenizer
 
 from .files import remove_temporaries, replace_dir, rotate, saving
+from .tokenization import save_tokenizer
 from .training_state import TrainingState, pickle_files
 
 logger = get_logger(__name__)
@@ -101,7 +102,7 @@ class Checkpoints:
         if accelerator.is_main_process:
             with saving(temp, target):
                 if tokenizer is not None:
-                    tokenizer.save_pretrained(temp / TOKENIZER_DIR)
+                    save_tokenizer(tokenizer, temp / TOKENIZER_DIR)
                 replace_dir(temp, target)
             if self.limit is not None:
                 best = state.extras.get("best_model")

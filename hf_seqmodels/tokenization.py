@@ -94,3 +94,13 @@ def _continuation_tokens(texts: list[str], pre_tokenizer) -> list[str]:
     pieces = {piece for text in texts for piece in text.split(" ")}
     return sorted({f"##{char}" for piece in pieces for word, _ in pre_tokenizer.pre_tokenize_str(piece)
                    for char in word[1:]})
+
+
+def save_tokenizer(tokenizer, folder) -> None:
+    """``tokenizer.save_pretrained(folder)`` without the truncation and padding that its last call left on a fast
+    tokenizer, which ``tokenizer.json`` would record: the files then depend on the training alone, not on whether
+    ``datasets`` found the tokenized data in its cache and skipped the calls."""
+    if (backend := getattr(tokenizer, "backend_tokenizer", None)) is not None:
+        backend.no_truncation()
+        backend.no_padding()
+    tokenizer.save_pretrained(folder)

@@ -36,6 +36,7 @@ from .checkpoints import Checkpoints
 from .cli import check_at_least, check_choice, check_range
 from .evaluation import perplexity
 from .files import lock_folders, remove_temporaries_of, replacing, unlock_folders
+from .tokenization import save_tokenizer
 from .training_state import TrainingState
 
 logger = get_logger(__name__)
@@ -285,7 +286,7 @@ def save_model(
     if accelerator.is_main_process:
         with replacing(output_dir) as temp:
             accelerator.unwrap_model(model).save_pretrained(temp)
-            tokenizer.save_pretrained(temp)
+            save_tokenizer(tokenizer, temp)
             if results is not None:
                 (temp / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     accelerator.wait_for_everyone()

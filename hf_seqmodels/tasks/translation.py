@@ -46,7 +46,7 @@ from ..models import pipeline_translation
 from ..models.pipeline_translation import CUSTOM_PIPELINES, SOURCE_TOKENIZER_DIR
 from ..paths import check_model_path
 from ..pretrained import load_pretrained
-from ..tokenization import DEFAULT_SPECIAL_TOKENS, train_tokenizer
+from ..tokenization import DEFAULT_SPECIAL_TOKENS, save_tokenizer, train_tokenizer
 from ..training import TrainingArguments, describe_device, save_model, start_run, train
 from . import arguments
 
@@ -138,9 +138,9 @@ class TranslationTokenizers:
         return self.source is self.target
 
     def save_pretrained(self, folder) -> None:
-        self.target.save_pretrained(folder)
+        save_tokenizer(self.target, folder)
         if not self.joint:
-            self.source.save_pretrained(Path(folder) / SOURCE_TOKENIZER_DIR)
+            save_tokenizer(self.source, Path(folder) / SOURCE_TOKENIZER_DIR)
         shutil.copy(pipeline_translation.__file__, folder)
 
 
