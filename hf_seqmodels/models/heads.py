@@ -79,13 +79,13 @@ def sequence_classification_loss(logits: torch.Tensor, labels: torch.Tensor, con
 
 def token_classification_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     """Cross-entropy over tokens; positions labelled -100 (padding, continuation sub-words) are ignored."""
+    check_tensor(labels, "labels")
     _check_label_shape(labels, {tuple(logits.shape[:2])})
     _check_class_ids(labels, logits.shape[-1], "tokens")
     return cross_entropy(logits.flatten(0, 1), labels.flatten().long())
 
 
 def _check_label_shape(labels: torch.Tensor, expected: set[tuple[int, ...]]) -> None:
-    check_tensor(labels, "labels")
     if tuple(labels.shape) not in expected:
         raise ValueError(
             f"`labels` has shape {tuple(labels.shape)}, expected {' or '.join(map(str, sorted(expected)))}."
