@@ -125,21 +125,25 @@ class TransformerLayer(nn.Module):
         return hidden_states if self.pre_norm else norm(hidden_states)
 
 
-class TransformerStack(nn.Module):
-    """Embeddings, ``num_layers`` layers and, with pre-norm, a final LayerNorm.
+class TransformerStackMixin:
+    """One stack: embeddings, ``num_layers`` layers and, with pre-norm, a final LayerNorm, and its forward.
 
-    Args:
-        config: the model's config.
-        vocab_size: vocabulary of the tokens this stack reads.
-        num_layers: number of layers.
-        causal: each position attends only to itself and earlier positions (decoders).
-        cross_attention: layers also attend to ``encoder_hidden_states`` (the decoder of an encoder-decoder).
+    Held by ``TransformerStack`` (an ``nn.Module``: the encoder and decoder of an encoder-decoder, the decoder-only
+    language model) and by ``TransformerEncoderModel`` (a ``PreTrainedModel``: the base of the encoder-only heads),
+    which call ``_build_stack`` in their ``__init__``, so that the weights have the same names under both.
     """
 
-    def __init__(
+    def _build_stack(
         self, config: TransformerConfig, vocab_size: int, num_layers: int, causal: bool, cross_attention: bool
-    ):
-        super().__init__()
+    ) -> None:
+        """
+        Args:
+            config: the model's config.
+            vocab_size: vocabulary of the tokens this stack reads.
+            num_layers: number of layers.
+            causal: each position attends only to itself and earlier positions (decoders).
+            cross_attention: layers also attend to ``encoder_hidden_states`` (the decoder of an encoder-decoder).
+        """
         self.d_model = config.d_model
         self.num_heads = config.num_heads
         self.causal = causal
@@ -311,6 +315,16 @@ class TransformerStack(nn.Module):
         return source_mask[:, None, None, :]
 
 
+class TransformerStack(TransformerStackMixin, nn.Module):
+    """A stack inside a model: see ``TransformerStackMixin._build_stack`` for the arguments."""
+
+    def __init__(
+        self, config: TransformerConfig, vocab_size: int, num_layers: int, causal: bool, cross_attention: bool
+    ):
+        super().__init__()
+        self._build_stack(config, vocab_size, num_layers, causal, cross_attention)
+
+
 def _config_with(config: TransformerConfig, is_encoder_decoder: bool) -> TransformerConfig:
     """The config itself, or a copy with ``is_encoder_decoder`` set for a decoder-only or encoder-only head."""
     if config.is_encoder_decoder == is_encoder_decoder:
@@ -363,6 +377,12 @@ class TransformerModel(EncoderDecoderMixin, TransformerPreTrainedModel):
     encoder outputs. Returns the decoder's last hidden states."""
 
     def __init__(self, config: TransformerConfig):
+        if not config.is_encoder_decoder and config.architectures:
+            raise ValueError(
+                f"This config belongs to a {', '.join(config.architectures)}, which has no decoder attending to an "
+                "encoder: load an encoder-only head's base model with TransformerEncoderModel (AutoModel does), and "
+                "a TransformerForCausalLM with its own class (AutoModelForCausalLM)."
+            )
         config = _config_with(config, is_encoder_decoder=True)
         super().__init__(config)
         self.encoder = TransformerStack(
@@ -376,6 +396,17 @@ class TransformerModel(EncoderDecoderMixin, TransformerPreTrainedModel):
                 "encoder.embeddings.embed_tokens.weight": "decoder.embeddings.embed_tokens.weight"
             }
         self.post_init()
+
+    @classmethod
+    def from_pretrained(cls, *args, config: TransformerConfig | None = None, **kwargs):
+        # AutoModel maps every TransformerConfig here: the folder of an encoder-only head gets its own base model.
+        base = TransformerEncoderModel if _saved_by_encoder_only_head(config) else super()
+        return base.from_pretrained(*args, config=config, **kwargs)
+
+    @classmethod
+    def _from_config(cls, config: TransformerConfig, **kwargs):
+        base = TransformerEncoderModel if _saved_by_encoder_only_head(config) else super()
+        return base._from_config(config, **kwargs)
 
     def get_input_embeddings(self):
         return self.encoder.embeddings.embed_tokens
@@ -631,33 +662,70 @@ class TransformerForCausalLM(TransformerPreTrainedModel, GenerationMixin):
         return result if return_dict else result.to_tuple()
 
 
-class _TransformerEncoderClassifier(TransformerPreTrainedModel):
-    """An encoder-only Transformer (``encoder_layers`` layers over the source vocabulary) under a head."""
+ENCODER_ONLY_CLASSES = ("TransformerEncoderModel", "TransformerForSequenceClassification",
+                        "TransformerForTokenClassification")
+
+
+def _saved_by_encoder_only_head(config: TransformerConfig | None) -> bool:
+    """Whether ``config`` is that of an encoder-only head (saved with its class in ``architectures``)."""
+    return (config is not None and not config.is_encoder_decoder
+            and any(name in ENCODER_ONLY_CLASSES for name in config.architectures or ()))
+
+
+class TransformerEncoderModel(TransformerStackMixin, TransformerPreTrainedModel):
+    """The encoder-only Transformer (``encoder_layers`` layers over the source vocabulary, no decoder): the base
+    model of the classification heads, as BertModel is BERT's. Its weights are named as they are under the heads
+    (``embeddings.*``, ``layers.*``, ``final_norm.*``), so that each loads the other's checkpoints."""
 
     def __init__(self, config: TransformerConfig):
         config = _config_with(config, is_encoder_decoder=False)
         super().__init__(config)
-        self.num_labels = config.num_labels
-        self.model = TransformerStack(
-            config, config.encoder_vocab_size, config.encoder_layers, causal=False, cross_attention=False
-        )
-        self.dropout = nn.Dropout(config.classifier_dropout)
-        self.classifier = nn.Linear(config.d_model, config.num_labels)
+        self._build_stack(config, config.encoder_vocab_size, config.encoder_layers, causal=False,
+                          cross_attention=False)
+        self.post_init()
 
     def get_input_embeddings(self):
-        return self.model.embeddings.embed_tokens
+        return self.embeddings.embed_tokens
 
     def set_input_embeddings(self, value):
-        self.model.embeddings.embed_tokens = value
+        self.embeddings.embed_tokens = value
 
-    def _encode(self, input_ids, attention_mask, inputs_embeds, output_attentions, output_hidden_states):
-        return self.model(
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        inputs_embeds: torch.FloatTensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+    ) -> BaseModelOutputWithPastAndCrossAttentions | tuple:
+        """
+        Args:
+            input_ids: ``(batch, length)`` token ids; or ``inputs_embeds`` ``(batch, length, d_model)``.
+            attention_mask: ``(batch, length)``, 1 for tokens and 0 for padding.
+
+        Returns the encoder outputs ``(batch, length, d_model)`` in ``last_hidden_state``.
+        """
+        return super().forward(
             input_ids=input_ids,
             attention_mask=attention_mask,
             inputs_embeds=inputs_embeds,
             output_attentions=self._flag(output_attentions, "output_attentions"),
             output_hidden_states=self._flag(output_hidden_states, "output_hidden_states"),
+            return_dict=self._flag(return_dict, "return_dict"),
         )
+
+
+class _TransformerEncoderClassifier(TransformerPreTrainedModel):
+    """A ``TransformerEncoderModel`` (its base model, under ``model``) with a head."""
+
+    def __init__(self, config: TransformerConfig):
+        config = _config_with(config, is_encoder_decoder=False)
+        super().__init__(config)
+        self.num_labels = config.num_labels
+        self.model = TransformerEncoderModel(config)
+        self.dropout = nn.Dropout(config.classifier_dropout)
+        self.classifier = nn.Linear(config.d_model, config.num_labels)
 
 
 class TransformerForSequenceClassification(_TransformerEncoderClassifier):
@@ -681,7 +749,7 @@ class TransformerForSequenceClassification(_TransformerEncoderClassifier):
         """labels: ``(batch,)`` class ids (-100 for sequences that do not count), ``(batch, num_labels)`` multi-hot
         floats, or ``(batch,)`` floats for regression."""
         return_dict = self._flag(return_dict, "return_dict")
-        outputs = self._encode(input_ids, attention_mask, inputs_embeds, output_attentions, output_hidden_states)
+        outputs = self.model(input_ids, attention_mask, inputs_embeds, output_attentions, output_hidden_states, True)
         mask = None if attention_mask is None else attention_mask.bool()
         logits = self.classifier(self.dropout(self.pooler(outputs.last_hidden_state, mask)))
         loss = None if labels is None else sequence_classification_loss(logits, labels, self.config)
@@ -710,7 +778,7 @@ class TransformerForTokenClassification(_TransformerEncoderClassifier):
     ) -> TokenClassifierOutput | tuple:
         """labels: ``(batch, length)`` tag ids, -100 for positions that do not count (padding, later sub-words)."""
         return_dict = self._flag(return_dict, "return_dict")
-        outputs = self._encode(input_ids, attention_mask, inputs_embeds, output_attentions, output_hidden_states)
+        outputs = self.model(input_ids, attention_mask, inputs_embeds, output_attentions, output_hidden_states, True)
         logits = self.classifier(self.dropout(outputs.last_hidden_state))
         loss = None if labels is None else token_classification_loss(logits, labels)
         result = TokenClassifierOutput(
@@ -722,6 +790,7 @@ class TransformerForTokenClassification(_TransformerEncoderClassifier):
 __all__ = [
     "TransformerPreTrainedModel",
     "TransformerModel",
+    "TransformerEncoderModel",
     "TransformerForConditionalGeneration",
     "TransformerForCausalLM",
     "TransformerForSequenceClassification",

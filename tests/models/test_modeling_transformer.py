@@ -5,7 +5,7 @@ import pytest
 import torch
 from torch import nn
 from torch.nn import functional as F
-from transformers import GPT2Config, GPT2LMHeadModel, MarianConfig, MarianMTModel
+from transformers import AutoModel, GPT2Config, GPT2LMHeadModel, MarianConfig, MarianMTModel, PreTrainedModel
 from transformers.cache_utils import Cache, DynamicCache
 
 from hf_seqmodels import (
@@ -17,6 +17,7 @@ from hf_seqmodels import (
     TransformerModel,
 )
 from hf_seqmodels.models.cache_names import output_cache
+from hf_seqmodels.models.modeling_transformer import TransformerEncoderModel
 from tests.test_generation_common import GenerationTesterMixin
 from tests.test_modeling_common import BOS, EOS, PAD, ModelTesterMixin, make_model
 
@@ -441,3 +442,37 @@ def test_foreign_cache_is_rejected(foreign):
     with pytest.raises(ValueError, match=f"`past_key_values` holds {match}"):
         model(**inputs, **step, cache=make_cache())
     model(**inputs, **step, cache=own_cache())  # its own kind of cache is continued
+
+
+# --- base models ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("head", [TransformerForSequenceClassification, TransformerForTokenClassification])
+def test_encoder_only_heads_have_a_pretrained_base_model_that_automodel_loads(head, tmp_path):
+    """The classifiers' base model is a TransformerEncoderModel that saves on its own; AutoModel on a classifier's
+    folder gives it back with every encoder weight loaded (the encoder outputs of the classifier's base model)."""
+    model = random_model(head, tiny_config(is_encoder_decoder=False))
+    assert isinstance(model.base_model, TransformerEncoderModel) and isinstance(model.base_model, PreTrainedModel)
+    assert "model.layers.0.self_attn.qkv_proj.weight" in model.state_dict()  # the names of earlier checkpoints
+    model.save_pretrained(tmp_path / "head")
+    base, info = AutoModel.from_pretrained(tmp_path / "head", output_loading_info=True)
+    assert isinstance(base, TransformerEncoderModel)
+    assert not info["missing_keys"] and not info["mismatched_keys"]
+    assert info["unexpected_keys"] <= {"classifier.weight", "classifier.bias"}  # the head's own layer only
+    input_ids = torch.tensor([[4, 9, 7, 12], [8, 6, PAD, PAD]])
+    attention_mask = (input_ids != PAD).long()
+    with torch.no_grad():
+        expected = model.base_model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        got = base.eval()(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+    torch.testing.assert_close(got, expected, rtol=0, atol=0)
+    model.base_model.save_pretrained(tmp_path / "base")  # and the other way: a head over a saved base model
+    reloaded, info = head.from_pretrained(tmp_path / "base", output_loading_info=True)
+    assert info["missing_keys"] == {"classifier.weight", "classifier.bias"}
+    torch.testing.assert_close(reloaded.model.embeddings.embed_tokens.weight, model.model.embeddings.embed_tokens.weight)
+
+
+def test_automodel_refuses_a_decoder_only_folder(tmp_path):
+    """A causal LM's folder has no encoder-decoder in it: AutoModel says so rather than loading nothing."""
+    random_model(TransformerForCausalLM, tiny_config(is_encoder_decoder=False)).save_pretrained(tmp_path)
+    with pytest.raises(ValueError, match="TransformerForCausalLM, which has no decoder attending to an encoder"):
+        AutoModel.from_pretrained(tmp_path)
