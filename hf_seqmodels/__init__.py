@@ -1,7 +1,8 @@
 """hf_seqmodels: classic sequence models as Hugging Face transformers models.
 
 Importing the package registers every model with the Auto classes, and marks them for `trust_remote_code`
-saving: `save_pretrained` writes the code files next to the weights and an `auto_map` into config.json.
+saving: `save_pretrained` writes the code files next to the weights and an `auto_map` into config.json that names
+every Auto class of the model's family, so the folder loads through any of them without the package.
 """
 
 from transformers import (
@@ -54,9 +55,15 @@ _AUTO_CLASSES = {
 for _config_class, _models in _AUTO_CLASSES.items():
     AutoConfig.register(_config_class.model_type, _config_class)
     _config_class.register_for_auto_class()
+    # Every Auto class of the family goes into a saved folder's auto_map, whichever head is saved.
+    _family_auto_map = {
+        _auto_class.__name__: f"{_model_class.__module__.rsplit('.', 1)[-1]}.{_model_class.__name__}"
+        for _auto_class, _model_class in _models.items()
+    }
     for _auto_class, _model_class in _models.items():
         _auto_class.register(_config_class, _model_class)
         _model_class.register_for_auto_class(_auto_class.__name__)
+        _model_class._family_auto_map = _family_auto_map
 
 __all__ = [
     "RecurrentConfig",

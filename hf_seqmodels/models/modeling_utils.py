@@ -21,6 +21,18 @@ class SeqModelsPreTrainedModel(PreTrainedModel):
 
     base_model_prefix = "model"
     main_input_name = "input_ids"
+    # Auto class name -> "modeling_<family>.<Class>" for every Auto class of the family's config, filled where the
+    # package registers them (hf_seqmodels/__init__.py); None in a class loaded from a saved folder's code, whose
+    # config already carries the whole map.
+    _family_auto_map: dict[str, str] | None = None
+
+    def save_pretrained(self, save_directory, *args, **kwargs):
+        """transformers' ``save_pretrained``, with every Auto class of the family in config.json's ``auto_map``
+        (transformers writes only this class's): the folder then loads through any of them with
+        ``trust_remote_code=True``. They all live in the modeling file that the save copies."""
+        if self._family_auto_map and self.is_remote_code():
+            self.config.auto_map = {**(getattr(self.config, "auto_map", None) or {}), **self._family_auto_map}
+        return super().save_pretrained(save_directory, *args, **kwargs)
 
     def _init_weights(self, module):
         if isinstance(module, nn.RNNBase):

@@ -1,0 +1,126 @@
+"""A saved folder names every Auto class of its family in config.json's ``auto_map``, and loads through each of
+them with ``trust_remote_code=True`` in a process where ``import hf_seqmodels`` fails."""
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import torch
+
+import hf_seqmodels
+from hf_seqmodels import (
+    AttentionSeq2SeqForConditionalGeneration,
+    RecurrentForCausalLM,
+    TransformerForConditionalGeneration,
+    TransformerForSequenceClassification,
+)
+
+from .models.test_modeling_attention_seq2seq import tiny_config as attention_seq2seq_config
+from .models.test_modeling_recurrent import RecurrentModelTester
+from .models.test_modeling_transformer import tiny_config as transformer_config
+from .test_modeling_common import make_model
+
+# Loads every Auto class of a folder's auto_map from the saved code alone. A loaded model whose base model is of the
+# saved model's base class must hold the saved weights of that base model, and of every head weight it shares by
+# name; one on another base model (the Transformer's encoder-only heads from an encoder-decoder) only loads.
+LOAD_EVERY_AUTO_CLASS = textwrap.dedent(
+    """
+    import importlib.abc
+    import json
+    import sys
+
+    class BlockPackage(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] == "hf_seqmodels":
+                raise ImportError(f"{name} is blocked: this process must load the model from its saved code only")
+
+    sys.meta_path.insert(0, BlockPackage())
+    try:
+        import hf_seqmodels
+        sys.exit("hf_seqmodels could be imported; the test would prove nothing")
+    except ImportError:
+        pass
+
+    import torch
+    import transformers
+
+    for case in torch.load(sys.argv[1]):
+        with open(f"{case['folder']}/config.json") as file:
+            auto_map = json.load(file)["auto_map"]
+        for auto_name in sorted(set(auto_map) - {"AutoConfig"}):
+            model = getattr(transformers, auto_name).from_pretrained(case["folder"], trust_remote_code=True)
+            module = type(model).__module__
+            assert module.startswith("transformers_modules."), f"{auto_name} loaded from {module}"
+            assert type(model).__name__ == auto_map[auto_name].split(".")[-1], (auto_name, type(model).__name__)
+            saved, prefix = case["state_dict"], case["prefix"]
+            state = model.state_dict()
+            # A base model's weights are named without the heads' prefix.
+            if model.base_model is model:
+                state = {prefix + name: tensor for name, tensor in state.items()}
+            shared = saved.keys() & state.keys()
+            same_base = type(model.base_model).__name__ == case["base_class"]
+            if same_base:
+                base_names = {prefix + name for name in model.base_model.state_dict()}
+                assert base_names <= shared, (auto_name, sorted(base_names - shared))
+                for name in shared:
+                    assert torch.equal(state[name], saved[name]), (auto_name, name)
+            print("loaded", auto_name, type(model).__name__, "shared", len(shared), "same_base", same_base)
+    """
+)
+
+CASES = [
+    # (head saved, its config): every other Auto class of the family is loaded from the folder.
+    (RecurrentForCausalLM, lambda: RecurrentModelTester("lstm").get_config(RecurrentForCausalLM)),
+    (AttentionSeq2SeqForConditionalGeneration, attention_seq2seq_config),
+    (TransformerForConditionalGeneration, lambda: transformer_config(is_encoder_decoder=True)),
+    (TransformerForSequenceClassification, lambda: transformer_config(is_encoder_decoder=False)),
+]
+
+
+def family_auto_classes(model_class: type) -> dict[str, str]:
+    """Auto class name -> class name of every Auto class registered for ``model_class``'s config."""
+    for config_class, models in hf_seqmodels._AUTO_CLASSES.items():
+        if model_class in models.values():
+            return {auto.__name__: model.__name__ for auto, model in models.items()}
+    raise AssertionError(f"{model_class.__name__} is not registered")
+
+
+def test_auto_map_names_every_auto_class_of_the_family(tmp_path):
+    for model_class, make_config in CASES:
+        folder = tmp_path / model_class.__name__
+        make_model(model_class, make_config()).save_pretrained(folder)
+        auto_map = json.loads((folder / "config.json").read_text())["auto_map"]
+        expected = family_auto_classes(model_class)
+        assert set(auto_map) == set(expected) | {"AutoConfig"}, model_class.__name__
+        for auto_name, class_name in expected.items():
+            module, name = auto_map[auto_name].split(".")
+            assert name == class_name and (folder / f"{module}.py").is_file(), auto_map[auto_name]
+
+
+def test_every_auto_class_loads_from_the_saved_code(tmp_path):
+    """For each family a saved head loads through every Auto class in its auto_map, without the package; the
+    classes built on the saved base model get its weights (the Transformer's encoder-only heads and the
+    encoder-decoder have different base models: both are saved)."""
+    cases = []
+    expected_same_base = 0
+    for model_class, make_config in CASES:
+        model = make_model(model_class, make_config())
+        folder = tmp_path / model_class.__name__
+        model.save_pretrained(folder)
+        expected_same_base += sum(  # the same count from the installed package, where loading is known to work
+            type(auto.from_pretrained(folder).base_model) is type(model.base_model)
+            for auto in hf_seqmodels._AUTO_CLASSES[type(model.config)]
+        )
+        cases.append({"folder": str(folder), "state_dict": model.state_dict(), "prefix": f"{model.base_model_prefix}.",
+                      "base_class": type(model.base_model).__name__})
+    torch.save(cases, tmp_path / "cases.pt")
+    env = {"PATH": "/usr/bin:/bin", "HF_HOME": str(tmp_path / "hf_home"), "HF_HUB_OFFLINE": "1",
+           "OMP_NUM_THREADS": "1", "PYTHONNOUSERSITE": "1"}
+    result = subprocess.run([sys.executable, "-c", LOAD_EVERY_AUTO_CLASS, str(tmp_path / "cases.pt")],
+                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    loads = sum(len(hf_seqmodels._AUTO_CLASSES[type(make_config())]) for _, make_config in CASES)
+    assert result.stdout.count("loaded ") == loads, result.stdout
+    assert result.stdout.count("same_base True") == expected_same_base, result.stdout
+
