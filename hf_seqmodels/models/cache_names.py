@@ -6,17 +6,23 @@ written for either version keeps working) and return it under the installed vers
 time, so that a folder saved for ``trust_remote_code`` works whichever version loads it.
 """
 
+import warnings
+
 from transformers.modeling_outputs import CausalLMOutputWithPast
 
 CACHE_NAME = "cache" if "cache" in CausalLMOutputWithPast.__dataclass_fields__ else "past_key_values"
 
 
 def cache_argument(cache, past_key_values):
-    """The cache a caller passed, as ``cache`` or as ``past_key_values``."""
+    """The cache a caller passed, as ``cache`` or as ``past_key_values`` (with transformers' deprecation warning
+    where the installed version has renamed it)."""
     if past_key_values is None:
         return cache
     if cache is not None:
         raise TypeError("Pass the cache once: as `cache` or as `past_key_values`, not both.")
+    if CACHE_NAME == "cache":
+        warnings.warn("`past_key_values` is deprecated since transformers 5.24: pass the cache as `cache`.",
+                      FutureWarning, stacklevel=3)
     return past_key_values
 
 
