@@ -1,10 +1,90 @@
-"""The recurrent state as a transformers ``Cache``, so that ``generate()`` carries and reorders it."""
+"""The recurrent state as a transformers ``Cache``, so that ``generate()`` carries and reorders it.
+
+As transformers holds recurrent state (``cache_utils.LinearAttentionLayer``: ``recurrent_states`` in one cache layer
+per model layer), a ``RecurrentCache`` holds one ``RecurrentLayerCache`` per recurrent layer, so that ``len(cache)``
+and ``cache.layers`` are what transformers' generation utilities expect. What belongs to no single layer (an
+attention decoder's input-feeding vector, the per-input tensors) stays on the cache.
+"""
 
 import torch
-from transformers.cache_utils import Cache
+from transformers.cache_utils import Cache, CacheLayerMixin
 
 from .cache_names import CACHE_NAME
 from .recurrent_layers import State
+
+
+class RecurrentLayerCache(CacheLayerMixin):
+    """One recurrent layer's state: ``recurrent_states`` is ``(h,)`` for rnn/gru or ``(h, c)`` for lstm, each of
+    shape ``(num_directions, batch, hidden_size)`` — torch's own layout, so a decoding step hands it to the fused
+    kernel without a copy, and the batch operations act on dimension 1. ``cumulative_length`` counts the positions
+    read, padding included. ``static=True`` keeps the tensors at fixed addresses: ``write`` and ``reorder_cache`` then
+    work in place (see ``RecurrentCache``)."""
+
+    supports_early_init = False  # a state has no keys and values to allocate ahead
+    is_compileable = False  # a static cache is for the model's own CUDA graphs: generate() must not compile forward
+    is_croppable = False
+
+    def __init__(self, static: bool = False):
+        super().__init__()
+        self.static = static
+        self.recurrent_states: State = ()
+        self.cumulative_length = 0
+
+    def __repr__(self):
+        shapes = [tuple(t.shape) for t in self.recurrent_states]
+        return f"{type(self).__name__}(states={shapes}, length={self.cumulative_length})"
+
+    def write(self, state: State) -> None:
+        """Hold ``state``: in place when the layer is static and holds a state, else by taking the tensors."""
+        if self.static and self.is_initialized:
+            for old, new in zip(self.recurrent_states, state, strict=True):
+                old.copy_(new)
+        else:
+            self.recurrent_states, self.is_initialized = tuple(state), True
+
+    def _map(self, fn) -> None:
+        if self.is_initialized:
+            self.recurrent_states = tuple(fn(t) for t in self.recurrent_states)
+
+    def reorder_cache(self, beam_idx: torch.LongTensor) -> None:
+        """Row ``i`` of the new state is row ``beam_idx[i]`` of the old one (in place when static)."""
+        if self.static:
+            for t in self.recurrent_states:
+                t.copy_(t.index_select(1, beam_idx.to(t.device)))
+        else:
+            self._map(lambda t: t.index_select(1, beam_idx.to(t.device)))
+
+    def batch_repeat_interleave(self, repeats: int) -> None:
+        self._map(lambda t: t.repeat_interleave(repeats, dim=1))
+
+    def batch_select_indices(self, indices: torch.Tensor) -> None:
+        self._map(lambda t: t[:, indices])
+
+    def reset(self) -> None:
+        """Forget the state: the next chunk starts afresh (from zeros, or an encoder's state)."""
+        self.recurrent_states, self.is_initialized, self.cumulative_length = (), False, 0
+
+    def crop(self, tokens_to_remove: int) -> None:
+        """Nothing can be removed: a recurrent state cannot be rolled back. ``crop(0)`` (and the pre-5.24 call
+        ``crop(length)`` with the current length) are no-ops."""
+        if tokens_to_remove not in (0, self.cumulative_length):
+            raise ValueError("A recurrent state cannot be rolled back to an earlier position.")
+
+    def get_seq_length(self) -> int:
+        """Number of positions read so far, padding included."""
+        return self.cumulative_length
+
+    def get_max_length(self) -> int:
+        return -1  # a state reads sequences of any length
+
+    def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
+        return self.cumulative_length + query_length, 0
+
+    def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
+        raise NotImplementedError("A recurrent layer holds a state, not keys and values: see `RecurrentCache.store`.")
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
+        raise NotImplementedError("A recurrent layer holds a state, not keys and values: see `RecurrentCache.store`.")
 
 
 def _flatten(states: list[State], extras) -> list[torch.Tensor]:
@@ -14,10 +94,11 @@ def _flatten(states: list[State], extras) -> list[torch.Tensor]:
 class RecurrentCache(Cache):
     """The final state of every recurrent layer, carried between decoding steps.
 
-    ``states[i]`` is layer ``i``'s state: a tuple ``(h,)`` for rnn/gru or ``(h, c)`` for lstm, each of shape
-    ``(num_directions, batch, hidden_size)`` — torch's own layout, so a decoding step hands it to the fused kernel
-    without a copy. ``extras`` holds other per-sequence tensors that must follow the beams (batch first), such as
-    the input-feeding vector of an attention decoder. Beam search reorders both along the batch dimension.
+    ``layers[i]`` is a ``RecurrentLayerCache`` with layer ``i``'s state, ``states[i]``: a tuple ``(h,)`` for rnn/gru
+    or ``(h, c)`` for lstm, each of shape ``(num_directions, batch, hidden_size)``. The layers exist from the first
+    chunk on (``len(cache)`` is then the number of recurrent layers); ``states`` is empty before it and after
+    ``reset``. ``extras`` holds other per-sequence tensors that must follow the beams (batch first), such as the
+    input-feeding vector of an attention decoder. Beam search reorders both along the batch dimension.
 
     ``per_input`` holds batch-first tensors that depend only on the input, such as an attention's projection of the
     encoder outputs. They are the same for every beam of an input, and beam search moves a beam only within its
@@ -33,33 +114,50 @@ class RecurrentCache(Cache):
     def __init__(self, static: bool = False):
         super().__init__(layers=[])
         self.static = static
-        self.states: list[State] = []
         self.extras: dict[str, torch.Tensor] = {}
         self.per_input: dict[str, torch.Tensor] = {}
-        self.seen_tokens = 0
+
+    @property
+    def states(self) -> list[State]:
+        """Every layer's state, first layer first; empty when there is none yet."""
+        if not self.layers or not self.layers[0].is_initialized:
+            return []
+        return [layer.recurrent_states for layer in self.layers]
 
     def store(self, states: list[State], length: int, **extras: torch.Tensor) -> None:
         """Keep the state (and ``extras``) after a chunk of ``length`` more positions."""
-        self.seen_tokens += length
-        if self.static and self.states:
-            for old, value in zip(self.tensors(), _flatten(states, [extras[name] for name in self.extras]),
-                                  strict=True):
-                old.copy_(value)
+        if not self.layers:
+            self.layers = [RecurrentLayerCache(self.static) for _ in states]
+        in_place = self.static and bool(self.states)
+        for layer, state in zip(self.layers, states, strict=True):
+            layer.write(state)
+        self.advance(length)
+        if in_place:
+            for name, old in self.extras.items():
+                old.copy_(extras[name])
             return
-        self.states, self.extras = list(states), {**self.extras, **extras}
+        self.extras = {**self.extras, **extras}
         if self.static:  # tensors of its own, which later steps overwrite
             self.own_copies()
 
+    def advance(self, length: int) -> None:
+        """Count ``length`` more positions read (``store`` does; a replayed CUDA graph stores into its own cache)."""
+        for layer in self.layers:
+            layer.cumulative_length += length
+
     def own_copies(self) -> None:
         """Hold copies of the state and extras, so that writing them in place changes no one else's tensors."""
-        self.states = [tuple(t.clone() for t in state) for state in self.states]
+        for layer in self.layers:
+            layer.recurrent_states = tuple(t.clone() for t in layer.recurrent_states)
         self.extras = {name: t.clone() for name, t in self.extras.items()}
 
     def adopt(self, states: list[State], extras: dict[str, torch.Tensor]) -> None:
         """Continue in the given tensors (a CUDA graph's), after copying the current state into them."""
         for mine, theirs in zip(self.tensors(), _flatten(states, extras.values()), strict=True):
             theirs.copy_(mine)
-        self.states, self.extras = states, extras
+        for layer, state in zip(self.layers, states, strict=True):
+            layer.recurrent_states = tuple(state)
+        self.extras = extras
 
     def tensors(self) -> list[torch.Tensor]:
         """The state and extras tensors, in order."""
@@ -84,52 +182,33 @@ class RecurrentCache(Cache):
                 "model returned for the same sequences, or none to start afresh."
             )
 
-    def get_seq_length(self, layer_idx: int = 0) -> int:
-        """Number of positions consumed so far, padding included."""
-        return self.seen_tokens
-
-    def _map(self, fn_states, fn_extras, per_input: bool = True) -> None:
-        self.states = [tuple(fn_states(t) for t in state) for state in self.states]
-        self.extras = {name: fn_extras(t) for name, t in self.extras.items()}
-        if per_input:
-            self.per_input = {name: fn_extras(t) for name, t in self.per_input.items()}
-
     def reorder_cache(self, beam_idx: torch.LongTensor) -> None:
         """Follow beam search: row ``i`` of the new state is row ``beam_idx[i]`` of the old one, where ``beam_idx``
         maps every beam to a beam of the same input (``per_input`` therefore stays as it is)."""
+        super().reorder_cache(beam_idx)
         if self.static:  # in place, at the same addresses
-            for state in self.states:
-                for t in state:
-                    t.copy_(t.index_select(1, beam_idx.to(t.device)))
             for t in self.extras.values():
                 t.copy_(t.index_select(0, beam_idx.to(t.device)))
-            return
-        self._map(
-            lambda t: t.index_select(1, beam_idx.to(t.device)),
-            lambda t: t.index_select(0, beam_idx.to(t.device)),
-            per_input=False,
-        )
+        else:
+            self.extras = {name: t.index_select(0, beam_idx.to(t.device)) for name, t in self.extras.items()}
+
+    def _map_batch(self, fn) -> None:
+        """Apply ``fn`` to the batch-first extras and per-input tensors (the layers do their own)."""
+        self.extras = {name: fn(t) for name, t in self.extras.items()}
+        self.per_input = {name: fn(t) for name, t in self.per_input.items()}
 
     def batch_repeat_interleave(self, repeats: int) -> None:
-        self._map(lambda t: t.repeat_interleave(repeats, dim=1), lambda t: t.repeat_interleave(repeats, dim=0))
+        super().batch_repeat_interleave(repeats)
+        self._map_batch(lambda t: t.repeat_interleave(repeats, dim=0))
 
     def batch_select_indices(self, indices: torch.Tensor) -> None:
-        self._map(lambda t: t[:, indices], lambda t: t[indices])
+        super().batch_select_indices(indices)
+        self._map_batch(lambda t: t[indices])
 
     def reset(self) -> None:
-        self.states, self.extras, self.per_input, self.seen_tokens = [], {}, {}, 0
-
-    def crop(self, max_length: int) -> None:
-        if max_length != self.seen_tokens:
-            raise ValueError("A recurrent state cannot be rolled back to an earlier position.")
-
-    @property
-    def is_compileable(self) -> bool:
-        return False  # a static cache is for the model's own CUDA graphs: generate() must not compile forward
-
-    @property
-    def is_croppable(self) -> bool:
-        return False
+        """Forget every state and extra; the layers stay, empty."""
+        super().reset()
+        self.extras, self.per_input = {}, {}
 
 
 def recurrent_cache(cache: Cache | None) -> RecurrentCache | None:

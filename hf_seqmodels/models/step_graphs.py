@@ -31,6 +31,10 @@ def replays_step(
             and not (module.training or output_hidden_states or torch.is_grad_enabled()))
 
 
+def _shares_tensors(cache: RecurrentCache, other: RecurrentCache) -> bool:
+    return any(mine is theirs for mine, theirs in zip(cache.tensors(), other.tensors()))
+
+
 class GraphedSteps(nn.Module):
     """A module whose decoding steps ``step_graphs`` replays: the graphs are dropped when a move or a cast gives
     the parameters new addresses."""
@@ -81,9 +85,8 @@ class _Graph:
         self.input_ids = input_ids.clone()
         self.inputs = {name: None if t is None else t.clone() for name, t in inputs.items()}
         self.sources = dict.fromkeys(inputs)  # the tensors last copied in, compared by identity
-        self.cache = RecurrentCache(static=True)  # the state the graph reads and overwrites
-        self.cache.states, self.cache.extras = cache.states, cache.extras
-        self.cache.own_copies()
+        self.cache = RecurrentCache(static=True)  # the state the graph reads and overwrites: copies of cache's
+        self.cache.store(cache.states, 0, **cache.extras)
         self.owner = lambda: None  # weak reference to the cache that uses self.cache's tensors
         step_inputs = {name: t for name, t in self.inputs.items() if not name.startswith("cache.")}
         self.cache.per_input = {name.removeprefix("cache."): t for name, t in self.inputs.items()
@@ -106,7 +109,7 @@ class _Graph:
                inputs: dict[str, torch.Tensor | None]) -> tuple[torch.Tensor, ...]:
         if self.owner() is not cache:
             previous = self.owner()
-            if previous is not None and previous.states is self.cache.states:  # let it keep its own state
+            if previous is not None and _shares_tensors(previous, self.cache):  # let it keep its own state
                 previous.own_copies()
             cache.adopt(self.cache.states, self.cache.extras)
             self.owner = weakref.ref(cache)
@@ -116,5 +119,5 @@ class _Graph:
                 self.sources[name] = tensor
         self.input_ids.copy_(input_ids)
         self.graph.replay()
-        cache.seen_tokens += input_ids.shape[1]
+        cache.advance(input_ids.shape[1])
         return self.outputs

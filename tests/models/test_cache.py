@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from hf_seqmodels import RecurrentConfig, RecurrentModel
-from hf_seqmodels.models.cache import RecurrentCache
+from hf_seqmodels.models.cache import RecurrentCache, RecurrentLayerCache
 from hf_seqmodels.models.cache_names import output_cache
 
 BATCH, LAYERS, DIRECTIONS, HIDDEN = 3, 2, 2, 4
@@ -15,13 +15,12 @@ def labelled_cache() -> RecurrentCache:
     ``10 * layer + 100 * part`` so that a mixed-up layer or (h, c) part would show."""
     cache = RecurrentCache()
     rows = torch.arange(BATCH, dtype=torch.float)
-    cache.states = [
+    states = [
         tuple(rows.view(1, BATCH, 1).expand(DIRECTIONS, BATCH, HIDDEN) + 10 * layer + 100 * part for part in (0, 1))
         for layer in range(LAYERS)
     ]
-    cache.extras = {"input_feed": rows.view(BATCH, 1).expand(BATCH, 5).clone()}
+    cache.store(states, 7, input_feed=rows.view(BATCH, 1).expand(BATCH, 5).clone())
     cache.per_input = {"projected_keys": rows.view(BATCH, 1, 1).expand(BATCH, 6, 5).clone()}
-    cache.seen_tokens = 7
     return cache
 
 
@@ -82,6 +81,16 @@ def test_crop_reset_and_flags():
     assert not cache.is_croppable and not cache.is_compileable
     cache.reset()
     assert cache.states == [] and cache.extras == {} and cache.per_input == {} and cache.get_seq_length() == 0
+    assert len(cache) == LAYERS and all(layer.get_seq_length() == 0 for layer in cache.layers)
+
+
+def test_crop_follows_transformers_convention():
+    """crop(-n) removes n positions (transformers 5.24): refused for a state; crop(0) removes none."""
+    cache = labelled_cache()
+    cache.crop(0)
+    with pytest.raises(ValueError, match="cannot be rolled back"):
+        cache.crop(-1)
+    assert rows_of(cache) == [0, 1, 2] and cache.get_seq_length() == 7
 
 
 def test_seq_length_counts_padding_and_continuing_equals_one_pass():
@@ -120,7 +129,63 @@ def test_adopt_continues_in_the_given_tensors():
     cache = labelled_cache()
     cache.reorder_cache(torch.tensor([2, 0, 1]))
     target = labelled_cache()
-    target.states = [tuple(torch.zeros_like(t) for t in state) for state in target.states]
-    target.extras = {name: torch.zeros_like(t) for name, t in target.extras.items()}
-    cache.adopt(target.states, target.extras)
-    assert cache.states is target.states and rows_of(cache) == [2, 0, 1]
+    states = [tuple(torch.zeros_like(t) for t in state) for state in target.states]
+    extras = {name: torch.zeros_like(t) for name, t in target.extras.items()}
+    cache.adopt(states, extras)
+    assert all(mine is theirs for mine, theirs in zip(cache.tensors(), [t for s in states for t in s] + [*extras.values()]))
+    assert rows_of(cache) == [2, 0, 1] and cache.get_seq_length() == 7
+
+
+@pytest.mark.parametrize("cell_type", ["rnn", "lstm", "gru"])
+def test_one_cache_layer_per_recurrent_layer(cell_type):
+    """After a chunk, the cache holds one RecurrentLayerCache per recurrent layer, each with that layer's final state
+    (the model's `final_state`) and the number of positions read."""
+    torch.manual_seed(0)
+    config = RecurrentConfig(vocab_size=10, embedding_size=6, hidden_size=5, num_layers=3, cell_type=cell_type)
+    model = RecurrentModel(config).eval()
+    assert len(RecurrentCache()) == 0
+    with torch.no_grad():
+        out = model(torch.randint(0, 10, (2, 4)), use_cache=True)
+    cache = output_cache(out)
+    assert len(cache) == 3 and all(isinstance(layer, RecurrentLayerCache) for layer in cache.layers)
+    for layer, state in zip(cache.layers, out.final_state, strict=True):
+        assert len(layer.recurrent_states) == (2 if cell_type == "lstm" else 1)
+        for mine, expected in zip(layer.recurrent_states, state, strict=True):
+            torch.testing.assert_close(mine, expected, rtol=0, atol=0)
+        assert layer.get_seq_length() == 4
+    assert cache.get_seq_length() == 4 and not any(cache.is_linear)
+
+
+def random_cache(static: bool = False) -> RecurrentCache:
+    cache = RecurrentCache(static=static)
+    cache.store([tuple(torch.randn(DIRECTIONS, BATCH, HIDDEN) for _ in range(parts)) for parts in (2, 1)], 3,
+                input_feed=torch.randn(BATCH, 5))
+    cache.per_input = {"projected_keys": torch.randn(BATCH, 6, 5)}
+    return cache
+
+
+def by_hand(cache: RecurrentCache, index: torch.Tensor, per_input: bool) -> tuple[list, dict, dict]:
+    """Every layer's state, the extras and the per-input tensors with batch rows ``index`` taken by hand."""
+    states = [[t[:, index] for t in layer.recurrent_states] for layer in cache.layers]
+    return (states, {name: t[index] for name, t in cache.extras.items()},
+            {name: t[index] if per_input else t for name, t in cache.per_input.items()})
+
+
+@pytest.mark.parametrize("static", [False, True])
+@pytest.mark.parametrize("operation", ["reorder", "select", "repeat"])
+def test_layer_batch_operations_equal_indexing_by_hand(operation, static):
+    torch.manual_seed(0)
+    cache = random_cache(static)
+    if operation == "repeat":
+        index = torch.tensor([0, 0, 1, 1, 2, 2])
+    else:
+        index = torch.tensor([2, 0, 0]) if operation == "reorder" else torch.tensor([2, 0])
+    expected = by_hand(cache, index, per_input=operation != "reorder")
+    if operation == "reorder":
+        cache.reorder_cache(index)
+    elif operation == "select":
+        cache.batch_select_indices(index)
+    else:
+        cache.batch_repeat_interleave(2)
+    found = ([list(layer.recurrent_states) for layer in cache.layers], cache.extras, cache.per_input)
+    torch.testing.assert_close(found, expected, rtol=0, atol=0)
