@@ -28,6 +28,7 @@ from .models.modeling_transformer import (
     TransformerForCausalLM,
     TransformerForConditionalGeneration,
     TransformerForSequenceClassification,
+    TransformerEncoderModel,
     TransformerForTokenClassification,
     TransformerModel,
 )
@@ -52,6 +53,11 @@ _AUTO_CLASSES = {
     },
 }
 
+# Base models that an Auto class reaches through the class registered for it: AutoModel gives TransformerModel, whose
+# from_pretrained hands an encoder-only head's folder to TransformerEncoderModel. Saved alone, they write their code
+# and the family's auto_map too (AutoModel naming themselves).
+_REACHED_THROUGH = {TransformerConfig: {AutoModel: TransformerEncoderModel}}
+
 for _config_class, _models in _AUTO_CLASSES.items():
     AutoConfig.register(_config_class.model_type, _config_class)
     _config_class.register_for_auto_class()
@@ -62,6 +68,9 @@ for _config_class, _models in _AUTO_CLASSES.items():
     }
     for _auto_class, _model_class in _models.items():
         _auto_class.register(_config_class, _model_class)
+        _model_class.register_for_auto_class(_auto_class.__name__)
+        _model_class._family_auto_map = _family_auto_map
+    for _auto_class, _model_class in _REACHED_THROUGH.get(_config_class, {}).items():
         _model_class.register_for_auto_class(_auto_class.__name__)
         _model_class._family_auto_map = _family_auto_map
 
@@ -76,6 +85,7 @@ __all__ = [
     "AttentionSeq2SeqForConditionalGeneration",
     "TransformerConfig",
     "TransformerModel",
+    "TransformerEncoderModel",
     "TransformerForConditionalGeneration",
     "TransformerForCausalLM",
     "TransformerForSequenceClassification",
