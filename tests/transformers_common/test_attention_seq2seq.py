@@ -8,7 +8,6 @@ from .common import ConfigTester, GenerationTesterMixin, ModelTesterMixin, TinyM
 
 
 class AttentionSeq2SeqModelTester(TinyModelTester):
-    decoder_seq_length = 5
 
     def __init__(self, parent, attention_type: str, input_feeding: bool):
         super().__init__(parent)
@@ -25,7 +24,7 @@ class AttentionSeq2SeqModelTester(TinyModelTester):
 
     def prepare_config_and_inputs_for_common(self):
         config, inputs = super().prepare_config_and_inputs_for_common()
-        inputs["decoder_input_ids"] = self.input_ids(self.decoder_seq_length)
+        inputs["decoder_input_ids"] = self.input_ids(self.seq_length)  # as long as the source, as transformers' seq2seq testers
         return config, inputs
 
 

@@ -16,7 +16,6 @@ from .common import ConfigTester, GenerationTesterMixin, ModelTesterMixin, TinyM
 
 
 class TransformerModelTester(TinyModelTester):
-    decoder_seq_length = 5
 
     def __init__(self, parent, is_encoder_decoder: bool, decoder_inputs: bool):
         super().__init__(parent)
@@ -34,7 +33,7 @@ class TransformerModelTester(TinyModelTester):
     def prepare_config_and_inputs_for_common(self):
         config, inputs = super().prepare_config_and_inputs_for_common()
         if self.decoder_inputs:
-            inputs["decoder_input_ids"] = self.input_ids(self.decoder_seq_length)
+            inputs["decoder_input_ids"] = self.input_ids(self.seq_length)  # as long as the source, as transformers' seq2seq testers
         return config, inputs
 
 
