@@ -8,12 +8,13 @@ from torch import nn
 from transformers import GenerationMixin
 from transformers.cache_utils import Cache
 from transformers.modeling_outputs import ModelOutput, Seq2SeqLMOutput, Seq2SeqModelOutput
+from transformers.modeling_utils import slice_logits_to_keep
 
 from .attention import AdditiveAttention, LuongAttention
 from .cache import RecurrentCache, RecurrentGenerationMixin, recurrent_cache
 from .cache_names import CACHE_NAME, cache_argument, cache_field, output_cache
 from .configuration_attention_seq2seq import AttentionSeq2SeqConfig
-from .masks import check_input_ids, check_no_empty_rows, check_tensor, padding_or_none, prepare_padding_mask
+from .masks import check_no_empty_rows, check_tensor, padding_or_none, prepare_padding_mask
 from .modeling_utils import (
     EncoderDecoderMixin,
     SeqModelsPreTrainedModel,
@@ -43,9 +44,37 @@ class AttentionSeq2SeqEncoderOutput(ModelOutput):
     hidden_states: tuple[torch.FloatTensor, ...] | None = None
 
 
+@dataclass
+class AttentionSeq2SeqModelOutput(Seq2SeqModelOutput):
+    """
+    transformers' `Seq2SeqModelOutput`, and:
+
+    Args:
+        decoder_attentional_states (`torch.FloatTensor` of shape `(batch, target_length, hidden_size)`, *optional*):
+            The decoder's output vectors that the output layer reads, with `output_hidden_states=True` and an
+            attention: Luong's attentional vectors `tanh(W_c [c_t; h_t])` or Bahdanau's `tanh(W_o [c_t; s_t;
+            E y_{t-1}])`. (`last_hidden_state` of the base model; `decoder_hidden_states` ends with the top decoder
+            layer's outputs, before the attention.)
+    """
+
+    decoder_attentional_states: torch.FloatTensor | None = None
+
+
+@dataclass
+class AttentionSeq2SeqLMOutput(Seq2SeqLMOutput):
+    """
+    transformers' `Seq2SeqLMOutput`, and `decoder_attentional_states` (see [`AttentionSeq2SeqModelOutput`]).
+    """
+
+    decoder_attentional_states: torch.FloatTensor | None = None
+
+
 class AttentionSeq2SeqPreTrainedModel(SeqModelsPreTrainedModel):
     config_class = AttentionSeq2SeqConfig
     _is_stateful = True
+    # transformers' activation checkpointing: every attention module is a `GradientCheckpointingLayer` (attention.py)
+    # and recomputes its scores in the backward pass.
+    supports_gradient_checkpointing = True
 
 
 class AttentionSeq2SeqEncoder(nn.Module):
@@ -170,11 +199,13 @@ class AttentionSeq2SeqDecoder(GraphedSteps):
         encoder_final_state: torch.Tensor,
         cache: RecurrentCache,
         output_hidden_states: bool = False,
+        inputs_embeds: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None, tuple[torch.Tensor, ...] | None]:
         """Decode a chunk of target positions, continuing from `cache` (empty at the start) and updating it.
 
         Args:
-            input_ids: `(batch, length)` decoder input ids.
+            input_ids: `(batch, length)` decoder input ids, or None with `inputs_embeds` `(batch, length,
+                embedding_size)`.
             memory: `(batch, source_length, memory_size)` encoder outputs.
             memory_mask: bool `(batch, source_length)`, True for real source tokens; `None` when there is no padding.
             encoder_final_state: `(batch, parts, memory_size)`, used to start when `cache` is empty.
@@ -182,9 +213,9 @@ class AttentionSeq2SeqDecoder(GraphedSteps):
         Returns:
             The output vectors `(batch, length, hidden_size)` for the output layer, the attention weights
             `(batch, length, source_length)` (`None` without attention) and, if asked, the hidden states: the
-            embeddings, each recurrent layer's outputs and (with attention) the output vectors.
+            embeddings and each recurrent layer's outputs.
         """
-        embeds = self.dropout(self.embed_tokens(input_ids))
+        embeds = self.dropout(self.embed_tokens(input_ids) if inputs_embeds is None else inputs_embeds)
         states = cache.states or self.initial_state(encoder_final_state)
         keys = None
         if self.attention is not None:
@@ -207,11 +238,8 @@ class AttentionSeq2SeqDecoder(GraphedSteps):
 
         if keys is not None:
             cache.per_input["projected_keys"] = keys
-        cache.store(states, input_ids.shape[1], **extras)
-        hidden_states = None
-        if output_hidden_states:
-            hidden_states = (embeds, *layer_outputs) + ((outputs,) if self.attention is not None else ())
-        return outputs, weights, hidden_states
+        cache.store(states, embeds.shape[1], **extras)
+        return outputs, weights, (embeds, *layer_outputs) if output_hidden_states else None
 
     def _step_by_step(self, embeds, memory, memory_mask, keys, states, cache):
         """One target position at a time: Bahdanau (the context of the previous state feeds the recurrent layer)
@@ -272,51 +300,44 @@ class AttentionSeq2SeqModel(EncoderDecoderMixin, AttentionSeq2SeqPreTrainedModel
         encoder_outputs: AttentionSeq2SeqEncoderOutput | tuple | None = None,
         cache: Cache | None = None,
         inputs_embeds: torch.FloatTensor | None = None,
+        decoder_inputs_embeds: torch.FloatTensor | None = None,
         use_cache: bool | None = None,
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
         past_key_values: Cache | None = None,
-    ) -> Seq2SeqModelOutput | tuple:
+    ) -> AttentionSeq2SeqModelOutput | tuple:
         """
         Args:
-            input_ids: `(batch, source_length)` source ids; or `inputs_embeds`, or `encoder_outputs` from
-                `get_encoder()`.
+            input_ids: `(batch, source_length)` source ids; or `inputs_embeds` `(batch, source_length,
+                embedding_size)`, or `encoder_outputs` from `get_encoder()`.
             attention_mask: `(batch, source_length)` source mask, 1 for tokens and 0 for padding (either side).
             decoder_input_ids: `(batch, target_length)` decoder inputs: the decoder start token, then the target
-                shifted right. With a cache, only the new positions.
-            decoder_attention_mask: `(batch, target_length)`, optional. The decoder reads left to right, so padding
-                after a target's end never changes its real positions; only right padding is accepted.
+                shifted right. With a cache, only the new positions. Or `decoder_inputs_embeds` `(batch,
+                target_length, embedding_size)`, vectors in place of the decoder's token embeddings.
+            decoder_attention_mask: `(batch, target_length)`, optional; with a cache, `(batch, cached + new
+                positions)`, the whole target so far, as generate() passes it. The decoder reads left to right, so
+                padding after a target's end never changes its real positions; only right padding is accepted.
             cache: a `RecurrentCache` returned by the previous call, to continue decoding from (`past_key_values`,
                 its name before transformers 5.24, is accepted too).
             use_cache: return the decoder state in a `RecurrentCache`.
             output_attentions: return the cross-attention weights of every target position, as
                 `cross_attentions`: a one-element tuple (one attention layer) of shape
                 `(batch, 1, target_length, source_length)` (one head).
-            output_hidden_states: return `encoder_hidden_states` (the embeddings and each encoder layer's outputs)
-                and `decoder_hidden_states` (the embeddings, each decoder layer's outputs and, with attention, the
-                attentional output vectors, which are `last_hidden_state`).
+            output_hidden_states: return `encoder_hidden_states` (the embeddings and each encoder layer's outputs),
+                `decoder_hidden_states` (the embeddings and each decoder layer's outputs) and, with attention,
+                `decoder_attentional_states` (the output vectors after the attention, `last_hidden_state`).
         """
         return_dict = self._flag(return_dict, "return_dict")
         output_hidden_states = self._flag(output_hidden_states, "output_hidden_states")
-        if decoder_input_ids is None:
+        if decoder_input_ids is None and decoder_inputs_embeds is None:
             raise ValueError(
-                "Pass `decoder_input_ids` (the decoder start token followed by the target shifted right) or, to "
-                "AttentionSeq2SeqForConditionalGeneration, `labels` to build them from."
+                "Pass `decoder_input_ids` (the decoder start token followed by the target shifted right) or "
+                "`decoder_inputs_embeds`, or, to AttentionSeq2SeqForConditionalGeneration, `labels` to build them from."
             )
-        check_tensor(decoder_input_ids, "decoder_input_ids")
-        if decoder_input_ids.dim() != 2:
-            raise ValueError(
-                f"`decoder_input_ids` must have shape (batch, target_length), got {tuple(decoder_input_ids.shape)}."
-            )
-        check_input_ids(decoder_input_ids, self.config.vocab_size, "decoder_input_ids")
-        if decoder_attention_mask is not None:
-            decoder_mask = prepare_padding_mask(decoder_attention_mask, *decoder_input_ids.shape,
-                                                name="decoder_attention_mask")
-            if bool((decoder_mask[:, 1:] & ~decoder_mask[:, :-1]).any()):
-                raise ValueError(
-                    "`decoder_attention_mask` has padding before real tokens: pad the decoder inputs on the right."
-                )
+        check_token_inputs(decoder_input_ids, decoder_inputs_embeds, self.config.vocab_size,
+                           self.config.embedding_size, self.decoder.embed_tokens.weight.dtype, prefix="decoder_")
+        decoder_inputs = decoder_input_ids if decoder_input_ids is not None else decoder_inputs_embeds
         if encoder_outputs is None:
             encoder_outputs = self.encoder(
                 input_ids, attention_mask, inputs_embeds, output_hidden_states=output_hidden_states, return_dict=True
@@ -332,10 +353,10 @@ class AttentionSeq2SeqModel(EncoderDecoderMixin, AttentionSeq2SeqPreTrainedModel
             )
         memory = encoder_outputs.last_hidden_state
         batch, source_length = memory.shape[:2]
-        if decoder_input_ids.shape[0] != batch:
+        if decoder_inputs.shape[0] != batch:
             raise ValueError(
-                f"`decoder_input_ids` has {decoder_input_ids.shape[0]} rows but the source has {batch}: pass one "
-                "target per source."
+                f"`{'decoder_input_ids' if decoder_input_ids is not None else 'decoder_inputs_embeds'}` has "
+                f"{decoder_inputs.shape[0]} rows but the source has {batch}: pass one target per source."
             )
         mask = padding_or_none(prepare_padding_mask(attention_mask, batch, source_length))
 
@@ -344,24 +365,46 @@ class AttentionSeq2SeqModel(EncoderDecoderMixin, AttentionSeq2SeqPreTrainedModel
             cache = RecurrentCache()
         elif cache.states:
             self.decoder.check_cache(cache, batch, source_length)
-        if replays_step(self.decoder, cache, decoder_input_ids, output_hidden_states):
+        check_decoder_mask(decoder_attention_mask, batch, cache.get_seq_length(), decoder_inputs.shape[1])
+        if decoder_input_ids is not None and replays_step(self.decoder, cache, decoder_input_ids, output_hidden_states):
             outputs, weights, decoder_hidden_states = self.decoder.step_graphs(
                 self.decoder, decoder_input_ids, cache, memory=memory, memory_mask=mask, encoder_final_state=None
             )
             outputs, weights = outputs.clone(), weights.clone() if output_attentions and weights is not None else None
         else:
             outputs, weights, decoder_hidden_states = self.decoder(
-                decoder_input_ids, memory, mask, encoder_outputs.final_state, cache, output_hidden_states
+                decoder_input_ids, memory, mask, encoder_outputs.final_state, cache, output_hidden_states,
+                decoder_inputs_embeds,
             )
-        result = Seq2SeqModelOutput(
+        result = AttentionSeq2SeqModelOutput(
             last_hidden_state=outputs,
             decoder_hidden_states=decoder_hidden_states,
             cross_attentions=(weights.unsqueeze(1),) if output_attentions and weights is not None else None,
             encoder_last_hidden_state=memory,
             encoder_hidden_states=encoder_outputs.hidden_states,
+            decoder_attentional_states=outputs if output_hidden_states and self.decoder.attention is not None else None,
             **cache_field(cache if use_cache else None),
         )
         return result if return_dict else result.to_tuple()
+
+
+def check_decoder_mask(mask: torch.Tensor | None, batch: int, cached: int, length: int) -> None:
+    """Raise unless ``mask`` is a right-padded 0/1 ``decoder_attention_mask`` of ``batch`` rows covering the
+    ``cached`` positions a cache holds and the ``length`` new ones (what generate() passes at every step)."""
+    if mask is None:
+        return
+    check_tensor(mask, "decoder_attention_mask")
+    if cached and mask.dim() == 2 and mask.shape[1] != cached + length:
+        raise ValueError(
+            f"`decoder_attention_mask` has {mask.shape[1]} columns, but the cache holds {cached} positions and "
+            f"{length} new ones come: pass the mask of the whole target so far, {cached} + {length} = "
+            f"{cached + length} columns (generate() widens it at every step)."
+        )
+    mask = prepare_padding_mask(mask, batch, cached + length, name="decoder_attention_mask")
+    if bool((mask[:, 1:] & ~mask[:, :-1]).any()):
+        raise ValueError(
+            "`decoder_attention_mask` has padding before real tokens: pad the decoder inputs on the right."
+        )
 
 
 class AttentionSeq2SeqForConditionalGeneration(
@@ -401,6 +444,7 @@ class AttentionSeq2SeqForConditionalGeneration(
         use_cache: bool | None = None,
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
+        logits_to_keep: int | torch.Tensor | None = None,
         labels: torch.LongTensor | None = None,
         past_key_values: Cache | None = None,
     ) -> dict:
@@ -418,7 +462,8 @@ class AttentionSeq2SeqForConditionalGeneration(
         inputs = {"decoder_input_ids": input_ids, CACHE_NAME: cache_argument(cache, past_key_values),
                   "attention_mask": attention_mask, "encoder_outputs": encoder_outputs,
                   "decoder_attention_mask": decoder_attention_mask, "use_cache": use_cache,
-                  "output_attentions": output_attentions, "output_hidden_states": output_hidden_states}
+                  "output_attentions": output_attentions, "output_hidden_states": output_hidden_states,
+                  "logits_to_keep": logits_to_keep}
         return {name: value for name, value in inputs.items() if value is not None}
 
     def forward(
@@ -430,48 +475,72 @@ class AttentionSeq2SeqForConditionalGeneration(
         encoder_outputs: AttentionSeq2SeqEncoderOutput | tuple | None = None,
         cache: Cache | None = None,
         inputs_embeds: torch.FloatTensor | None = None,
+        decoder_inputs_embeds: torch.FloatTensor | None = None,
         labels: torch.LongTensor | None = None,
         use_cache: bool | None = None,
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
+        logits_to_keep: int | torch.Tensor = 0,
         past_key_values: Cache | None = None,
-    ) -> Seq2SeqLMOutput | tuple:
+    ) -> AttentionSeq2SeqLMOutput | tuple:
         """
         labels: `(batch, target_length)` target ids, ending with the end-of-sequence token; -100 marks positions
-            that do not count (padding). Without `decoder_input_ids`, they are built from `labels` by shifting right.
+            that do not count (padding). Without `decoder_input_ids` or `decoder_inputs_embeds`, they are built from
+            `labels` by shifting right.
+        logits_to_keep: compute the logits of these decoder positions only: an int keeps the last `logits_to_keep`
+            (0: all; generate() asks for 1), a 1-D tensor of positions keeps those. `labels` must then label
+            exactly the positions kept.
         The other arguments are those of [`AttentionSeq2SeqModel.forward`].
         """
         return_dict = self._flag(return_dict, "return_dict")
         outputs = self.model(
             input_ids=input_ids,
             attention_mask=attention_mask,
-            decoder_input_ids=self.decoder_inputs_from_labels(labels, decoder_input_ids),
+            decoder_input_ids=self.decoder_inputs_from_labels(labels, decoder_input_ids, decoder_inputs_embeds),
             decoder_attention_mask=decoder_attention_mask,
             encoder_outputs=encoder_outputs,
             cache=cache_argument(cache, past_key_values),
             inputs_embeds=inputs_embeds,
+            decoder_inputs_embeds=decoder_inputs_embeds,
             use_cache=self._use_cache(use_cache),
             output_attentions=output_attentions,
             output_hidden_states=output_hidden_states,
             return_dict=True,
         )
-        hidden = self.dropout(outputs.last_hidden_state)
+        hidden = outputs.last_hidden_state
+        check_logits_to_keep(logits_to_keep, hidden.shape[1])
+        hidden = self.dropout(slice_logits_to_keep(hidden, logits_to_keep))
         if self.projection is not None:
             hidden = self.projection(hidden)
         logits = self.lm_head(hidden)
 
         loss = None if labels is None else lm_loss(logits, labels, shift=False)
-        result = Seq2SeqLMOutput(
+        result = AttentionSeq2SeqLMOutput(
             loss=loss,
             logits=logits,
             decoder_hidden_states=outputs.decoder_hidden_states,
             cross_attentions=outputs.cross_attentions,
             encoder_last_hidden_state=outputs.encoder_last_hidden_state,
             encoder_hidden_states=outputs.encoder_hidden_states,
+            decoder_attentional_states=outputs.decoder_attentional_states,
             **cache_field(output_cache(outputs)),
         )
         return result if return_dict else result.to_tuple()
+
+
+def check_logits_to_keep(logits_to_keep, length: int) -> None:
+    """Raise unless ``logits_to_keep`` is an int >= 0 or a 1-D tensor of positions in ``[-length, length)``."""
+    if isinstance(logits_to_keep, torch.Tensor):
+        if logits_to_keep.dim() != 1 or logits_to_keep.dtype not in (torch.int64, torch.int32):
+            raise ValueError(f"`logits_to_keep` as a tensor must hold positions: 1-D, integer; got shape "
+                             f"{tuple(logits_to_keep.shape)} and dtype {logits_to_keep.dtype}.")
+        if logits_to_keep.numel() and not -length <= int(logits_to_keep.min()) <= int(logits_to_keep.max()) < length:
+            raise ValueError(f"`logits_to_keep` holds positions outside the {length} decoder positions "
+                             f"(valid: {-length}..{length - 1}).")
+    elif not isinstance(logits_to_keep, int) or isinstance(logits_to_keep, bool) or logits_to_keep < 0:
+        raise ValueError(f"`logits_to_keep`={logits_to_keep!r} must be an int >= 0 (the last positions; 0: all) or "
+                         "a 1-D tensor of positions.")
 
 
 __all__ = [

@@ -2,6 +2,8 @@
 the shared model and generation checks for every attention type, and what is specific to this family
 (cross-attention outputs, the encoder run once, clear errors, Seq2SeqTrainer)."""
 
+import copy
+
 import pytest
 import torch
 from torch import nn
@@ -63,9 +65,8 @@ class AttentionSeq2SeqModelTester:
         ]
 
     def expected_num_hidden_states(self, config) -> dict[str, int]:
-        attention_output = 0 if config.attention_type == "none" else 1
         return {"encoder_hidden_states": config.encoder_layers + 1,
-                "decoder_hidden_states": config.decoder_layers + 1 + attention_output}
+                "decoder_hidden_states": config.decoder_layers + 1}
 
 
 @pytest.fixture(params=VARIANTS, ids=VARIANT_IDS)
@@ -76,6 +77,15 @@ def tester(request):
 class TestAttentionSeq2SeqModel(ModelTesterMixin, GenerationTesterMixin):
     def remote_code_variant(self, tester) -> bool:
         return tester.variant == VARIANTS[1]
+
+    def test_hidden_states(self, tester):
+        """The mixin's check, for the base model only without attention: with attention its `last_hidden_state` is
+        the attentional vector, which follows the top decoder layer's outputs (`decoder_hidden_states[-1]`) and is
+        returned as `decoder_attentional_states` (test_decoder_hidden_states below)."""
+        if tester.variant[1] != "none":
+            tester = copy.copy(tester)
+            tester.all_model_classes = tester.generative_model_classes
+        super().test_hidden_states(tester)
 
 
 def spread(model, std=0.5, seed=0):
@@ -400,3 +410,175 @@ def test_base_model_returns_decoder_outputs():
         outputs = model(input_ids=source, attention_mask=mask, decoder_input_ids=targets)
     assert outputs.last_hidden_state.shape == (3, 4, config.hidden_size)
     assert outputs.encoder_last_hidden_state.shape == (3, 5, 2 * config.hidden_size)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# transformers citizenship: decoder embeddings, logits_to_keep, generate's decoder mask, hidden states, gradient
+# checkpointing, half precision, vocabulary resizing.
+
+MODEL_CLASSES = pytest.mark.parametrize("model_class", [AttentionSeq2SeqModel, AttentionSeq2SeqForConditionalGeneration],
+                                        ids=lambda cls: cls.__name__)
+EACH_VARIANT = pytest.mark.parametrize("variant", VARIANTS, ids=VARIANT_IDS)
+LABELS = torch.tensor([[4, 7, 3, EOS], [9, 9, EOS, -100], [3, 11, 8, EOS]])
+
+
+@MODEL_CLASSES
+@EACH_VARIANT
+def test_inputs_embeds_match_ids(model_class, variant):
+    """The embeddings of the ids, passed as `inputs_embeds` / `decoder_inputs_embeds`, give what the ids give."""
+    model = spread(model_class(tiny_config(*variant)))
+    base = model.base_model
+    source, mask, targets = padded_batch()
+    extra = {"output_hidden_states": True, "use_cache": False}
+    if model_class is AttentionSeq2SeqForConditionalGeneration:
+        extra["labels"] = LABELS
+    with torch.no_grad():
+        expected = model(input_ids=source, attention_mask=mask, decoder_input_ids=targets, **extra)
+        got = model(inputs_embeds=base.encoder.embed_tokens(source), attention_mask=mask,
+                    decoder_inputs_embeds=base.decoder.embed_tokens(targets), **extra)
+    torch.testing.assert_close(got.to_tuple(), expected.to_tuple(), rtol=0, atol=0)
+
+
+def test_decoder_inputs_embeds_continue_a_cache_and_are_checked():
+    model = spread(AttentionSeq2SeqForConditionalGeneration(tiny_config("lstm", "luong_concat", True)))
+    source, mask, targets = padded_batch()
+    embeds = model.model.decoder.embed_tokens(targets).detach()
+    with torch.no_grad():
+        full = model(input_ids=source, attention_mask=mask, decoder_input_ids=targets).logits
+        first = model(input_ids=source, attention_mask=mask, decoder_inputs_embeds=embeds[:, :2], use_cache=True)
+        rest = model(input_ids=source, attention_mask=mask, decoder_inputs_embeds=embeds[:, 2:],
+                     cache=output_cache(first), use_cache=True)
+    torch.testing.assert_close(torch.cat([first.logits, rest.logits], dim=1), full, rtol=0, atol=1e-5)
+    inputs = {"input_ids": source, "attention_mask": mask}
+    for bad, message in (
+        ({"decoder_input_ids": targets, "decoder_inputs_embeds": embeds},
+         "Pass exactly one of `decoder_input_ids` and `decoder_inputs_embeds`"),
+        ({"decoder_inputs_embeds": embeds[..., :4]}, r"`decoder_inputs_embeds` must have shape \(batch, length, 6\)"),
+        ({"decoder_inputs_embeds": embeds.double()}, "`decoder_inputs_embeds` has dtype torch.float64 but the model"),
+        ({"decoder_inputs_embeds": embeds[:2]}, "`decoder_inputs_embeds` has 2 rows but the source has 3"),
+        ({}, "Pass `decoder_input_ids` .* or `decoder_inputs_embeds`"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            model(**inputs, **bad)
+
+
+@EACH_VARIANT
+def test_logits_to_keep(variant):
+    """Only the kept positions go through the output layer, and their logits are those of the whole target."""
+    model = spread(AttentionSeq2SeqForConditionalGeneration(tiny_config(*variant)))
+    source, mask, targets = padded_batch()
+    inputs = {"input_ids": source, "attention_mask": mask, "decoder_input_ids": targets}
+    read = []
+    model.lm_head.register_forward_hook(lambda module, args, output: read.append(args[0].shape[1]))
+    with torch.no_grad():
+        full = model(**inputs).logits
+        for keep, positions in ((0, [0, 1, 2, 3]), (1, [3]), (3, [1, 2, 3]), (9, [0, 1, 2, 3]),
+                                (torch.tensor([0, 2]), [0, 2]), (torch.tensor([-1]), [3])):
+            read.clear()
+            torch.testing.assert_close(model(**inputs, logits_to_keep=keep).logits, full[:, positions],
+                                       rtol=0, atol=1e-6)
+            assert read == [len(positions)], (keep, read)
+        last = model(**inputs, labels=LABELS[:, -1:], logits_to_keep=1)
+    expected_loss = nn.functional.cross_entropy(full[:, -1], LABELS[:, -1], ignore_index=-100)
+    torch.testing.assert_close(last.loss, expected_loss)
+    assert model._supports_logits_to_keep()  # generate() asks for the last position only
+
+
+def test_bad_logits_to_keep():
+    model = AttentionSeq2SeqForConditionalGeneration(tiny_config()).eval()
+    source, mask, targets = padded_batch()
+    inputs = {"input_ids": source, "attention_mask": mask, "decoder_input_ids": targets}
+    for bad, message in ((-1, r"`logits_to_keep`=-1 must be an int >= 0"), (1.5, r"`logits_to_keep`=1.5 must"),
+                         (torch.tensor([[0]]), r"1-D, integer; got shape \(1, 1\)"),
+                         (torch.tensor([0.0]), "1-D, integer; got shape .* dtype torch.float32"),
+                         (torch.tensor([4]), r"positions outside the 4 decoder positions \(valid: -4..3\)")):
+        with pytest.raises(ValueError, match=message):
+            model(**inputs, logits_to_keep=bad)
+    with pytest.raises(ValueError, match=r"`labels` has shape \(3, 4\), expected \(3, 1\)"):
+        model(**inputs, labels=LABELS, logits_to_keep=1)
+
+
+@EACH_VARIANT
+def test_generate_with_decoder_attention_mask(variant):
+    """generate() widens `decoder_attention_mask` at every step: forward takes the cached positions' columns too, and
+    the search finds what it finds without the mask, greedy and beam, from the start token or a decoder prefix."""
+    model = spread(AttentionSeq2SeqForConditionalGeneration(tiny_config(*variant)))
+    source, mask, _ = padded_batch()
+    prefix = torch.tensor([[BOS, 4], [BOS, 9], [BOS, 3]])
+    for search in ({"num_beams": 1}, {"num_beams": 3, "num_return_sequences": 2}):
+        kwargs = {"input_ids": source, "attention_mask": mask, "max_new_tokens": 4, "min_new_tokens": 4,
+                  "do_sample": False, **search}
+        with torch.no_grad():
+            for start in ({}, {"decoder_input_ids": prefix}):
+                width = start["decoder_input_ids"].shape[1] if start else 1
+                plain = model.generate(**kwargs, **start)
+                masked = model.generate(**kwargs, **start, decoder_attention_mask=torch.ones(3, width, dtype=torch.long))
+                assert torch.equal(masked, plain), (search, start)
+
+
+def test_decoder_attention_mask_with_a_cache():
+    """With a cache, the mask covers the cached positions and the new ones; another width, or padding in the cached
+    part followed by a new token, is refused before the cache changes."""
+    model = spread(AttentionSeq2SeqForConditionalGeneration(tiny_config("lstm", "bahdanau")))
+    source, mask, targets = padded_batch()
+
+    def step(**extra):
+        with torch.no_grad():
+            first = model(input_ids=source, attention_mask=mask, decoder_input_ids=targets[:, :2], use_cache=True)
+            return model(input_ids=source, attention_mask=mask, decoder_input_ids=targets[:, 2:3],
+                         cache=output_cache(first), use_cache=True, **extra).logits
+
+    torch.testing.assert_close(step(decoder_attention_mask=torch.ones(3, 3)), step(), rtol=0, atol=0)
+    with pytest.raises(ValueError, match=r"`decoder_attention_mask` has 1 columns, but the cache holds 2 positions and "
+                                         r"1 new ones come: pass the mask of the whole target so far, 2 \+ 1 = 3"):
+        step(decoder_attention_mask=torch.ones(3, 1))
+    with pytest.raises(ValueError, match="padding before real tokens: pad the decoder inputs on the right"):
+        step(decoder_attention_mask=torch.tensor([[1, 1, 1], [1, 0, 1], [1, 1, 1]]))
+
+
+@EACH_VARIANT
+def test_decoder_hidden_states(variant):
+    """The embeddings and one entry per decoder layer; the output vectors after the attention (what was their last
+    entry before) in `decoder_attentional_states`: what the output layer reads."""
+    config = tiny_config(*variant)
+    model = spread(AttentionSeq2SeqForConditionalGeneration(config))
+    decoder = model.model.decoder
+    source, mask, targets = padded_batch()
+    inputs = {"input_ids": source, "attention_mask": mask, "decoder_input_ids": targets}
+    with torch.no_grad():
+        out = model(**inputs, output_hidden_states=True)
+        base = model.model(**inputs, output_hidden_states=True)
+        plain = model(**inputs)
+    states = out.decoder_hidden_states
+    assert len(states) == config.decoder_layers + 1
+    torch.testing.assert_close(states[0], decoder.embed_tokens(targets), rtol=0, atol=0)
+    assert plain.decoder_attentional_states is None
+    if config.attention_type == "none":
+        assert out.decoder_attentional_states is None and base.decoder_attentional_states is None
+        torch.testing.assert_close(base.decoder_hidden_states[-1], base.last_hidden_state, rtol=0, atol=0)
+        return
+    torch.testing.assert_close(base.decoder_attentional_states, base.last_hidden_state, rtol=0, atol=0)
+    torch.testing.assert_close(model.lm_head(out.decoder_attentional_states), out.logits, rtol=0, atol=1e-6)
+    if config.attention_type.startswith("luong") and not config.input_feeding:
+        # Luong: the top layer's h_t attends, then tanh(W_c [c_t; h_t]).
+        context, _ = decoder.attention(states[-1], out.encoder_last_hidden_state, mask.bool())
+        attentional = torch.tanh(decoder.combine(torch.cat([context, states[-1]], dim=-1)))
+        torch.testing.assert_close(attentional, out.decoder_attentional_states)
+
+
+@EACH_VARIANT
+def test_generate_returns_hidden_states_per_layer(variant):
+    """generate(output_hidden_states=True, return_dict_in_generate=True): per new token, the embeddings and one
+    entry per decoder layer (transformers' convention); the encoder's once."""
+    config = tiny_config(*variant)
+    model = spread(AttentionSeq2SeqForConditionalGeneration(config))
+    source, mask, _ = padded_batch()
+    for num_beams in (1, 2):
+        with torch.no_grad():
+            out = model.generate(input_ids=source, attention_mask=mask, max_new_tokens=3, min_new_tokens=3,
+                                 num_beams=num_beams, output_hidden_states=True, return_dict_in_generate=True)
+        assert len(out.encoder_hidden_states) == config.encoder_layers + 1
+        assert len(out.decoder_hidden_states) == 3
+        for per_token in out.decoder_hidden_states:
+            assert len(per_token) == config.decoder_layers + 1
+            assert {tuple(state.shape) for state in per_token[1:]} == {(3 * num_beams, 1, config.hidden_size)}
