@@ -61,11 +61,14 @@ class TransformerLayer(nn.Module):
         super().__init__()
         self.pre_norm = config.norm_position == "pre"
         d_model, eps = config.d_model, config.layer_norm_eps
-        self.self_attn = MultiHeadAttention(d_model, config.num_heads, config.attention_dropout, layer_idx=layer_idx)
+        self.self_attn = MultiHeadAttention(
+            d_model, config.num_heads, config.attention_dropout, layer_idx=layer_idx, config=config
+        )
         self.self_attn_norm = nn.LayerNorm(d_model, eps=eps)
         if cross_attention:
             self.cross_attn = MultiHeadAttention(
-                d_model, config.num_heads, config.attention_dropout, cross_attention=True, layer_idx=layer_idx
+                d_model, config.num_heads, config.attention_dropout, cross_attention=True, layer_idx=layer_idx,
+                config=config,
             )
             self.cross_attn_norm = nn.LayerNorm(d_model, eps=eps)
         else:
@@ -337,6 +340,7 @@ def _config_with(config: TransformerConfig, is_encoder_decoder: bool) -> Transfo
 class TransformerPreTrainedModel(SeqModelsPreTrainedModel):
     config_class = TransformerConfig
     _no_split_modules = ["TransformerLayer"]
+    _supports_sdpa = True  # attn_implementation "sdpa" (the default) or "eager": see MultiHeadAttention
 
     @torch.no_grad()
     def _init_weights(self, module):

@@ -1,35 +1,40 @@
-"""The Transformer's multi-head scaled dot-product attention (Vaswani et al., 2017), through torch's fused kernel,
-or written out when the attention weights are wanted."""
-
-import math
+"""The Transformer's multi-head scaled dot-product attention (Vaswani et al., 2017), through transformers' attention
+functions: ``"sdpa"`` (torch's fused kernel) or ``"eager"`` (written out, returning the attention weights)."""
 
 import torch
 from torch import nn
 from torch.nn import functional as F
+from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
 
-def explicit_attention(
+def eager_attention_forward(
+    module: nn.Module,
     query: torch.Tensor,
     key: torch.Tensor,
     value: torch.Tensor,
-    mask: torch.Tensor | None = None,
-    is_causal: bool = False,
+    attention_mask: torch.Tensor | None,
     dropout: float = 0.0,
+    scaling: float | None = None,
+    is_causal: bool = False,
+    **kwargs,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``softmax(Q K^T / sqrt(d_k)) V`` written out, for when the attention weights are wanted.
+    """``softmax(Q K^T / sqrt(d_k)) V`` written out: the ``"eager"`` attention function, with the arguments and
+    results of transformers' ``sdpa_attention_forward`` (``ALL_ATTENTION_FUNCTIONS["sdpa"]``), and the weights.
 
-    Takes the arguments of ``torch.nn.functional.scaled_dot_product_attention`` (query ``(..., Q, d_k)``, key and
-    value ``(..., K, d_k)``, a bool ``mask`` broadcastable to ``(..., Q, K)`` with True = may attend, each query
-    allowed at least one key; see ``masks.build_attention_mask``) and gives the same result. Returns the outputs
-    ``(..., Q, d_k)`` and the weights ``(..., Q, K)``.
+    query ``(batch, heads, Q, d_k)``, key and value ``(batch, heads, K, d_k)``; ``attention_mask`` bool,
+    broadcastable to ``(batch, heads, Q, K)``, True = may attend, each query allowed at least one key (see
+    ``masks.build_attention_mask``); ``is_causal`` (with no mask) lets each query see the keys up to its own position.
+    Returns the outputs ``(batch, Q, heads, d_k)`` and the weights ``(batch, heads, Q, K)``, exactly 0 on masked keys.
     """
-    scores = query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1])
+    scaling = query.shape[-1] ** -0.5 if scaling is None else scaling
+    scores = query @ key.transpose(-2, -1) * scaling
     if is_causal:
-        mask = torch.ones(scores.shape[-2:], dtype=torch.bool, device=scores.device).tril()
-    if mask is not None:
-        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        attention_mask = torch.ones(scores.shape[-2:], dtype=torch.bool, device=scores.device).tril()
+    if attention_mask is not None:
+        scores = scores.masked_fill(~attention_mask, torch.finfo(scores.dtype).min)
     weights = scores.softmax(dim=-1)
-    return F.dropout(weights, p=dropout) @ value, weights
+    outputs = F.dropout(weights, p=dropout, training=module.training) @ value
+    return outputs.transpose(1, 2).contiguous(), weights
 
 
 class MultiHeadAttention(nn.Module):
@@ -40,9 +45,11 @@ class MultiHeadAttention(nn.Module):
     Self-attention projects queries, keys and values in one matmul: ``qkv_proj.weight`` stacks
     ``[W^Q; W^K; W^V]``, the layout of ``nn.MultiheadAttention.in_proj_weight``. Cross-attention projects the
     queries with ``q_proj`` and the memory's keys and values with ``kv_proj`` (``[W^K; W^V]``); with a cache the
-    memory is projected once per source and reused at every decoding step. The attention runs in
-    ``torch.nn.functional.scaled_dot_product_attention`` (fused kernels on CPU and GPU), or in
-    ``explicit_attention`` when the weights are asked for.
+    memory is projected once per source and reused at every decoding step. The attention runs in the function of
+    transformers' ``ALL_ATTENTION_FUNCTIONS`` that ``config._attn_implementation`` names (the model's
+    ``attn_implementation``): ``"sdpa"``, ``torch.nn.functional.scaled_dot_product_attention`` (fused kernels on CPU
+    and GPU), or ``"eager"``, ``eager_attention_forward``. A call that asks for the weights (``output_attentions``)
+    runs in ``"eager"`` whatever the implementation, since the fused kernel does not return them.
 
     Args:
         d_model: size of the inputs and outputs.
@@ -50,10 +57,17 @@ class MultiHeadAttention(nn.Module):
         dropout: dropout on the attention weights (in training).
         cross_attention: attend to a memory (the encoder outputs) instead of the inputs themselves.
         layer_idx: the layer's index in a transformers ``Cache``.
+        config: the model's config, whose ``_attn_implementation`` picks the attention function; ``"sdpa"`` without.
     """
 
     def __init__(
-        self, d_model: int, num_heads: int, dropout: float = 0.0, cross_attention: bool = False, layer_idx: int = 0
+        self,
+        d_model: int,
+        num_heads: int,
+        dropout: float = 0.0,
+        cross_attention: bool = False,
+        layer_idx: int = 0,
+        config=None,
     ):
         super().__init__()
         if d_model % num_heads:
@@ -63,6 +77,7 @@ class MultiHeadAttention(nn.Module):
         self.dropout = dropout
         self.cross_attention = cross_attention
         self.layer_idx = layer_idx
+        self.config = config
         if cross_attention:
             self.q_proj = nn.Linear(d_model, d_model)
             self.kv_proj = nn.Linear(d_model, 2 * d_model)
@@ -100,16 +115,14 @@ class MultiHeadAttention(nn.Module):
             query, key, value = self._split_heads(self.qkv_proj(hidden_states))
             if cache is not None:
                 key, value = cache.update(key, value, self.layer_idx)
+        implementation = "eager" if output_attentions else self._implementation()
+        attention = ALL_ATTENTION_FUNCTIONS.get_interface(implementation, eager_attention_forward)
         dropout = self.dropout if self.training else 0.0
-        if output_attentions:
-            outputs, weights = explicit_attention(query, key, value, mask, is_causal, dropout)
-        else:
-            outputs = F.scaled_dot_product_attention(
-                query, key, value, attn_mask=mask, dropout_p=dropout, is_causal=is_causal
-            )
-            weights = None
-        batch, _, length, _ = outputs.shape
-        return self.out_proj(outputs.transpose(1, 2).reshape(batch, length, -1)), weights
+        outputs, weights = attention(self, query, key, value, mask, dropout=dropout, is_causal=is_causal)
+        return self.out_proj(outputs.reshape(*outputs.shape[:2], -1)), weights
+
+    def _implementation(self) -> str:
+        return "sdpa" if self.config is None else self.config._attn_implementation
 
     def _split_heads(self, projected: torch.Tensor) -> tuple[torch.Tensor, ...]:
         """``(batch, length, n * d_model)`` -> n tensors ``(batch, num_heads, length, head_dim)``."""

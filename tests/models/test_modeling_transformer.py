@@ -468,7 +468,8 @@ def test_encoder_only_heads_have_a_pretrained_base_model_that_automodel_loads(he
     model.base_model.save_pretrained(tmp_path / "base")  # and the other way: a head over a saved base model
     reloaded, info = head.from_pretrained(tmp_path / "base", output_loading_info=True)
     assert info["missing_keys"] == {"classifier.weight", "classifier.bias"}
-    torch.testing.assert_close(reloaded.model.embeddings.embed_tokens.weight, model.model.embeddings.embed_tokens.weight)
+    embeddings = reloaded.model.embeddings.embed_tokens.weight
+    torch.testing.assert_close(embeddings, model.model.embeddings.embed_tokens.weight)
 
 
 def test_automodel_refuses_a_decoder_only_folder(tmp_path):
@@ -476,3 +477,102 @@ def test_automodel_refuses_a_decoder_only_folder(tmp_path):
     random_model(TransformerForCausalLM, tiny_config(is_encoder_decoder=False)).save_pretrained(tmp_path)
     with pytest.raises(ValueError, match="TransformerForCausalLM, which has no decoder attending to an encoder"):
         AutoModel.from_pretrained(tmp_path)
+
+
+# --- attention implementations ----------------------------------------------------------------------------------
+
+
+HEAD_INPUTS = {  # a padded batch for each head: (the head, its forward's inputs)
+    TransformerForConditionalGeneration: dict(input_ids=torch.tensor([[5, 9, 4, 7], [8, 6, PAD, PAD]]),
+                                              attention_mask=torch.tensor([[1, 1, 1, 1], [1, 1, 0, 0]]),
+                                              decoder_input_ids=torch.tensor([[BOS, 4, 12], [BOS, 9, 5]])),
+    TransformerModel: dict(input_ids=torch.tensor([[5, 9, 4, 7], [8, 6, PAD, PAD]]),
+                           attention_mask=torch.tensor([[1, 1, 1, 1], [1, 1, 0, 0]]),
+                           decoder_input_ids=torch.tensor([[BOS, 4, 12], [BOS, 9, 5]])),
+    TransformerForCausalLM: dict(input_ids=torch.tensor([[5, 9, 4, 7], [PAD, PAD, 8, 6]]),
+                                 attention_mask=torch.tensor([[1, 1, 1, 1], [0, 0, 1, 1]])),
+    TransformerForSequenceClassification: dict(input_ids=torch.tensor([[5, 9, 4, 7], [8, 6, PAD, PAD]]),
+                                               attention_mask=torch.tensor([[1, 1, 1, 1], [1, 1, 0, 0]])),
+    TransformerForTokenClassification: dict(input_ids=torch.tensor([[5, 9, 4, 7], [8, 6, PAD, PAD]]),
+                                            attention_mask=torch.tensor([[1, 1, 1, 1], [1, 1, 0, 0]])),
+    TransformerEncoderModel: dict(input_ids=torch.tensor([[5, 9, 4, 7], [8, 6, PAD, PAD]]),
+                                  attention_mask=torch.tensor([[1, 1, 1, 1], [1, 1, 0, 0]])),
+}
+
+
+def head_model(head, **changes):
+    return random_model(head, tiny_config(is_encoder_decoder=head in ENCODER_DECODERS, **changes))
+
+
+def first_output(outputs) -> torch.Tensor:
+    return outputs.logits if "logits" in outputs else outputs.last_hidden_state
+
+
+def count_fused_calls(monkeypatch) -> list:
+    """Record each call of torch's fused attention kernel (transformers' "sdpa" function looks it up per call)."""
+    calls, fused = [], F.scaled_dot_product_attention
+    monkeypatch.setattr(F, "scaled_dot_product_attention",
+                        lambda *args, **kwargs: calls.append(1) or fused(*args, **kwargs))
+    return calls
+
+
+@pytest.mark.parametrize("head", list(HEAD_INPUTS))
+def test_eager_and_sdpa_attention_agree(head, monkeypatch):
+    """The same weights under attn_implementation "eager" and "sdpa": the same outputs on a padded batch; only
+    "sdpa" runs the fused kernel, and set_attn_implementation switches between them."""
+    model = head_model(head)
+    assert model.config._attn_implementation == "sdpa"  # the default, now declared
+    calls = count_fused_calls(monkeypatch)
+    with torch.no_grad():
+        fused = first_output(model(**HEAD_INPUTS[head]))
+        assert calls
+        model.set_attn_implementation("eager")
+        assert model.config._attn_implementation == "eager"
+        calls.clear()
+        explicit = first_output(model(**HEAD_INPUTS[head]))
+        assert not calls
+    keep = HEAD_INPUTS[head].get("decoder_input_ids", HEAD_INPUTS[head]["input_ids"]) != PAD
+    if head is TransformerForSequenceClassification:
+        keep = slice(None)
+    torch.testing.assert_close(explicit[keep], fused[keep], rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("head", [TransformerForConditionalGeneration, TransformerForCausalLM])
+@pytest.mark.parametrize("num_beams", [1, 3])
+def test_eager_and_sdpa_attention_agree_when_generating_with_a_cache(head, num_beams):
+    inputs = {k: v for k, v in HEAD_INPUTS[head].items() if k != "decoder_input_ids"}
+    results = {}
+    for implementation in ("sdpa", "eager"):
+        model = random_model(head, tiny_config(is_encoder_decoder=head in ENCODER_DECODERS,
+                                               attn_implementation=implementation))
+        assert model.config._attn_implementation == implementation
+        results[implementation] = model.generate(**inputs, max_new_tokens=4, min_new_tokens=4, do_sample=False,
+                                                 num_beams=num_beams, output_logits=True,
+                                                 return_dict_in_generate=True)
+    torch.testing.assert_close(results["eager"].sequences, results["sdpa"].sequences, rtol=0, atol=0)
+    torch.testing.assert_close(torch.stack(results["eager"].logits), torch.stack(results["sdpa"].logits),
+                               rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("implementation", ["eager", "sdpa"])
+def test_attention_weights_are_distributions_over_the_keys_not_masked(implementation):
+    """output_attentions returns weights under either implementation ("sdpa" runs that call in "eager"): rows that
+    sum to 1, exactly 0 on padding and on later positions of a causal self-attention."""
+    model = head_model(TransformerForConditionalGeneration, attn_implementation=implementation)
+    inputs = HEAD_INPUTS[TransformerForConditionalGeneration]
+    with torch.no_grad():
+        outputs = model(**inputs, output_attentions=True)
+    for weights in outputs.encoder_attentions + outputs.cross_attentions + outputs.decoder_attentions:
+        torch.testing.assert_close(weights.sum(-1), torch.ones(weights.shape[:-1]))
+    for weights in outputs.encoder_attentions + outputs.cross_attentions:
+        assert bool((weights[1, ..., 2:] == 0).all())
+    for weights in outputs.decoder_attentions:
+        assert bool((weights.triu(diagonal=1) == 0).all())
+    causal_lm = head_model(TransformerForCausalLM, attn_implementation=implementation)
+    with torch.no_grad():
+        attentions = causal_lm(**HEAD_INPUTS[TransformerForCausalLM], output_attentions=True).attentions
+    for weights in attentions:  # row 1 is left-padded: its real queries see no padding
+        assert bool((weights[1, :, 2:, :2] == 0).all())
+        assert bool((weights[0].triu(diagonal=1) == 0).all())
+        assert bool((weights[1, :, 2:, 2:].triu(diagonal=1) == 0).all())
+        torch.testing.assert_close(weights.sum(-1), torch.ones(weights.shape[:-1]))
