@@ -9,6 +9,8 @@ from torch import nn
 from torch.nn import functional as F
 from transformers import GenerationConfig, PreTrainedModel
 from transformers import initialization as init
+from transformers.generation.utils import GENERATION_MODES_MAPPING
+from transformers.utils.hub import is_offline_mode
 from transformers.loss.loss_utils import ForCausalLMLoss, ForMaskedLMLoss
 from transformers.models.bart.modeling_bart import shift_tokens_right
 
@@ -59,6 +61,25 @@ class SeqModelsPreTrainedModel(PreTrainedModel):
         if not self.config.is_encoder_decoder:
             check_left_padding(model_kwargs.get("attention_mask"))
         return generation_config, model_kwargs
+
+
+    def _get_deprecated_gen_repo(self, generation_mode, trust_remote_code, custom_generate=None):
+        # Where generate() finds a search that transformers 5 moved to a Hub `custom_generate` repo (group beam search
+        # from `num_beam_groups` > 1, constrained beam search, contrastive search, DoLa). Without trust_remote_code,
+        # or offline, transformers fails without saying how to run it; a local copy of the repo runs offline.
+        repo = GENERATION_MODES_MAPPING.get(generation_mode, "")
+        if custom_generate is None and "/" in repo and (not trust_remote_code or is_offline_mode()):
+            mode = generation_mode.name.replace("_", " ").lower()
+            hint = ("`num_beam_groups` > 1 asks for it; set it to 1 for plain beam search. "
+                    if generation_mode.name == "GROUP_BEAM_SEARCH" else "")
+            raise ValueError(
+                f"{mode.capitalize()} is no longer part of transformers' generate(): it runs from the Hub's "
+                f"`custom_generate` repo {repo} (https://hf.co/{repo}). {hint}Pass "
+                f"`custom_generate='{repo}', trust_remote_code=True` to generate() to download and run that code"
+                f"{' (not possible offline: HF_HUB_OFFLINE is set)' if is_offline_mode() else ''}, or, offline, a local "
+                f"copy of it: `custom_generate='<folder holding custom_generate/generate.py>', trust_remote_code=True`."
+            )
+        return super()._get_deprecated_gen_repo(generation_mode, trust_remote_code, custom_generate)
 
 
 def check_generation_config(config: GenerationConfig, vocab_size: int) -> None:
