@@ -7,11 +7,17 @@ masks.py), and returns the context vectors ``(batch, num_queries, key_size)`` an
 one call. The part of the score that depends only on the keys can be computed once per source with
 ``project_keys`` and passed back at every decoding step as ``projected_keys``. (The Transformer's attention is in
 ``multi_head_attention.py``.)
+
+Both modules are transformers' ``GradientCheckpointingLayer``: after ``model.gradient_checkpointing_enable()``, a
+training forward keeps only their inputs and recomputes the scores in the backward pass. The additive scores are the
+largest activation of an attention decoder, ``(batch, target_length, source_length, attention_size)`` when
+teacher forcing attends for every target position at once.
 """
 
 import torch
 from torch import nn
 from torch.nn import functional as F
+from transformers.modeling_layers import GradientCheckpointingLayer
 
 LUONG_SCORES = ("dot", "general", "concat")
 
@@ -32,7 +38,7 @@ def additive_scores(projected_query: torch.Tensor, projected_keys: torch.Tensor,
     return energy(torch.tanh(projected_query.unsqueeze(2) + projected_keys.unsqueeze(1))).squeeze(-1)
 
 
-class AdditiveAttention(nn.Module):
+class AdditiveAttention(GradientCheckpointingLayer):
     """Bahdanau et al. (2015), "Neural Machine Translation by Jointly Learning to Align and Translate", eq. (6):
     ``score(q, k_j) = v^T tanh(W_q q + W_k k_j)``, then a softmax over the source positions ``j``.
 
@@ -66,7 +72,7 @@ class AdditiveAttention(nn.Module):
         return masked_attention(scores, keys, mask)
 
 
-class LuongAttention(nn.Module):
+class LuongAttention(GradientCheckpointingLayer):
     """The scores of Luong et al. (2015), "Effective Approaches to Attention-based Neural Machine Translation",
     section 3.1, then a softmax over the source positions ``j``:
 

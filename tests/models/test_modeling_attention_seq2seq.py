@@ -9,6 +9,7 @@ import torch
 from torch import nn
 from transformers import DataCollatorForSeq2Seq, Seq2SeqTrainer, Seq2SeqTrainingArguments
 from transformers.modeling_outputs import BaseModelOutput
+from transformers.modeling_layers import GradientCheckpointingLayer
 
 from hf_seqmodels import AttentionSeq2SeqConfig, AttentionSeq2SeqForConditionalGeneration, AttentionSeq2SeqModel
 from hf_seqmodels.models.cache import RecurrentCache
@@ -582,3 +583,55 @@ def test_generate_returns_hidden_states_per_layer(variant):
         for per_token in out.decoder_hidden_states:
             assert len(per_token) == config.decoder_layers + 1
             assert {tuple(state.shape) for state in per_token[1:]} == {(3 * num_beams, 1, config.hidden_size)}
+
+
+def loss_and_gradients(model, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor], int]:
+    """The training loss, every parameter's gradient, and the bytes of activations autograd kept for the backward
+    pass (what checkpointing saves)."""
+    kept = []
+
+    def pack(tensor):
+        kept.append(tensor.numel() * tensor.element_size())
+        return tensor
+
+    model.zero_grad()
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        loss = model(**batch).loss
+    loss.backward()
+    return loss.detach(), {name: param.grad.clone() for name, param in model.named_parameters()}, sum(kept)
+
+
+# Reentrant checkpointing recomputes a layer from its tensor arguments only; a RecurrentLayer receives its state as a
+# tuple, which it then backpropagates through twice (recurrent_layers.py, reported).
+REENTRANT = pytest.param(True, id="reentrant", marks=pytest.mark.xfail(
+    raises=RuntimeError, strict=False, reason="RecurrentLayer's state tuple under reentrant checkpointing"))
+
+
+@EACH_VARIANT
+@pytest.mark.parametrize("use_reentrant", [pytest.param(False, id="non-reentrant"), REENTRANT])
+def test_gradient_checkpointing(variant, use_reentrant):
+    """gradient_checkpointing_enable(): the same loss and gradients as without (dropout 0), with fewer activations
+    kept during the forward pass; the attention's own share: keeping its activations keeps more, and its layers run
+    again in the backward pass."""
+    model = spread(AttentionSeq2SeqForConditionalGeneration(tiny_config(*variant))).train()
+    source, mask, _ = padded_batch()
+    batch = {"input_ids": source, "attention_mask": mask, "labels": LABELS}
+    attention = model.model.decoder.attention
+    runs = []  # calls of the attention's inner layers: their forward hooks fire when it is recomputed too
+    for name, inner in attention.named_children() if attention is not None else ():
+        if name != "key_layer":  # which projects the keys once per source, outside the attention (project_keys)
+            inner.register_forward_hook(lambda *args: runs.append(1))
+    loss, gradients, kept = loss_and_gradients(model, batch)
+    runs_without, runs[:] = len(runs), []
+    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": use_reentrant})
+    checkpointed_loss, checkpointed_gradients, checkpointed_kept = loss_and_gradients(model, batch)
+    torch.testing.assert_close(checkpointed_loss, loss, rtol=0, atol=0)
+    torch.testing.assert_close(checkpointed_gradients, gradients, rtol=1e-6, atol=1e-6)
+    assert checkpointed_kept < kept, (checkpointed_kept, kept)
+    if attention is not None:
+        assert isinstance(attention, GradientCheckpointingLayer) and attention.gradient_checkpointing
+        assert len(runs) == 2 * runs_without  # 0 for the dot and general scores, which have no such layer
+        attention.gradient_checkpointing = False
+        assert loss_and_gradients(model, batch)[2] > checkpointed_kept
+    with torch.no_grad():  # evaluation and generation do not checkpoint
+        model.eval().generate(input_ids=source, attention_mask=mask, max_new_tokens=2, num_beams=2)
