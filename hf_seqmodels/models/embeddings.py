@@ -10,14 +10,16 @@ from torch import nn
 
 def sinusoidal_positions(num_positions: int, dim: int) -> torch.Tensor:
     """The table of section 3.5, shape ``(num_positions, dim)``:
-    ``PE[pos, 2i] = sin(pos / 10000^(2i/dim))`` and ``PE[pos, 2i+1] = cos(pos / 10000^(2i/dim))``."""
+    ``PE[pos, 2i] = sin(pos / 10000^(2i/dim))`` and ``PE[pos, 2i+1] = cos(pos / 10000^(2i/dim))``.
+    Computed in float64, returned in torch's default dtype: the dtype a model is being built in (``from_pretrained``
+    with ``dtype=torch.bfloat16`` sets it while it builds), so that the table matches the weights it is added to."""
     positions = torch.arange(num_positions, dtype=torch.float64).unsqueeze(1)
     inverse_frequencies = 10000.0 ** (-torch.arange(0, dim, 2, dtype=torch.float64) / dim)
     angles = positions * inverse_frequencies  # (num_positions, ceil(dim / 2))
     table = torch.empty(num_positions, dim, dtype=torch.float64)
     table[:, 0::2] = angles.sin()
     table[:, 1::2] = angles.cos()[:, : dim // 2]
-    return table.float()
+    return table.to(torch.get_default_dtype())
 
 
 class TransformerEmbeddings(nn.Module):

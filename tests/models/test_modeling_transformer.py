@@ -576,3 +576,38 @@ def test_attention_weights_are_distributions_over_the_keys_not_masked(implementa
         assert bool((weights[0].triu(diagonal=1) == 0).all())
         assert bool((weights[1, :, 2:, 2:].triu(diagonal=1) == 0).all())
         torch.testing.assert_close(weights.sum(-1), torch.ones(weights.shape[:-1]))
+
+
+# --- half precision ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("head", list(HEAD_INPUTS))
+def test_half_precision_loads_runs_and_generates_close_to_float32(head, dtype, tmp_path):
+    """Loaded with ``dtype`` (and with dtype="auto" from a folder saved in it), every head computes in it, with
+    outputs close to the float32 model's; the generative heads generate in it, their first scores close too."""
+    model = head_model(head)  # sinusoidal positions: the table is built in the dtype being loaded
+    model.save_pretrained(tmp_path / "float32")
+    half = head.from_pretrained(tmp_path / "float32", dtype=dtype).eval()
+    half.save_pretrained(tmp_path / "half")
+    auto = head.from_pretrained(tmp_path / "half", dtype="auto").eval()
+    inputs = HEAD_INPUTS[head]
+    with torch.no_grad():
+        expected = first_output(model(**inputs))
+        for loaded in (half, auto):
+            assert {p.dtype for p in loaded.parameters()} | {b.dtype for b in loaded.buffers()} == {dtype}
+            got = first_output(loaded(**inputs))
+            assert got.dtype == dtype
+            keep = inputs.get("decoder_input_ids", inputs["input_ids"]) != PAD
+            keep = slice(None) if head is TransformerForSequenceClassification else keep
+            scale = expected[keep].abs().max()
+            torch.testing.assert_close(got[keep].float(), expected[keep], rtol=0, atol=2e-2 * scale)
+    if head in (TransformerForConditionalGeneration, TransformerForCausalLM):
+        prompt = {k: v for k, v in inputs.items() if k != "decoder_input_ids"}
+        settings = dict(max_new_tokens=3, min_new_tokens=3, do_sample=False, output_logits=True,
+                        return_dict_in_generate=True)
+        expected = model.generate(**prompt, **settings).logits[0]
+        generated = half.generate(**prompt, **settings)  # generate hands out its scores in float32
+        assert len(generated.logits) == 3
+        scale = expected.abs().max()
+        torch.testing.assert_close(generated.logits[0], expected, rtol=0, atol=2e-2 * scale)
