@@ -15,7 +15,7 @@ from hf_seqmodels import AttentionSeq2SeqConfig, AttentionSeq2SeqForConditionalG
 from hf_seqmodels.models.cache import RecurrentCache
 from hf_seqmodels.models.cache_names import output_cache
 from tests.test_generation_common import GenerationTesterMixin
-from tests.test_modeling_common import BOS, EOS, PAD, ModelTesterMixin
+from tests.test_modeling_common import BOS, EOS, PAD, ModelTesterMixin, assert_same_model, main_output
 
 # (cell_type, attention_type, input_feeding, bidirectional_encoder): every attention type, every cell, both
 # decoder paths (the whole target in one call; one position at a time).
@@ -635,3 +635,65 @@ def test_gradient_checkpointing(variant, use_reentrant):
         assert loss_and_gradients(model, batch)[2] > checkpointed_kept
     with torch.no_grad():  # evaluation and generation do not checkpoint
         model.eval().generate(input_ids=source, attention_mask=mask, max_new_tokens=2, num_beams=2)
+
+
+@EACH_VARIANT
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+def test_half_precision(variant, dtype, tmp_path):
+    """from_pretrained(dtype=...) of a float32 folder, and dtype="auto" of a folder saved in that dtype: forward and
+    generate() run in it, and the logits and first scores stay within a few of its rounding steps of float32's."""
+    model = spread(AttentionSeq2SeqForConditionalGeneration(tiny_config(*variant)))
+    model.save_pretrained(tmp_path / "float32")
+    half = AttentionSeq2SeqForConditionalGeneration.from_pretrained(tmp_path / "float32", dtype=dtype).eval()
+    half.save_pretrained(tmp_path / "half")
+    auto = AttentionSeq2SeqForConditionalGeneration.from_pretrained(tmp_path / "half", dtype="auto").eval()
+    assert {param.dtype for param in half.parameters()} == {param.dtype for param in auto.parameters()} == {dtype}
+    source, mask, targets = padded_batch()
+    inputs = {"input_ids": source, "attention_mask": mask}
+    search = {**inputs, "max_new_tokens": 3, "output_scores": True, "return_dict_in_generate": True}
+    with torch.no_grad():
+        expected = model(**inputs, decoder_input_ids=targets).logits
+        got = half(**inputs, decoder_input_ids=targets).logits
+        torch.testing.assert_close(auto(**inputs, decoder_input_ids=targets).logits, got, rtol=0, atol=0)
+        expected_first = model.generate(**search).scores[0]
+        for num_beams in (1, 2):
+            out = half.generate(**search, num_beams=num_beams)
+            assert out.sequences.shape[0] == 3 and bool((out.sequences < half.config.vocab_size).all())
+    tolerance = 4 * torch.finfo(dtype).eps * expected.abs().max().item()
+    assert got.dtype == dtype
+    torch.testing.assert_close(got.float(), expected, rtol=0, atol=tolerance)
+    torch.testing.assert_close(half.generate(**search).scores[0].float(), expected_first, rtol=0, atol=tolerance)
+
+
+@pytest.mark.parametrize("tie", [True, False], ids=["tied", "untied"])
+@pytest.mark.parametrize("source_vocab_size", [None, 14], ids=["shared vocabulary", "source vocabulary"])
+@MODEL_CLASSES
+def test_resize_token_embeddings_updates_config_and_output_layer(model_class, source_vocab_size, tie, tmp_path):
+    """The target vocabulary grows in the config, the decoder's embeddings, the output layer (still tied when tied)
+    and, when the source shares it, the encoder's; old tokens keep their outputs, new ids are read and saved."""
+    model = spread(model_class(tiny_config("lstm", "bahdanau", vocab_size=14, source_vocab_size=source_vocab_size,
+                                           tie_word_embeddings=tie)))
+    base = model.base_model
+    source, mask, targets = padded_batch()
+    inputs = {"input_ids": source, "attention_mask": mask, "decoder_input_ids": targets}
+    with torch.no_grad():
+        before = main_output(model(**inputs))
+    model.resize_token_embeddings(17)
+    assert model.config.vocab_size == 17 and base.decoder.embed_tokens.num_embeddings == 17
+    assert base.encoder.embed_tokens.num_embeddings == model.config.encoder_vocab_size == (source_vocab_size or 17)
+    if model_class is AttentionSeq2SeqForConditionalGeneration:
+        assert model.lm_head.out_features == model.lm_head.weight.shape[0] == model.lm_head.bias.shape[0] == 17
+        assert (model.lm_head.weight.data_ptr() == base.decoder.embed_tokens.weight.data_ptr()) == tie
+    with torch.no_grad():
+        after = main_output(model(**inputs))
+    torch.testing.assert_close(after[..., : before.shape[-1]], before, rtol=0, atol=0)
+    newest = {"input_ids": source.clone(), "attention_mask": mask, "decoder_input_ids": targets.clone()}
+    newest["decoder_input_ids"][:, 1] = 16
+    if source_vocab_size is None:
+        newest["input_ids"][0, 0] = 16
+    model.save_pretrained(tmp_path)
+    loaded = model_class.from_pretrained(tmp_path).eval()
+    assert loaded.config.vocab_size == 17
+    assert_same_model(loaded, model, newest)
+    model.resize_token_embeddings(17, pad_to_multiple_of=8)
+    assert model.config.vocab_size == base.decoder.embed_tokens.num_embeddings == 24
