@@ -47,6 +47,7 @@ class RecurrentModelOutput(BaseModelOutputWithPast):
 class RecurrentPreTrainedModel(SeqModelsPreTrainedModel):
     config_class = RecurrentConfig
     _is_stateful = True
+    supports_gradient_checkpointing = True  # each RecurrentLayer is a GradientCheckpointingLayer
 
     def set_input_embeddings(self, value):
         # Through the base model, which keeps its spellings one per token (transformers' fallback sets the attribute).

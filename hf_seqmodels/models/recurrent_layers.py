@@ -7,11 +7,16 @@ A single position with a state to continue from (a decoding step) runs through t
 One case needs no packing: a left-to-right layer on a right-padded batch, whose real positions cannot see the
 padding after them. It runs the padded batch as it is (packing costs time, on a GPU about half the throughput)
 whenever the state it would return is not needed or can be read off the outputs (rnn and gru, not the LSTM's cell).
+
+Each layer is a transformers ``GradientCheckpointingLayer``: after ``model.gradient_checkpointing_enable()`` a
+training forward keeps only each layer's inputs and runs the layer again in the backward pass. A layer whose kernel
+``torch.ao.quantization.quantize_dynamic`` replaced (int8 LSTM or GRU) runs its decoding steps through that kernel.
 """
 
 import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+from transformers.modeling_layers import GradientCheckpointingLayer
 
 _CELLS = {"rnn": nn.RNN, "lstm": nn.LSTM, "gru": nn.GRU}
 _STEP_CELLS = {"GRU": torch.gru_cell, "RNN_TANH": torch.rnn_tanh_cell, "RNN_RELU": torch.rnn_relu_cell}
@@ -30,7 +35,7 @@ def compaction_index(mask: torch.Tensor) -> torch.Tensor:
     return torch.argsort(torch.where(mask, positions, positions + length), dim=1)
 
 
-class RecurrentLayer(nn.Module):
+class RecurrentLayer(GradientCheckpointingLayer):
     """One recurrent layer (optionally bidirectional) on the fused torch kernel.
 
     Args:
@@ -96,11 +101,16 @@ class RecurrentLayer(nn.Module):
         """One position of a left-to-right layer (a decoding step) through torch's cell function: on a GPU the
         sequence kernel costs several times more to launch for one position. A padded row keeps its state."""
         rnn = self.rnn
-        weights = (rnn.weight_ih_l0, rnn.weight_hh_l0, rnn.bias_ih_l0, rnn.bias_hh_l0)
-        if self.is_lstm:
-            new = tuple(t.unsqueeze(0) for t in torch.lstm_cell(inputs[:, 0], (state[0][0], state[1][0]), *weights))
-        else:
-            new = (_STEP_CELLS[rnn.mode](inputs[:, 0], state[0][0], *weights).unsqueeze(0),)
+        if isinstance(rnn, nn.RNNBase):
+            weights = (rnn.weight_ih_l0, rnn.weight_hh_l0, rnn.bias_ih_l0, rnn.bias_hh_l0)
+            if self.is_lstm:
+                new = torch.lstm_cell(inputs[:, 0], (state[0][0], state[1][0]), *weights)
+                new = tuple(t.unsqueeze(0) for t in new)
+            else:
+                new = (_STEP_CELLS[rnn.mode](inputs[:, 0], state[0][0], *weights).unsqueeze(0),)
+        else:  # quantized by quantize_dynamic: no float weights for a cell function, only its own kernel
+            _, new = rnn(inputs, state if self.is_lstm else state[0])
+            new = new if self.is_lstm else (new,)
         if mask is not None:
             new = tuple(torch.where(mask.view(1, -1, 1), after, before) for before, after in zip(state, new))
             return new[0].transpose(0, 1) * mask.unsqueeze(-1), new

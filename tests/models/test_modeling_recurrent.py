@@ -2,6 +2,7 @@
 
 import pytest
 import torch
+from torch import nn
 from torch.nn import functional as F
 from transformers import pipeline
 
@@ -24,6 +25,7 @@ from tests.test_modeling_common import (
     PAD,
     ModelTesterMixin,
     collate,
+    main_output,
     make_model,
     make_tokenizer,
     per_example,
@@ -387,3 +389,119 @@ def test_bad_labels(model_class, labels, match):
     assert batch["input_ids"].shape == (4, LENGTH)
     with pytest.raises(ValueError, match=match):
         model(**batch, labels=labels)
+
+
+def training_step(model, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """The loss of ``batch`` and every parameter's gradient."""
+    model.zero_grad()
+    loss = model(**batch, labels=batch["input_ids"]).loss
+    loss.backward()
+    return loss.detach(), {name: param.grad.clone() for name, param in model.named_parameters()}
+
+
+@pytest.mark.filterwarnings("ignore:`gradient_checkpointing_enable` is deprecated:FutureWarning")
+@pytest.mark.parametrize("cell_type", CELL_TYPES)
+def test_gradient_checkpointing_gives_the_same_loss_and_gradients(cell_type):
+    """With checkpointing each layer runs twice per training step (forward, and again in the backward pass), and the
+    loss and every gradient equal those of the run that keeps the activations (dropout 0, a padded batch)."""
+    tester = RecurrentModelTester(cell_type)
+    config = tester.get_config(RecurrentForCausalLM, num_layers=2)
+    model = make_model(RecurrentForCausalLM, config).train()
+    batch = collate(tester.get_examples(config), PAD)
+    calls = []
+    for layer in model.model.rnn.layers:  # the torch kernel inside each checkpointed layer
+        layer.rnn.register_forward_hook(lambda module, args, output: calls.append(module))
+
+    expected_loss, expected_grads = training_step(model, batch)
+    assert len(calls) == config.num_layers
+    model.gradient_checkpointing_enable()
+    calls.clear()
+    loss, grads = training_step(model, batch)
+    assert len(calls) == 2 * config.num_layers
+    torch.testing.assert_close(loss, expected_loss, rtol=0, atol=0)
+    torch.testing.assert_close(grads, expected_grads, rtol=1e-6, atol=1e-7)
+
+    calls.clear()
+    with torch.no_grad():  # nothing to recompute without gradients
+        model(**batch)
+    assert len(calls) == config.num_layers
+
+
+# Relative to the float32 outputs' largest value: rounding errors of a few ulps at each of a few recurrent steps.
+HALF_TOLERANCE = {dtype: 8 * torch.finfo(dtype).eps for dtype in (torch.bfloat16, torch.float16)}
+
+
+def assert_close_to_float32(found: torch.Tensor, expected: torch.Tensor, tolerance: float) -> None:
+    torch.testing.assert_close(found.float(), expected, rtol=0, atol=tolerance * expected.abs().max().item())
+
+
+@pytest.mark.parametrize("dtype", list(HALF_TOLERANCE), ids=str)
+@pytest.mark.parametrize("model_class", RecurrentModelTester.all_model_classes, ids=lambda cls: cls.__name__)
+@pytest.mark.parametrize("cell_type", CELL_TYPES)
+def test_half_precision_from_pretrained(cell_type, model_class, dtype, tmp_path):
+    """`from_pretrained(dtype=...)` of a float32 folder, saved again and loaded with `dtype="auto"`, runs in that
+    dtype, and its outputs on a padded batch are those of the float32 model within the dtype's precision."""
+    tester = RecurrentModelTester(cell_type)
+    config = tester.get_config(model_class)
+    model = make_model(model_class, config)
+    model.save_pretrained(tmp_path / "float32")
+    model_class.from_pretrained(tmp_path / "float32", dtype=dtype).save_pretrained(tmp_path / "half")
+    half = model_class.from_pretrained(tmp_path / "half", dtype="auto").eval()
+    assert half.dtype == dtype
+    batch = collate(tester.get_examples(config), PAD)
+    with torch.no_grad():
+        expected, found = main_output(model(**batch)), main_output(half(**batch))
+    assert found.dtype == dtype
+    assert_close_to_float32(found, expected, HALF_TOLERANCE[dtype])
+
+
+def generated_logits(model, batch: dict, new_tokens: int = 4):
+    """Greedy ``generate()`` on ``batch`` (left-padded): the sequences and the logits of each new token."""
+    out = model.generate(**batch, max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False,
+                         output_logits=True, return_dict_in_generate=True)
+    return out.sequences, torch.stack(out.logits, dim=1)
+
+
+def recomputed_logits(model, batch: dict, sequences: torch.Tensor, new_tokens: int = 4) -> torch.Tensor:
+    """``model``'s logits for the last ``new_tokens`` of ``sequences`` (the prompts of ``batch`` continued), run
+    without a cache over the whole sequences."""
+    mask = torch.cat([batch["attention_mask"], torch.ones(len(sequences), new_tokens, dtype=torch.long)], dim=1)
+    with torch.no_grad():
+        return model(sequences, attention_mask=mask, use_cache=False).logits[:, -new_tokens - 1:-1]
+
+
+@pytest.mark.parametrize("dtype", list(HALF_TOLERANCE), ids=str)
+@pytest.mark.parametrize("cell_type", CELL_TYPES)
+def test_half_precision_generate(cell_type, dtype):
+    """A half-precision language model generates (cached decoding steps, left padding), and the logits it chose
+    from are the float32 model's on the same sequences within the dtype's precision."""
+    tester = RecurrentModelTester(cell_type)
+    config = tester.get_config(RecurrentForCausalLM)
+    model = make_model(RecurrentForCausalLM, config)
+    half = make_model(RecurrentForCausalLM, config).to(dtype)
+    assert half.dtype == dtype
+    batch = collate(tester.get_examples(config), PAD, padding_side="left")
+    sequences, logits = generated_logits(half, batch)
+    assert_close_to_float32(logits, recomputed_logits(model, batch, sequences), HALF_TOLERANCE[dtype])
+
+
+INT8_TOLERANCE = 5e-2  # relative to the float outputs' largest value: int8 weights with per-tensor scales
+
+
+@pytest.mark.filterwarnings("ignore:.*quantiz:DeprecationWarning", "ignore:.*quantiz:UserWarning")
+@pytest.mark.parametrize("cell_type", CELL_TYPES)
+def test_dynamic_int8_quantization_generates(cell_type):
+    """`quantize_dynamic` replaces the LSTM/GRU kernels (not the Elman RNN's, which it does not know) and the linear
+    layers by int8 ones; the quantized model generates with its cache, and the logits it chose from are the float
+    model's on the same sequences within int8 precision (beams too: the cache follows them)."""
+    tester = RecurrentModelTester(cell_type)
+    config = tester.get_config(RecurrentForCausalLM)
+    model = make_model(RecurrentForCausalLM, config)
+    quantized = torch.ao.quantization.quantize_dynamic(model, {nn.LSTM, nn.GRU, nn.Linear}, dtype=torch.qint8)
+    kernels = [layer.rnn for layer in quantized.model.rnn.layers]
+    assert all(isinstance(kernel, nn.RNNBase) == (cell_type == "rnn") for kernel in kernels)
+    batch = collate(tester.get_examples(config), PAD, padding_side="left")
+    sequences, logits = generated_logits(quantized, batch)
+    assert_close_to_float32(logits, recomputed_logits(model, batch, sequences), INT8_TOLERANCE)
+    beams = quantized.generate(**batch, max_new_tokens=3, do_sample=False, num_beams=3)
+    torch.testing.assert_close(beams[:, :-3], batch["input_ids"])
