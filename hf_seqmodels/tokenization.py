@@ -5,7 +5,10 @@ The result has pad/unk/bos/eos set, so ``save_pretrained`` writes ``tokenizer.js
 
 Kinds:
 * ``"word"``: whitespace-separated words (``WordLevel``). Right for PTB, which is already tokenized and has
-  ``<unk>``; the ``vocab_size`` most frequent words are kept, the rest map to ``unk``.
+  ``<unk>``; the ``vocab_size`` most frequent words are kept, the rest map to ``unk``. Every word decodes with
+  the space before it, as GPT-2's tokens carry theirs: ``decode`` of ``the cat`` is `` the cat``. A decode that
+  continues a text then keeps the space between them: the ``text-generation`` pipeline returns the prompt
+  followed by the decoded new tokens, and without the space they would be glued to the prompt's last word.
 * ``"bpe"``: byte-pair encoding over ``Metaspace`` pre-tokens (SentencePiece style: "▁" marks a word start,
   so decoding restores the spaces).
 * ``"wordpiece"``: BERT-style WordPiece (``##`` marks a word continuation) over ``BertPreTokenizer`` words.
@@ -15,7 +18,7 @@ The same texts give byte-identical tokenizer files in every process (see `_conti
 
 from collections.abc import Iterable
 
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
 
 DEFAULT_SPECIAL_TOKENS = {"pad_token": "<pad>", "unk_token": "<unk>", "bos_token": "<s>", "eos_token": "</s>"}
@@ -50,6 +53,7 @@ def train_tokenizer(
     if kind == "word":
         tokenizer = Tokenizer(models.WordLevel(unk_token=unk))
         tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+        tokenizer.decoder = decoders.Replace(Regex("^"), " ")  # each word with its space (module docstring)
         trainer = trainers.WordLevelTrainer(**options)
     elif kind == "bpe":
         tokenizer = Tokenizer(models.BPE(unk_token=unk))

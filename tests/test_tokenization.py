@@ -6,8 +6,10 @@ import subprocess
 import sys
 
 import pytest
-from transformers import AutoTokenizer
+import torch
+from transformers import AutoTokenizer, pipeline
 
+from hf_seqmodels import RecurrentConfig, RecurrentForCausalLM
 from hf_seqmodels.tokenization import DEFAULT_SPECIAL_TOKENS, KINDS, train_tokenizer
 
 # PTB style: already tokenized, with "<unk>" in the text.
@@ -36,7 +38,8 @@ def test_save_pretrained_round_trip(tmp_path, kind):
     loaded = AutoTokenizer.from_pretrained(tmp_path)
     text = "the market said N %"
     assert loaded(text)["input_ids"] == tokenizer(text)["input_ids"]
-    assert loaded.decode(loaded(text)["input_ids"]) == text
+    # A word-level token decodes with the space before it (see test_text_generation_pipeline_keeps_the_space).
+    assert loaded.decode(loaded(text)["input_ids"]) == (" " + text if kind == "word" else text)
     assert loaded.special_tokens_map == tokenizer.special_tokens_map
     assert loaded.get_vocab() == tokenizer.get_vocab()
 
@@ -76,3 +79,22 @@ def test_the_same_texts_give_byte_identical_tokenizer_files(tmp_path, data_dir):
         for name in files:
             first, second = ((tmp_path / run / kind / name).read_bytes() for run in ("first", "second"))
             assert first == second, f"{kind}: {name} differs between two trainings on the same texts"
+
+
+def test_text_generation_pipeline_keeps_the_space_after_the_prompt():
+    """The pipeline returns the prompt + the decoded new tokens: with a word-level tokenizer that is the prompt, a
+    space, and the new words separated by spaces (the reference: the ids generate() gives, as vocabulary words)."""
+    tokenizer = train_tokenizer(TEXTS, "word")
+    config = RecurrentConfig(vocab_size=len(tokenizer), embedding_size=8, hidden_size=8, num_layers=1,
+                             pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
+                             eos_token_id=tokenizer.eos_token_id)
+    torch.manual_seed(0)
+    model = RecurrentForCausalLM(config).eval()
+    prompt = "the market said"
+    options = {"max_new_tokens": 4, "min_new_tokens": 4, "do_sample": False}
+    ids = tokenizer(prompt, return_tensors="pt")["input_ids"]
+    new = model.generate(ids, **options)[0, ids.shape[1]:]
+    words = tokenizer.convert_ids_to_tokens(new.tolist(), skip_special_tokens=True)
+    assert words, "the continuation is all special tokens: pick another seed"
+    generator = pipeline("text-generation", model=model, tokenizer=tokenizer)
+    assert generator(prompt, **options)[0]["generated_text"] == prompt + " " + " ".join(words)
