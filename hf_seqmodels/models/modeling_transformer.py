@@ -16,6 +16,7 @@ from torch import nn
 from transformers import GenerationMixin
 from transformers import initialization as init
 from transformers.activations import ACT2FN
+from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.cache_utils import Cache, DynamicCache, EncoderDecoderCache
 from transformers.modeling_outputs import (
     BaseModelOutputWithPastAndCrossAttentions,
@@ -50,11 +51,15 @@ class FeedForward(nn.Module):
         return self.fc2(self.dropout(self.activation(self.fc1(hidden_states))))
 
 
-class TransformerLayer(nn.Module):
+class TransformerLayer(GradientCheckpointingLayer):
     """Self-attention, then cross-attention to a memory (decoder layers of an encoder-decoder only), then a
     feed-forward network. Each sub-layer has a residual connection and a LayerNorm: after the sum with post-norm
     (the paper's "Add & Norm", ``LayerNorm(x + Dropout(Sublayer(x)))``), before the sub-layer with pre-norm
     (``x + Dropout(Sublayer(LayerNorm(x)))``).
+
+    With ``model.activation_checkpointing_enable()``, training keeps only each layer's inputs and recomputes its
+    activations in the backward pass (transformers' ``GradientCheckpointingLayer``; the tensors that need gradients,
+    ``hidden_states`` and ``memory``, come positionally, and a ``cache`` is dropped there).
     """
 
     def __init__(self, config: TransformerConfig, layer_idx: int, cross_attention: bool):
@@ -84,8 +89,7 @@ class TransformerLayer(nn.Module):
         is_causal: bool,
         memory: torch.Tensor | None = None,
         memory_mask: torch.Tensor | None = None,
-        self_cache: Cache | None = None,
-        cross_cache: EncoderDecoderCache | None = None,
+        cache: Cache | None = None,
         output_attentions: bool = False,
     ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
         """
@@ -94,11 +98,13 @@ class TransformerLayer(nn.Module):
             mask, is_causal: the self-attention mask and flag from ``masks.build_attention_mask``.
             memory: ``(batch, memory_length, d_model)`` encoder outputs, for cross-attention.
             memory_mask: ``(batch, 1, 1, memory_length)`` bool, True = real source token, or None.
-            self_cache, cross_cache: see ``MultiHeadAttention``.
+            cache: the decoder's cache: a ``Cache`` of the self-attention keys and values (decoder-only), or an
+                ``EncoderDecoderCache`` (with cross-attention); see ``MultiHeadAttention``.
 
         Returns the outputs ``(batch, length, d_model)`` and, with ``output_attentions``, the self- and
         cross-attention weights ``(batch, num_heads, length, key_length)`` (else None).
         """
+        self_cache = cache.self_attention_cache if isinstance(cache, EncoderDecoderCache) else cache
         attended, self_weights = self.self_attn(
             self._norm_before(self.self_attn_norm, hidden_states),
             mask=mask,
@@ -113,7 +119,7 @@ class TransformerLayer(nn.Module):
                 self._norm_before(self.cross_attn_norm, hidden_states),
                 memory=memory,
                 mask=memory_mask,
-                cache=cross_cache,
+                cache=cache,
                 output_attentions=output_attentions,
             )
             hidden_states = self._add_and_norm(self.cross_attn_norm, hidden_states, attended)
@@ -190,6 +196,7 @@ class TransformerStackMixin:
                 (with cross-attention). ``use_cache`` creates one when None.
         """
         self_cache, cross_cache = self._caches(cache, use_cache)
+        cache = cross_cache if cross_cache is not None else self_cache  # what the layers get and the output holds
         past_length = self_cache.get_seq_length() if self_cache is not None else 0
         self._check_inputs(input_ids, inputs_embeds, past_length)
         embeds = input_ids if input_ids is not None else inputs_embeds
@@ -216,10 +223,9 @@ class TransformerStackMixin:
                 hidden_states,
                 mask,
                 is_causal,
-                memory=encoder_hidden_states,
-                memory_mask=memory_mask,
-                self_cache=self_cache,
-                cross_cache=cross_cache,
+                encoder_hidden_states,
+                memory_mask,
+                cache=cache,
                 output_attentions=output_attentions,
             )
             if output_attentions:
@@ -235,7 +241,7 @@ class TransformerStackMixin:
             hidden_states=all_hidden_states,
             attentions=self_attentions,
             cross_attentions=cross_attentions,
-            **cache_field(cross_cache if cross_cache is not None else self_cache),
+            **cache_field(cache),
         )
         return result if return_dict else result.to_tuple()
 
@@ -341,6 +347,7 @@ class TransformerPreTrainedModel(SeqModelsPreTrainedModel):
     config_class = TransformerConfig
     _no_split_modules = ["TransformerLayer"]
     _supports_sdpa = True  # attn_implementation "sdpa" (the default) or "eager": see MultiHeadAttention
+    supports_gradient_checkpointing = True  # every TransformerLayer is a GradientCheckpointingLayer
 
     @torch.no_grad()
     def _init_weights(self, module):

@@ -17,7 +17,7 @@ from hf_seqmodels import (
     TransformerModel,
 )
 from hf_seqmodels.models.cache_names import output_cache
-from hf_seqmodels.models.modeling_transformer import TransformerEncoderModel
+from hf_seqmodels.models.modeling_transformer import TransformerEncoderModel, TransformerLayer
 from tests.test_generation_common import GenerationTesterMixin
 from tests.test_modeling_common import BOS, EOS, PAD, ModelTesterMixin, make_model
 
@@ -611,3 +611,29 @@ def test_half_precision_loads_runs_and_generates_close_to_float32(head, dtype, t
         assert len(generated.logits) == 3
         scale = expected.abs().max()
         torch.testing.assert_close(generated.logits[0], expected, rtol=0, atol=2e-2 * scale)
+
+
+# --- gradient checkpointing -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("head", list(HEAD_INPUTS))
+def test_gradient_checkpointing_recomputes_and_gives_the_same_gradients(head):
+    """With gradient checkpointing every layer's feed-forward runs again in the backward pass (twice in all, once
+    without), and every weight gets the gradient of the run that kept its activations (dropout 0)."""
+    gradients, calls = {}, {}
+    for checkpointing in (False, True):
+        model = head_model(head).train()
+        if checkpointing:
+            model.activation_checkpointing_enable()
+        assert model.is_activation_checkpointing == checkpointing
+        counted = [layer.ffn for layer in model.modules() if isinstance(layer, TransformerLayer)]
+        calls[checkpointing] = []
+        for ffn in counted:
+            ffn.register_forward_hook(lambda module, args, output: calls[checkpointing].append(module))
+        first_output(model(**HEAD_INPUTS[head])).pow(2).mean().backward()
+        gradients[checkpointing] = {name: param.grad for name, param in model.named_parameters()
+                                    if param.grad is not None}
+        assert len(calls[checkpointing]) == len(counted) * (2 if checkpointing else 1)
+    assert gradients[True].keys() == gradients[False].keys() and len(gradients[True]) > 10
+    for name, grad in gradients[False].items():
+        torch.testing.assert_close(gradients[True][name], grad, rtol=0, atol=1e-6, msg=name)
