@@ -102,6 +102,11 @@ class TrainingArguments:
         metadata={"help": "Resume even when the checkpoint lacks this process's random states (or has ones that "
                           "do not fit this machine), with a warning: the run then differs from an uninterrupted one."},
     )
+    gradient_checkpointing: bool = field(
+        default=False,
+        metadata={"help": "Keep fewer activations for the backward pass and compute them again there (transformers' "
+                          "gradient_checkpointing_enable): less memory for more time, the same gradients."},
+    )
     label_smoothing_factor: float = field(
         default=0.0, metadata={"help": "Label smoothing of the training loss (0 = none); evaluation stays plain."}
     )
@@ -385,6 +390,12 @@ def train(
                  "filters of the data (e.g. rows without a label or target)")
     _require_rows(eval_dataset, "evaluation", EVAL_SIZE_OPTIONS)
     # Its own generator keeps the global RNG (dropout) untouched by starting an epoch, so a resumed run matches.
+    if args.gradient_checkpointing:
+        if not model.supports_gradient_checkpointing:
+            raise ValueError(f"--gradient_checkpointing: {type(model).__name__} does not support gradient "
+                             "checkpointing; drop the option.")
+        # Non-reentrant: the checkpointed layers' inputs need not require gradients (embeddings may be frozen).
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     order = {"shuffle": True} if train_sampler is None else {"sampler": train_sampler}
     train_dataloader = DataLoader(train_dataset, batch_size=args.per_device_train_batch_size, collate_fn=collate_fn,
                                   generator=torch.Generator(), **order)

@@ -1,7 +1,10 @@
 """transformers' Trainer and Seq2SeqTrainer on every head, beyond what ModelTesterMixin.test_trainer checks (a few
 steps, evaluate, predict): the training loss falls, a checkpoint the Trainer saves loads back as the model it
 trained, a run resumed from a checkpoint ends with the weights of the run that was not stopped, and
-Seq2SeqTrainer's predict_with_generate returns what model.generate gives for the same inputs."""
+Seq2SeqTrainer's predict_with_generate returns what model.generate gives for the same inputs. And our own training
+loop (hf_seqmodels.training) with --gradient_checkpointing."""
+
+import importlib
 
 import pytest
 import torch
@@ -14,11 +17,14 @@ from transformers import (
 )
 
 from hf_seqmodels import AttentionSeq2SeqForConditionalGeneration, TransformerForConditionalGeneration
+from hf_seqmodels.tasks.arguments import task_parser
+from hf_seqmodels.training import TrainingArguments as TrainingLoopArguments
 
 from .models.test_modeling_attention_seq2seq import AttentionSeq2SeqModelTester
 from .models.test_modeling_recurrent import RecurrentModelTester
 from .models.test_modeling_transformer import TransformerModelTester
 from .test_modeling_common import collate, make_model, make_tokenizer, random_labels, takes_labels
+from .test_training import run as run_training
 
 TESTERS = [RecurrentModelTester("lstm"), AttentionSeq2SeqModelTester(("gru", "bahdanau", False, True)),
            TransformerModelTester("paper")]
@@ -113,3 +119,26 @@ def test_seq2seq_trainer_predicts_with_generate(tester, model_class, tmp_path):
     assert predictions.shape[0] == len(rows)
     assert torch.equal(predictions[:, : expected.shape[1]], expected)
     assert bool((predictions[:, expected.shape[1]:] == config.pad_token_id).all())
+
+
+# --- hf_seqmodels.training: --gradient_checkpointing -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("task", ["language_modeling", "text_classification", "token_classification",
+                                  "translation"])
+def test_every_task_script_parses_gradient_checkpointing(task, tmp_path):
+    """The run_* scripts parse their arguments with task_parser: the flag reaches training.TrainingArguments."""
+    module = importlib.import_module(f"hf_seqmodels.tasks.{task}")
+    parsed = task_parser(module).parse_args_into_dataclasses(["--output_dir", str(tmp_path), "--gradient_checkpointing"])
+    assert [args.gradient_checkpointing for args in parsed if isinstance(args, TrainingLoopArguments)] == [True]
+
+
+def test_training_with_gradient_checkpointing_ends_with_the_same_weights(tmp_path):
+    """training.train with --gradient_checkpointing (dropout on: the recomputation must draw the same masks) ends
+    where the run without it does, and the model did checkpoint."""
+    plain, plain_results = run_training(tmp_path / "plain")
+    checkpointed, results = run_training(tmp_path / "checkpointed", gradient_checkpointing=True)
+    assert checkpointed.is_gradient_checkpointing and not plain.is_gradient_checkpointing
+    assert results["steps"] == plain_results["steps"] > 0
+    for name, tensor in plain.state_dict().items():
+        torch.testing.assert_close(checkpointed.state_dict()[name], tensor, rtol=0, atol=1e-6, msg=name)
