@@ -2,9 +2,14 @@
 
 One convention throughout the package: a mask is a tensor of shape ``(batch, length)`` where ``True`` (or 1)
 means "a real token: attend to it / keep it" and ``False`` (or 0) means padding.
+
+The checks that read tensor values (token ids in range, a mask of 0s and 1s, no empty row) run in eager mode only:
+while ``torch.compile``, ``torch.export`` or ``torch.fx`` trace a graph the values are unknown, and a branch on them
+would break the graph. The traced code is the code that ran (and checked) eagerly.
 """
 
 import torch
+from transformers.utils import is_tracing
 
 
 def check_tensor(value, name: str) -> None:
@@ -21,6 +26,8 @@ def check_input_ids(input_ids: torch.Tensor, vocab_size: int, name: str = "input
         raise ValueError(f"`{name}` must hold integer token ids, got dtype {input_ids.dtype}.")
     if input_ids.numel() == 0:
         raise ValueError(f"`{name}` is empty (shape {tuple(input_ids.shape)}): pass at least one token per sequence.")
+    if is_tracing(input_ids):
+        return
     low, high = torch.stack(torch.aminmax(input_ids)).tolist()  # one wait for a GPU, not two
     if low < 0 or high >= vocab_size:
         raise ValueError(
@@ -56,7 +63,7 @@ def prepare_padding_mask(
             "1 for a token and 0 for padding" + (", the cached positions included or not" if len(widths) > 1 else "")
             + "."
         )
-    if attention_mask.dtype != torch.bool:
+    if attention_mask.dtype != torch.bool and not is_tracing(attention_mask):
         if bool((not_binary := (attention_mask != 0) & (attention_mask != 1)).any()):
             raise ValueError(f"`{name}` must hold 1 for a token and 0 for padding, got the values "
                              f"{attention_mask[not_binary].unique()[:5].tolist()}.")
@@ -65,12 +72,15 @@ def prepare_padding_mask(
 
 
 def padding_or_none(mask: torch.Tensor | None) -> torch.Tensor | None:
-    """``mask``, or ``None`` when it marks no padding, which lets the kernels take their fast paths."""
-    return None if mask is not None and bool(mask.all()) else mask
+    """``mask``, or ``None`` when it marks no padding, which lets the kernels take their fast paths (not while a
+    graph is traced: the mask then stays, which gives the same results)."""
+    return None if mask is not None and not is_tracing(mask) and bool(mask.all()) else mask
 
 
 def check_no_empty_rows(mask: torch.Tensor, name: str = "attention_mask") -> None:
     """Raise if a row of ``mask`` has no real token: a sequence made only of padding has no result."""
+    if is_tracing(mask):
+        return
     empty = (~mask.any(dim=1)).nonzero().flatten()
     if empty.numel():
         raise ValueError(

@@ -348,6 +348,7 @@ class TransformerPreTrainedModel(SeqModelsPreTrainedModel):
     _no_split_modules = ["TransformerLayer"]
     _supports_sdpa = True  # attn_implementation "sdpa" (the default) or "eager": see MultiHeadAttention
     supports_gradient_checkpointing = True  # every TransformerLayer is a GradientCheckpointingLayer
+    _can_compile_fullgraph = True  # forward exports and compiles as one graph; generate with the static cache
 
     @torch.no_grad()
     def _init_weights(self, module):

@@ -637,3 +637,49 @@ def test_gradient_checkpointing_recomputes_and_gives_the_same_gradients(head):
     assert gradients[True].keys() == gradients[False].keys() and len(gradients[True]) > 10
     for name, grad in gradients[False].items():
         torch.testing.assert_close(gradients[True][name], grad, rtol=0, atol=1e-6, msg=name)
+
+
+# --- torch.export and torch.compile -----------------------------------------------------------------------------
+
+
+def traceable_inputs(head) -> dict:
+    inputs = dict(HEAD_INPUTS[head])
+    if head in (TransformerForConditionalGeneration, TransformerModel, TransformerForCausalLM):
+        inputs["use_cache"] = False  # a cache object is no graph output; generation compiles with the static cache
+    return inputs
+
+
+@pytest.mark.parametrize("head", list(HEAD_INPUTS))
+def test_exported_program_gives_the_eager_outputs(head):
+    """torch.export of each head's forward (padded batch): the value checks step aside while tracing, and the
+    exported program computes what the eager model does."""
+    model = head_model(head)
+    inputs = traceable_inputs(head)
+    program = torch.export.export(model, (), kwargs=inputs, strict=False)
+    with torch.no_grad():
+        expected = first_output(model(**inputs))
+        got = first_output(program.module()(**inputs))
+    torch.testing.assert_close(got, expected, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("head", list(HEAD_INPUTS))
+def test_compiled_forward_is_one_graph_with_the_eager_outputs(head):
+    model = head_model(head)
+    assert model._can_compile_fullgraph
+    inputs = traceable_inputs(head)
+    torch._dynamo.reset()
+    compiled = torch.compile(model, fullgraph=True, backend="eager")  # fullgraph: any graph break raises
+    with torch.no_grad():
+        expected = first_output(model(**inputs))
+        got = first_output(compiled(**inputs))
+    torch.testing.assert_close(got, expected, rtol=0, atol=1e-6)
+
+
+def test_value_checks_still_run_in_eager_mode():
+    model = head_model(TransformerForCausalLM)
+    with pytest.raises(ValueError, match="vocabulary"):
+        model(input_ids=torch.tensor([[4, VOCAB_SIZE]]))
+    with pytest.raises(ValueError, match="must hold 1 for a token and 0 for padding"):
+        model(input_ids=torch.tensor([[4, 5]]), attention_mask=torch.tensor([[1, 2]]))
+    with pytest.raises(ValueError, match="all padding"):
+        model(input_ids=torch.tensor([[4, 5]]), attention_mask=torch.tensor([[0, 0]]))
