@@ -53,21 +53,29 @@ class RecurrentLayer(GradientCheckpointingLayer):
         self.is_lstm = cell_type == "lstm"
 
     def forward(
-        self, inputs: torch.Tensor, mask: torch.Tensor | None = None, state: State | None = None,
-        need_state: bool = True,
-    ) -> tuple[torch.Tensor, State | None]:
+        self, inputs: torch.Tensor, mask: torch.Tensor | None = None, *state: torch.Tensor, need_state: bool = True
+    ) -> tuple[torch.Tensor, ...]:
         """Run the layer over a chunk.
 
         Args:
             inputs: ``(batch, length, input_size)``.
             mask: bool ``(batch, length)``, True for real tokens; ``None`` when there is no padding.
-            state: the state to start from (``None``: zeros).
-            need_state: return the new state; ``False`` returns ``None`` instead, and lets more batches skip packing.
+            state: the state to start from, its tensors one by one (``h``, or ``h, c``; none: zeros). They are
+                separate arguments so that a checkpoint (even a reentrant one, which sees only tensor arguments)
+                recomputes the layer from them and passes their gradients back.
+            need_state: return the new state; ``False`` returns none, and lets more batches skip packing.
 
         Returns:
-            outputs ``(batch, length, num_directions * hidden_size)`` (zeros at padded positions) and the state
-            after each row's last real token (a row with no real token keeps ``state``, zeros if None).
+            outputs ``(batch, length, num_directions * hidden_size)`` (zeros at padded positions), followed by the
+            state's tensors after each row's last real token (a row with no real token keeps ``state``, zeros if none).
         """
+        outputs, new = self._run(inputs, mask, state or None, need_state)
+        return (outputs, *new) if need_state else (outputs,)
+
+    def _run(
+        self, inputs: torch.Tensor, mask: torch.Tensor | None, state: State | None, need_state: bool
+    ) -> tuple[torch.Tensor, State | None]:
+        """``forward`` with the state as one tuple (``None``: zeros); the new state is ``None`` unless needed."""
         if state is not None and inputs.shape[1] == 1 and not self.rnn.bidirectional:
             outputs, new = self._step(inputs, state, mask)
             return outputs, new if need_state else None
@@ -174,8 +182,8 @@ class RecurrentStack(nn.Module):
         for i, layer in enumerate(self.layers):
             if i > 0:
                 hidden = self.dropout(hidden)
-            hidden, state = layer(hidden, mask, None if states is None else states[i], need_states)
-            new_states.append(state)
+            hidden, *state = layer(hidden, mask, *(() if states is None else states[i]), need_state=need_states)
+            new_states.append(tuple(state))
             if output_hidden_states:
                 all_hidden += (hidden,)
         return hidden, new_states if need_states else None, all_hidden

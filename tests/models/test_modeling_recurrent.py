@@ -29,6 +29,7 @@ from tests.test_modeling_common import (
     make_model,
     make_tokenizer,
     per_example,
+    random_labels,
 )
 
 CELL_TYPES = ("rnn", "lstm", "gru")
@@ -394,27 +395,33 @@ def test_bad_labels(model_class, labels, match):
 def training_step(model, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """The loss of ``batch`` and every parameter's gradient."""
     model.zero_grad()
-    loss = model(**batch, labels=batch["input_ids"]).loss
+    loss = model(**batch).loss
     loss.backward()
     return loss.detach(), {name: param.grad.clone() for name, param in model.named_parameters()}
 
 
 @pytest.mark.filterwarnings("ignore:`gradient_checkpointing_enable` is deprecated:FutureWarning")
+@pytest.mark.parametrize("use_reentrant", [False, True], ids=["non-reentrant", "reentrant"])
+@pytest.mark.parametrize("model_class", [RecurrentForCausalLM, RecurrentForSequenceClassification],
+                         ids=lambda cls: cls.__name__)
 @pytest.mark.parametrize("cell_type", CELL_TYPES)
-def test_gradient_checkpointing_gives_the_same_loss_and_gradients(cell_type):
+def test_gradient_checkpointing_gives_the_same_loss_and_gradients(cell_type, model_class, use_reentrant):
     """With checkpointing each layer runs twice per training step (forward, and again in the backward pass), and the
-    loss and every gradient equal those of the run that keeps the activations (dropout 0, a padded batch)."""
+    loss and every gradient equal those of the run that keeps the activations (dropout 0, a padded batch; the
+    classifier reads the top layer's final state, which the checkpoint returns beside the outputs)."""
     tester = RecurrentModelTester(cell_type)
-    config = tester.get_config(RecurrentForCausalLM, num_layers=2)
-    model = make_model(RecurrentForCausalLM, config).train()
+    config = tester.get_config(model_class)
+    model = make_model(model_class, config)
     batch = collate(tester.get_examples(config), PAD)
+    batch["labels"] = random_labels(model, batch)
+    model.train()
     calls = []
     for layer in model.model.rnn.layers:  # the torch kernel inside each checkpointed layer
         layer.rnn.register_forward_hook(lambda module, args, output: calls.append(module))
 
     expected_loss, expected_grads = training_step(model, batch)
     assert len(calls) == config.num_layers
-    model.gradient_checkpointing_enable()
+    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": use_reentrant})
     calls.clear()
     loss, grads = training_step(model, batch)
     assert len(calls) == 2 * config.num_layers
@@ -427,7 +434,6 @@ def test_gradient_checkpointing_gives_the_same_loss_and_gradients(cell_type):
     assert len(calls) == config.num_layers
 
 
-# Relative to the float32 outputs' largest value: rounding errors of a few ulps at each of a few recurrent steps.
 HALF_TOLERANCE = {dtype: 8 * torch.finfo(dtype).eps for dtype in (torch.bfloat16, torch.float16)}
 
 

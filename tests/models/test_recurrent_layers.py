@@ -1,8 +1,12 @@
 """RecurrentLayer / RecurrentStack against the textbook equations, run step by step in float64 on each sequence's
 real tokens alone, for every cell type, one and two directions, and every kind of padding."""
 
+import functools
+
 import pytest
 import torch
+from torch import nn
+from torch.utils.checkpoint import checkpoint
 
 from hf_seqmodels.models.recurrent_layers import RecurrentLayer, RecurrentStack
 
@@ -129,7 +133,7 @@ def test_row_without_tokens_keeps_its_state(cell_type, nonlinearity, bidirection
     mask = torch.tensor([[0, 0, 0], [1, 1, 0]], dtype=torch.bool)
     state = tuple(torch.randn(directions, 2, HIDDEN_SIZE) for _ in range(state_parts(cell_type)))
     with torch.no_grad():
-        outputs, new_state = layer(inputs, mask, state)
+        outputs, *new_state = layer(inputs, mask, *state)
     assert not outputs[0].any()
     for old, new in zip(state, new_state):
         assert torch.equal(new[:, 0], old[:, 0])
@@ -170,7 +174,7 @@ def test_decoding_step_matches_the_fused_kernel(cell_type, nonlinearity):
     layer = RecurrentLayer(cell_type, INPUT_SIZE, HIDDEN_SIZE, bidirectional=False, nonlinearity=nonlinearity)
     inputs = torch.randn(BATCH, 1, INPUT_SIZE)
     state = tuple(torch.randn(1, BATCH, HIDDEN_SIZE) for _ in range(state_parts(cell_type)))
-    outputs, new = layer(inputs, None, state)
+    outputs, *new = layer(inputs, None, *state)
     expected_outputs, expected = layer.rnn(inputs, state if cell_type == "lstm" else state[0])
     expected = expected if cell_type == "lstm" else (expected,)
     torch.testing.assert_close(outputs, expected_outputs)
@@ -179,9 +183,59 @@ def test_decoding_step_matches_the_fused_kernel(cell_type, nonlinearity):
 
     # A padded row keeps its state and outputs zeros; the others step as without a mask.
     mask = torch.tensor([[True], [False], [True]])
-    masked_outputs, masked = layer(inputs, mask, state)
+    masked_outputs, *masked = layer(inputs, mask, *state)
     torch.testing.assert_close(masked_outputs[[0, 2]], expected_outputs[[0, 2]])
     assert not masked_outputs[1].any()
     for got, want, before in zip(masked, expected, state, strict=True):
+        torch.testing.assert_close(got[:, [0, 2]], want[:, [0, 2]])
+        assert torch.equal(got[:, 1], before[:, 1])
+
+
+@pytest.mark.parametrize("use_reentrant", [False, True], ids=["non-reentrant", "reentrant"])
+@pytest.mark.parametrize("cell_type", ["rnn", "lstm", "gru"])
+def test_checkpointed_layer_passes_gradients_to_its_inputs_and_state(cell_type, use_reentrant):
+    """Under a checkpoint (as `gradient_checkpointing_enable` sets one) the layer runs again in the backward pass and
+    the gradients of its weights, its inputs and the state it started from (an encoder's, for a decoder) are those
+    of the plain run: a reentrant checkpoint sees only tensor arguments, which the state's tensors are."""
+    torch.manual_seed(0)
+    layer = RecurrentLayer(cell_type, INPUT_SIZE, HIDDEN_SIZE, bidirectional=False, nonlinearity="tanh")
+    inputs = torch.randn(BATCH, LENGTH, INPUT_SIZE, requires_grad=True)
+    mask = torch.tensor(MASKS["holes"], dtype=torch.bool)
+    state = tuple(torch.randn(1, BATCH, HIDDEN_SIZE, requires_grad=True) for _ in range(state_parts(cell_type)))
+    runs = []
+    layer.rnn.register_forward_hook(lambda *args: runs.append(1))
+
+    def gradients():
+        outputs, *new = layer(inputs, mask, *state)
+        sum(t.square().sum() for t in (outputs, *new)).backward()
+        leaves = [inputs, *state, *layer.parameters()]
+        found = [t.grad.clone() for t in leaves]
+        for t in leaves:
+            t.grad = None
+        return found
+
+    expected = gradients()
+    layer.train().gradient_checkpointing = True
+    layer._gradient_checkpointing_func = functools.partial(checkpoint, use_reentrant=use_reentrant)
+    runs.clear()
+    torch.testing.assert_close(gradients(), expected, rtol=1e-6, atol=1e-7)
+    assert len(runs) == 2
+
+
+@pytest.mark.filterwarnings("ignore:.*quantiz:DeprecationWarning", "ignore:.*quantiz:UserWarning")
+def test_decoding_step_of_a_dynamically_quantized_layer():
+    """quantize_dynamic swaps the kernel for an int8 one without the float weights the cell functions take: a
+    decoding step then runs that kernel, and a padded row still keeps its state."""
+    torch.manual_seed(0)
+    layer = torch.ao.quantization.quantize_dynamic(
+        RecurrentLayer("lstm", INPUT_SIZE, HIDDEN_SIZE, bidirectional=False, nonlinearity="tanh"), {nn.LSTM}
+    )
+    inputs = torch.randn(BATCH, 1, INPUT_SIZE)
+    state = tuple(torch.randn(1, BATCH, HIDDEN_SIZE) for _ in range(2))
+    expected_outputs, expected = layer.rnn(inputs, state)
+    outputs, *new = layer(inputs, torch.tensor([[True], [False], [True]]), *state)
+    torch.testing.assert_close(outputs[[0, 2]], expected_outputs[[0, 2]])
+    assert not outputs[1].any()
+    for got, want, before in zip(new, expected, state, strict=True):
         torch.testing.assert_close(got[:, [0, 2]], want[:, [0, 2]])
         assert torch.equal(got[:, 1], before[:, 1])
