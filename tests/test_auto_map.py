@@ -20,32 +20,15 @@ from hf_seqmodels import (
 from .models.test_modeling_attention_seq2seq import tiny_config as attention_seq2seq_config
 from .models.test_modeling_recurrent import RecurrentModelTester
 from .models.test_modeling_transformer import tiny_config as transformer_config
-from .test_modeling_common import make_model
+from .test_modeling_common import REMOTE_CODE_SCRIPT, make_model
 
+# The remote-code script's opening: a process where `import hf_seqmodels` fails, then torch and transformers.
+BLOCKED_PACKAGE = REMOTE_CODE_SCRIPT[: REMOTE_CODE_SCRIPT.index("for case in")]
 # Loads every Auto class of a folder's auto_map from the saved code alone. A loaded model whose base model is of the
 # saved model's base class must hold the saved weights of that base model, and of every head weight it shares by
 # name; one on another base model (the Transformer's encoder-only heads from an encoder-decoder) only loads.
-LOAD_EVERY_AUTO_CLASS = textwrap.dedent(
+LOAD_EVERY_AUTO_CLASS = BLOCKED_PACKAGE + "import json\n" + textwrap.dedent(
     """
-    import importlib.abc
-    import json
-    import sys
-
-    class BlockPackage(importlib.abc.MetaPathFinder):
-        def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0] == "hf_seqmodels":
-                raise ImportError(f"{name} is blocked: this process must load the model from its saved code only")
-
-    sys.meta_path.insert(0, BlockPackage())
-    try:
-        import hf_seqmodels
-        sys.exit("hf_seqmodels could be imported; the test would prove nothing")
-    except ImportError:
-        pass
-
-    import torch
-    import transformers
-
     for case in torch.load(sys.argv[1]):
         with open(f"{case['folder']}/config.json") as file:
             auto_map = json.load(file)["auto_map"]
