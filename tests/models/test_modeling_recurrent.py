@@ -511,3 +511,18 @@ def test_dynamic_int8_quantization_generates(cell_type):
     assert_close_to_float32(logits, recomputed_logits(model, batch, sequences), INT8_TOLERANCE)
     beams = quantized.generate(**batch, max_new_tokens=3, do_sample=False, num_beams=3)
     torch.testing.assert_close(beams[:, :-3], batch["input_ids"])
+
+
+@pytest.mark.filterwarnings("ignore:.*quantiz:DeprecationWarning", "ignore:.*quantiz:UserWarning")
+@pytest.mark.parametrize("model_class", RecurrentModelTester.all_model_classes, ids=lambda cls: cls.__name__)
+@pytest.mark.parametrize("cell_type", CELL_TYPES)
+def test_dynamic_int8_quantization_of_every_head(cell_type, model_class):
+    """Every head, quantized, reads a padded batch (bidirectional and packed where the float model is) with the
+    float model's outputs within int8 precision."""
+    tester = RecurrentModelTester(cell_type)
+    config = tester.get_config(model_class)
+    model = make_model(model_class, config)
+    quantized = torch.ao.quantization.quantize_dynamic(model, {nn.LSTM, nn.GRU, nn.Linear}, dtype=torch.qint8)
+    batch = collate(tester.get_examples(config), PAD)
+    with torch.no_grad():
+        assert_close_to_float32(main_output(quantized(**batch)), main_output(model(**batch)), INT8_TOLERANCE)
