@@ -90,7 +90,12 @@ def check_no_empty_rows(mask: torch.Tensor, name: str = "attention_mask") -> Non
 
 
 def build_attention_mask(
-    key_mask: torch.Tensor | None, query_length: int, key_length: int, causal: bool, device: torch.device
+    key_mask: torch.Tensor | None,
+    query_length: int,
+    key_length: int,
+    causal: bool,
+    device: torch.device,
+    buffer_length: int | None = None,
 ) -> tuple[torch.Tensor | None, bool]:
     """The mask for ``torch.nn.functional.scaled_dot_product_attention``, built once per forward for every layer.
 
@@ -98,21 +103,29 @@ def build_attention_mask(
         key_mask: ``(batch, key_length)`` bool, True = real token, or None when nothing is padding. The queries are
             the last ``query_length`` keys (a cached prefix comes first).
         causal: a query may not attend to keys after its own position.
+        buffer_length: the number of keys the attention reads when more than ``key_length``: a static cache's
+            preallocated buffer, whose positions after the first ``key_length`` are empty. Only causal stacks keep a
+            cache, and the causal mask hides those positions.
 
-    Returns ``(mask, is_causal)``: ``mask`` is ``(batch or 1, 1, query_length, key_length)`` bool, True = may
-    attend, or None with ``is_causal`` telling the kernel to apply the causal mask itself (its fastest path).
-    A query that may see no key (a left-padding position of a causal sequence) attends to every key instead: its
-    output is ignored, and a fully masked row gives NaN in some fused GPU kernels, which would then spread through
-    the padding's keys and values.
+    Returns ``(mask, is_causal)``: ``mask`` is ``(batch or 1, 1, query_length, buffer_length or key_length)`` bool,
+    True = may attend, or None with ``is_causal`` telling the kernel to apply the causal mask itself (its fastest
+    path). A query that may see no key (a left-padding position of a causal sequence) attends to every key instead:
+    its output is ignored, and a fully masked row gives NaN in some fused GPU kernels, which would then spread
+    through the padding's keys and values.
     """
-    if key_mask is None and (not causal or query_length == 1):
-        return None, False
-    if key_mask is None and query_length == key_length:
-        return None, True
+    buffer_length = key_length if buffer_length is None else buffer_length
+    if buffer_length == key_length:
+        if key_mask is None and (not causal or query_length == 1):
+            return None, False
+        if key_mask is None and query_length == key_length:
+            return None, True
+    elif key_mask is not None:
+        empty = torch.zeros(key_mask.shape[0], buffer_length - key_length, dtype=torch.bool, device=device)
+        key_mask = torch.cat([key_mask, empty], dim=1)
     mask = key_mask[:, None, None, :] if key_mask is not None else None
     if causal:
         past_length = key_length - query_length
-        allowed = torch.ones(query_length, key_length, dtype=torch.bool, device=device).tril(diagonal=past_length)
+        allowed = torch.ones(query_length, buffer_length, dtype=torch.bool, device=device).tril(diagonal=past_length)
         mask = allowed[None, None] if mask is None else mask & allowed
     if key_mask is not None:
         mask = mask | ~mask.any(dim=-1, keepdim=True)

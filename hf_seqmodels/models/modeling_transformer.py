@@ -5,8 +5,9 @@ self-attention, then cross-attention to the encoder outputs) and a decoder-only 
 self-attention). The heads: `TransformerModel` (encoder-decoder), `TransformerForConditionalGeneration`,
 `TransformerForCausalLM`, `TransformerForSequenceClassification` and `TransformerForTokenClassification`.
 
-During generation the decoder keeps its keys and values in transformers' `DynamicCache` (wrapped in an
-`EncoderDecoderCache` whose cross-attention part holds the encoder outputs' keys and values, projected once).
+During generation the decoder keeps its keys and values in transformers' `DynamicCache`, or in its `StaticCache`
+(preallocated, for `torch.compile`) with `generate(cache_implementation="static")`; an encoder-decoder wraps them in
+an `EncoderDecoderCache` whose cross-attention part holds the encoder outputs' keys and values, projected once.
 """
 
 import copy
@@ -17,7 +18,7 @@ from transformers import GenerationMixin
 from transformers import initialization as init
 from transformers.activations import ACT2FN
 from transformers.modeling_layers import GradientCheckpointingLayer
-from transformers.cache_utils import Cache, DynamicCache, EncoderDecoderCache
+from transformers.cache_utils import Cache, DynamicCache, EncoderDecoderCache, StaticCache
 from transformers.modeling_outputs import (
     BaseModelOutputWithPastAndCrossAttentions,
     CausalLMOutputWithPast,
@@ -134,6 +135,9 @@ class TransformerLayer(GradientCheckpointingLayer):
         return hidden_states if self.pre_norm else norm(hidden_states)
 
 
+KEY_VALUE_CACHES = (DynamicCache, StaticCache)  # the caches whose layers the attention extends with `update`
+
+
 class TransformerStackMixin:
     """One stack: embeddings, ``num_layers`` layers and, with pre-norm, a final LayerNorm, and its forward.
 
@@ -192,12 +196,12 @@ class TransformerStackMixin:
                 cache it also covers the cached positions.
             encoder_hidden_states: ``(batch, source_length, d_model)``, the memory of cross-attention.
             encoder_attention_mask: ``(batch, source_length)``, 1 for source tokens and 0 for padding.
-            cache: the cache of a decoder: a ``DynamicCache`` (decoder-only) or an ``EncoderDecoderCache`` of two
-                (with cross-attention). ``use_cache`` creates one when None.
+            cache: the cache of a decoder: a ``DynamicCache`` or ``StaticCache`` (decoder-only) or an
+                ``EncoderDecoderCache`` of two (with cross-attention). ``use_cache`` creates one (dynamic) when None.
         """
         self_cache, cross_cache = self._caches(cache, use_cache)
         cache = cross_cache if cross_cache is not None else self_cache  # what the layers get and the output holds
-        past_length = self_cache.get_seq_length() if self_cache is not None else 0
+        past_length = int(self_cache.get_seq_length()) if self_cache is not None else 0  # a tensor in a StaticCache
         self._check_inputs(input_ids, inputs_embeds, past_length)
         embeds = input_ids if input_ids is not None else inputs_embeds
         batch_size, length = embeds.shape[:2]
@@ -209,7 +213,9 @@ class TransformerStackMixin:
             if past_length == 0:
                 check_no_empty_rows(key_mask, name)
             key_mask = padding_or_none(key_mask)
-        mask, is_causal = build_attention_mask(key_mask, length, past_length + length, self.causal, embeds.device)
+        buffer_length = self._buffer_length(self_cache, past_length + length)
+        mask, is_causal = build_attention_mask(key_mask, length, past_length + length, self.causal, embeds.device,
+                                               buffer_length)
         memory_mask = self._memory_mask(encoder_hidden_states, encoder_attention_mask, batch_size)
 
         hidden_states = self.embeddings(input_ids, inputs_embeds, past_length, key_mask)
@@ -259,6 +265,18 @@ class TransformerStackMixin:
                 "(`max_new_tokens`, `max_length`), or use a model whose config has a larger `max_position_embeddings`."
             )
 
+    @staticmethod
+    def _buffer_length(self_cache: Cache | None, key_length: int) -> int:
+        """The number of keys the self-attention reads: ``key_length``, or a static cache's whole buffer."""
+        if not isinstance(self_cache, StaticCache):
+            return key_length
+        if key_length > (buffer_length := self_cache.get_max_length()):
+            raise ValueError(
+                f"The static cache holds {buffer_length} positions but the sequence reaches {key_length}: make it "
+                "with a larger `max_cache_len`, or let generate() make it (cache_implementation='static')."
+            )
+        return buffer_length
+
     def _caches(self, cache, use_cache: bool) -> tuple[Cache | None, EncoderDecoderCache | None]:
         """The self-attention cache and (with cross-attention) the encoder-decoder cache, created if asked for."""
         if cache is None:
@@ -272,33 +290,36 @@ class TransformerStackMixin:
         if self.cross_attention:
             if not (
                 isinstance(cache, EncoderDecoderCache)
-                and isinstance(cache.self_attention_cache, DynamicCache)
-                and isinstance(cache.cross_attention_cache, DynamicCache)
+                and isinstance(cache.self_attention_cache, KEY_VALUE_CACHES)
+                and isinstance(cache.cross_attention_cache, KEY_VALUE_CACHES)
             ):
                 raise ValueError(
                     "The decoder of an encoder-decoder needs `past_key_values` to be an EncoderDecoderCache of two "
-                    f"DynamicCaches (what generate() creates), got {cache!r}."
+                    f"DynamicCaches or StaticCaches (what generate() creates), got {cache!r}."
                 )
             return cache.self_attention_cache, cache
-        if not isinstance(cache, DynamicCache):
+        if not isinstance(cache, KEY_VALUE_CACHES):
             raise ValueError(
-                "A decoder-only Transformer needs `past_key_values` to be a DynamicCache (what generate() creates), "
-                f"got {type(cache).__name__}."
+                "A decoder-only Transformer needs `past_key_values` to be a DynamicCache or a StaticCache (what "
+                f"generate() creates), got {type(cache).__name__}."
             )
         return cache, None
 
-    def _check_cache(self, self_cache: DynamicCache, cross_cache: EncoderDecoderCache | None, batch_size: int,
+    def _check_cache(self, self_cache: Cache, cross_cache: EncoderDecoderCache | None, batch_size: int,
                      past_length: int, memory: torch.Tensor | None) -> None:
         """Raise unless the caches hold every layer's keys for ``batch_size`` sequences of ``past_length`` positions
-        (and of ``memory``'s source positions). Shapes only: this runs at every decoding step."""
+        (and of ``memory``'s source positions; a static cache's layers hold their whole buffer). Shapes only: this
+        runs at every decoding step."""
         head_dim = self.d_model // self.num_heads
         expected = {"self-attention": (self_cache, past_length)}
         if cross_cache is not None and memory is not None and any(cross_cache.is_updated.values()):
             expected["cross-attention"] = (cross_cache.cross_attention_cache, memory.shape[1])
         for kind, (cache, positions) in expected.items():
-            found = [tuple(layer.keys.shape) for layer in cache.layers if layer.is_initialized]
+            layers = [layer for layer in cache.layers if layer.is_initialized]
+            found = [tuple(layer.keys.shape) for layer in layers]
             shape = (batch_size, self.num_heads, positions, head_dim)
-            if found != [shape] * len(self.layers):
+            buffers = [(*shape[:2], getattr(layer, "max_cache_len", positions), head_dim) for layer in layers]
+            if len(layers) != len(self.layers) or found != buffers:
                 raise ValueError(
                     f"`past_key_values` holds {kind} keys of shapes {found}, but this model continues from "
                     f"{len(self.layers)} layers of shape {shape} (batch, num_heads, positions, d_model / num_heads): "
@@ -366,15 +387,21 @@ class TransformerPreTrainedModel(SeqModelsPreTrainedModel):
             super()._init_weights(module)
 
     def _prepare_cache_for_generation(self, generation_config, model_kwargs: dict, *args, **kwargs) -> None:
-        # The attention reads and extends DynamicCaches; another cache would reach forward and be refused there,
-        # in words that do not name the option that chose it.
+        # The attention reads and extends DynamicCaches and StaticCaches; another cache would reach forward and be
+        # refused there, in words that do not name the option that chose it.
         implementation = generation_config.cache_implementation
-        if implementation not in (None, "dynamic") and generation_config.use_cache is not False:
+        if implementation not in (None, "dynamic", "static") and generation_config.use_cache is not False:
             raise ValueError(
                 f"`cache_implementation={implementation!r}` is not supported: the Transformer keeps its keys and "
-                "values in a DynamicCache. Leave it unset."
+                "values in a DynamicCache (leave it unset) or a StaticCache ('static')."
             )
         super()._prepare_cache_for_generation(generation_config, model_kwargs, *args, **kwargs)
+
+    @staticmethod
+    def create_masks_for_generate(attention_mask: torch.Tensor | None = None, **kwargs) -> torch.Tensor | None:
+        # generate() hands a static cache's model a 4D mask it builds; ours is built in the stack from the 2D
+        # padding mask (masks.build_attention_mask, which also covers the static cache's empty positions).
+        return attention_mask
 
     def get_expanded_tied_weights_keys(self, all_submodels: bool = False) -> dict:
         # Each head sets `_tied_weights_keys` from its config (output tying and source/target sharing are separate
@@ -458,7 +485,8 @@ class TransformerModel(EncoderDecoderMixin, TransformerPreTrainedModel):
             decoder_attention_mask: ``(batch, past_length + target_length)``, 1 for target tokens, 0 for padding;
                 usually None (the causal mask suffices for right-padded targets).
             encoder_outputs: the encoder's output, to skip running it again (generate() does this).
-            cache: an ``EncoderDecoderCache`` of two ``DynamicCache``s; ``use_cache`` creates one.
+            cache: an ``EncoderDecoderCache`` of two ``DynamicCache``s (or ``StaticCache``s); ``use_cache`` creates
+                one.
                 (``past_key_values``, its name before transformers 5.24, is accepted too.)
         """
         output_attentions = self._flag(output_attentions, "output_attentions")
@@ -643,8 +671,8 @@ class TransformerForCausalLM(TransformerPreTrainedModel, GenerationMixin):
             input_ids: ``(batch, length)`` token ids (or ``inputs_embeds``); with a cache, only the new ones.
             attention_mask: ``(batch, past_length + length)``, 1 for tokens and 0 for padding (left padding for
                 generation); positions count real tokens only.
-            cache: a ``DynamicCache``; ``use_cache`` creates one. (``past_key_values``, its name before transformers
-                5.24, is accepted too.)
+            cache: a ``DynamicCache`` or ``StaticCache``; ``use_cache`` creates a ``DynamicCache``.
+                (``past_key_values``, its name before transformers 5.24, is accepted too.)
             labels: ``(batch, length)`` token ids, usually ``input_ids`` itself: the shift to next-token targets
                 happens here. -100 marks positions that do not count.
             logits_to_keep: compute logits for the last ``logits_to_keep`` positions only (0 = all).

@@ -6,7 +6,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 from transformers import AutoModel, GPT2Config, GPT2LMHeadModel, MarianConfig, MarianMTModel, PreTrainedModel
-from transformers.cache_utils import Cache, DynamicCache
+from transformers.cache_utils import Cache, DynamicCache, EncoderDecoderCache, StaticCache
 
 from hf_seqmodels import (
     TransformerConfig,
@@ -18,7 +18,7 @@ from hf_seqmodels import (
 )
 from hf_seqmodels.models.cache_names import output_cache
 from hf_seqmodels.models.modeling_transformer import TransformerEncoderModel, TransformerLayer
-from tests.test_generation_common import GenerationTesterMixin
+from tests.test_generation_common import GenerationTesterMixin, prompt_batch
 from tests.test_modeling_common import BOS, EOS, PAD, ModelTesterMixin, make_model
 
 VOCAB_SIZE = 14
@@ -55,9 +55,9 @@ class TransformerModelTester:
         TransformerForTokenClassification,
     )
     generative_model_classes = (TransformerForConditionalGeneration, TransformerForCausalLM)
-    # DynamicCache and both halves of EncoderDecoderCache reorder through Cache.reorder_cache.
+    # DynamicCache, StaticCache and both halves of EncoderDecoderCache reorder through Cache.reorder_cache.
     cache_class = Cache
-    cache_implementations = ()
+    cache_implementations = ("static",)
     padding_sides = ("right", "left")
 
     def __init__(self, variant: str):
@@ -92,6 +92,11 @@ def tester(request):
 class TestTransformerModel(ModelTesterMixin, GenerationTesterMixin):
     def remote_code_variant(self, tester) -> bool:
         return tester.variant == "paper"
+
+    def test_unknown_cache_implementation(self, tester):
+        for model, examples in self.generative_models(tester):
+            with pytest.raises(ValueError, match="`cache_implementation='offloaded'` is not supported"):
+                model.generate(**prompt_batch(model, examples[:1]), max_new_tokens=2, cache_implementation="offloaded")
 
 
 # --- independent references with copied weights ------------------------------------------------------------------
@@ -387,8 +392,8 @@ def test_encoder_decoder_errors_name_the_argument(inputs, message):
 
 def test_other_cache_implementations_and_masks_without_the_cached_positions_are_refused():
     causal_lm = random_model(TransformerForCausalLM, tiny_config(is_encoder_decoder=False))
-    with pytest.raises(ValueError, match="`cache_implementation='static'` is not supported"):
-        causal_lm.generate(torch.tensor([[4, 5]]), max_new_tokens=2, cache_implementation="static")
+    with pytest.raises(ValueError, match="`cache_implementation='quantized'` is not supported"):
+        causal_lm.generate(torch.tensor([[4, 5]]), max_new_tokens=2, cache_implementation="quantized")
     cache = output_cache(causal_lm(torch.tensor([[4, 5, 6]]), use_cache=True))
     with pytest.raises(ValueError, match=r"`attention_mask` has shape \(1, 1\), expected \(1, 4\)"):
         causal_lm(torch.tensor([[7]]), cache=cache, attention_mask=torch.ones(1, 1))
@@ -683,3 +688,33 @@ def test_value_checks_still_run_in_eager_mode():
         model(input_ids=torch.tensor([[4, 5]]), attention_mask=torch.tensor([[1, 2]]))
     with pytest.raises(ValueError, match="all padding"):
         model(input_ids=torch.tensor([[4, 5]]), attention_mask=torch.tensor([[0, 0]]))
+
+
+# --- static cache -----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("head", [TransformerForConditionalGeneration, TransformerForCausalLM])
+@pytest.mark.parametrize("num_beams", [1, 3])
+def test_static_cache_generates_what_the_dynamic_cache_does(head, num_beams):
+    """generate(cache_implementation="static") keeps the keys and values in a StaticCache (a preallocated buffer,
+    whose empty positions the mask hides) and gives the dynamic cache's tokens and scores, with a padded prompt."""
+    model = head_model(head)
+    inputs = {k: v for k, v in HEAD_INPUTS[head].items() if k != "decoder_input_ids"}
+    settings = dict(max_new_tokens=5, min_new_tokens=5, do_sample=False, num_beams=num_beams, output_scores=True,
+                    return_dict_in_generate=True)
+    with torch.no_grad():
+        dynamic = model.generate(**inputs, **settings)
+        static = model.generate(**inputs, **settings, cache_implementation="static")
+    cache = output_cache(static)
+    self_cache = cache.self_attention_cache if head is TransformerForConditionalGeneration else cache
+    assert isinstance(self_cache, StaticCache)
+    assert isinstance(output_cache(dynamic), (DynamicCache, EncoderDecoderCache))
+    torch.testing.assert_close(static.sequences, dynamic.sequences, rtol=0, atol=0)
+    torch.testing.assert_close(torch.stack(static.scores), torch.stack(dynamic.scores), rtol=0, atol=1e-5)
+
+
+def test_static_cache_too_small_is_a_clear_error():
+    model = head_model(TransformerForCausalLM)
+    cache = StaticCache(config=model.config, max_cache_len=3)
+    with pytest.raises(ValueError, match="static cache holds 3 positions but the sequence reaches 4"):
+        model(input_ids=torch.tensor([[4, 5, 6, 7]]), cache=cache)
