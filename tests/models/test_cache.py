@@ -132,7 +132,8 @@ def test_adopt_continues_in_the_given_tensors():
     states = [tuple(torch.zeros_like(t) for t in state) for state in target.states]
     extras = {name: torch.zeros_like(t) for name, t in target.extras.items()}
     cache.adopt(states, extras)
-    assert all(mine is theirs for mine, theirs in zip(cache.tensors(), [t for s in states for t in s] + [*extras.values()]))
+    given = [t for state in states for t in state] + list(extras.values())
+    assert all(mine is theirs for mine, theirs in zip(cache.tensors(), given, strict=True))
     assert rows_of(cache) == [2, 0, 1] and cache.get_seq_length() == 7
 
 
