@@ -53,7 +53,7 @@ def train_tokenizer(
     if kind == "word":
         tokenizer = Tokenizer(models.WordLevel(unk_token=unk))
         tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-        tokenizer.decoder = decoders.Replace(Regex("^"), " ")  # each word with its space (module docstring)
+        tokenizer.decoder = word_decoder()
         trainer = trainers.WordLevelTrainer(**options)
     elif kind == "bpe":
         tokenizer = Tokenizer(models.BPE(unk_token=unk))
@@ -78,6 +78,11 @@ def train_tokenizer(
         tokenizer = _wordpiece(models.WordPiece(tokenizer.get_vocab(with_added_tokens=False), unk_token=unk))
         tokenizer.add_special_tokens(tokens)
     return PreTrainedTokenizerFast(tokenizer_object=tokenizer, **special_tokens)
+
+
+def word_decoder() -> decoders.Decoder:
+    """The decoder of a word-level tokenizer: every word with the space before it (see the module docstring)."""
+    return decoders.Replace(Regex("^"), " ")
 
 
 def _wordpiece(model: models.WordPiece) -> Tokenizer:
