@@ -718,3 +718,27 @@ def test_static_cache_too_small_is_a_clear_error():
     cache = StaticCache(config=model.config, max_cache_len=3)
     with pytest.raises(ValueError, match="static cache holds 3 positions but the sequence reaches 4"):
         model(input_ids=torch.tensor([[4, 5, 6, 7]]), cache=cache)
+
+
+# --- dynamic int8 quantization ----------------------------------------------------------------------------------
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::UserWarning")
+@pytest.mark.parametrize("head", [TransformerForConditionalGeneration, TransformerForCausalLM])
+def test_dynamically_quantized_model_generates_close_to_float32(head):
+    """quantize_dynamic turns every nn.Linear (attention projections, feed-forward, output layer) into an int8
+    one; generate runs, and its first scores stay within int8 error of the float model's."""
+    model = head_model(head)
+    quantized = torch.ao.quantization.quantize_dynamic(model, {nn.Linear}, dtype=torch.qint8)
+    assert not any(type(module) is nn.Linear for module in quantized.modules())
+    inputs = {k: v for k, v in HEAD_INPUTS[head].items() if k != "decoder_input_ids"}
+    settings = dict(max_new_tokens=4, min_new_tokens=4, do_sample=False, output_scores=True,
+                    return_dict_in_generate=True)
+    with torch.no_grad():
+        expected = model.generate(**inputs, **settings)
+        got = quantized.generate(**inputs, **settings)
+    assert got.sequences.shape == expected.sequences.shape
+    finite = expected.scores[0].isfinite()
+    scale = expected.scores[0][finite].abs().max()
+    assert bool((got.scores[0].isfinite() == finite).all())
+    torch.testing.assert_close(got.scores[0][finite], expected.scores[0][finite], rtol=0, atol=0.1 * scale)
