@@ -124,6 +124,25 @@ class RecurrentCache(Cache):
             return []
         return [layer.recurrent_states for layer in self.layers]
 
+    @states.setter
+    def states(self, states: list[State]) -> None:
+        """Hold these tensors as the layers' states, one layer each (for code that copies a cache by hand)."""
+        length = self.get_seq_length()
+        self.layers = [RecurrentLayerCache(self.static) for _ in states]
+        for layer, state in zip(self.layers, states):
+            layer.write(state)
+        self.seen_tokens = length
+
+    @property
+    def seen_tokens(self) -> int:
+        """Number of positions read, padding included: ``get_seq_length()``, settable like ``states``."""
+        return self.get_seq_length()
+
+    @seen_tokens.setter
+    def seen_tokens(self, length: int) -> None:
+        for layer in self.layers:
+            layer.cumulative_length = length
+
     def store(self, states: list[State], length: int, **extras: torch.Tensor) -> None:
         """Keep the state (and ``extras``) after a chunk of ``length`` more positions."""
         if not self.layers:

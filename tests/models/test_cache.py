@@ -190,3 +190,23 @@ def test_layer_batch_operations_equal_indexing_by_hand(operation, static):
         cache.batch_repeat_interleave(2)
     found = ([list(layer.recurrent_states) for layer in cache.layers], cache.extras, cache.per_input)
     torch.testing.assert_close(found, expected, rtol=0, atol=0)
+
+
+def test_a_cache_copied_by_hand_continues_like_the_original():
+    """Setting ``states`` and ``seen_tokens`` (what a hand-written search does to fork a hypothesis) gives a cache
+    with its own layers that continues exactly as the original, which stays as it was."""
+    torch.manual_seed(0)
+    config = RecurrentConfig(vocab_size=10, embedding_size=6, hidden_size=5, num_layers=2, cell_type="lstm")
+    model = RecurrentModel(config).eval()
+    ids = torch.randint(0, 10, (2, 5))
+    with torch.no_grad():
+        cache = output_cache(model(ids[:, :3], use_cache=True))
+        before = [t.clone() for t in cache.tensors()]
+        copy = RecurrentCache()
+        copy.states, copy.seen_tokens = list(cache.states), cache.seen_tokens
+        assert len(copy) == 2 and copy.get_seq_length() == 3 and copy.layers[0] is not cache.layers[0]
+        forked = model(ids[:, 3:], cache=copy, use_cache=True).last_hidden_state
+        torch.testing.assert_close(cache.tensors(), before, rtol=0, atol=0)
+        assert copy.get_seq_length() == 5 and cache.get_seq_length() == 3
+        original = model(ids[:, 3:], cache=cache, use_cache=True).last_hidden_state
+    torch.testing.assert_close(forked, original, rtol=0, atol=0)
