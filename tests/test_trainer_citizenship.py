@@ -81,6 +81,23 @@ def test_trainer_trains_saves_and_resumes(tester, model_class, tmp_path):
         torch.testing.assert_close(tensor, trained[name], rtol=0, atol=1e-6, msg=name)
 
 
+@pytest.mark.parametrize("tester, model_class", HEADS, ids=[cls.__name__ for _, cls in HEADS])
+def test_trainer_gradient_checkpointing_gives_the_same_training(tester, model_class, tmp_path):
+    """TrainingArguments(gradient_checkpointing=True): the Trainer turns it on, and the run ends with the weights of
+    the run without it."""
+    config = tester.get_config(model_class)
+    dataset = dataset_of(make_model(model_class, config), config, tester.get_examples(config))
+    runs = {}
+    for checkpointing in (False, True):
+        trainer = trainer_for(make_model(model_class, config), config, dataset, tmp_path / str(checkpointing),
+                              save_strategy="no", gradient_checkpointing=checkpointing)
+        trainer.train()
+        assert trainer.model.is_gradient_checkpointing == checkpointing
+        runs[checkpointing] = trainer.model.state_dict()
+    for name, tensor in runs[False].items():
+        torch.testing.assert_close(runs[True][name], tensor, rtol=0, atol=1e-6, msg=name)
+
+
 SEQ2SEQ = [(AttentionSeq2SeqModelTester(("lstm", "luong_general", True, True)), AttentionSeq2SeqForConditionalGeneration),
            (TransformerModelTester("paper"), TransformerForConditionalGeneration)]
 
