@@ -17,7 +17,7 @@ from hf_seqmodels import (
     TransformerConfig,
 )
 from hf_seqmodels.models.cache import RecurrentCache
-from hf_seqmodels.models.cache_names import output_cache
+from hf_seqmodels.models.cache_names import CACHE_NAME, output_cache
 from tests.test_generation_common import GenerationTesterMixin
 from tests.test_modeling_common import (
     BOS,
@@ -526,3 +526,21 @@ def test_dynamic_int8_quantization_of_every_head(cell_type, model_class):
     batch = collate(tester.get_examples(config), PAD)
     with torch.no_grad():
         assert_close_to_float32(main_output(quantized(**batch)), main_output(model(**batch)), INT8_TOLERANCE)
+
+
+@pytest.mark.parametrize("cell_type", CELL_TYPES)
+def test_generate_continues_from_the_cache_it_returned(cell_type):
+    """generate() given the sequences and the cache of an earlier generate() reads only the positions the cache has
+    not seen (it asks the cache's layers for their length) and continues as one longer generate() (left padding)."""
+    tester = RecurrentModelTester(cell_type)
+    config = tester.get_config(RecurrentForCausalLM)
+    model = make_model(RecurrentForCausalLM, config)
+    batch = collate(tester.get_examples(config), PAD, padding_side="left")
+    greedy = {"do_sample": False, "max_new_tokens": 3, "min_new_tokens": 3}
+    whole = model.generate(**batch, **{**greedy, "max_new_tokens": 6, "min_new_tokens": 6})
+    first = model.generate(**batch, **greedy, return_dict_in_generate=True)
+    cache = getattr(first, CACHE_NAME)
+    assert len(cache) == config.num_layers and cache.get_seq_length() == first.sequences.shape[1] - 1
+    mask = torch.cat([batch["attention_mask"], torch.ones(len(first.sequences), 3, dtype=torch.long)], dim=1)
+    second = model.generate(first.sequences, attention_mask=mask, **{CACHE_NAME: cache}, **greedy)
+    torch.testing.assert_close(second, whole, rtol=0, atol=0)
