@@ -50,8 +50,9 @@ class RecurrentConfig(CheckedConfig):
             How sequence classification turns the outputs into one vector: `"last"` (final state of each
             direction), `"mean"` or `"max"` over real tokens, or `"attention"` (learned attention weights).
         use_cache (`bool`, *optional*, defaults to `True`):
-            Return the final recurrent states as `past_key_values` (outside training), so that generation feeds
-            one new token per step instead of the whole prefix.
+            Return the final recurrent states in a `RecurrentCache`, one cache layer per recurrent layer (as `cache`;
+            `past_key_values` before transformers 5.24), outside training, so that generation feeds one new token
+            per step instead of the whole prefix.
         initializer_range (`float`, *optional*, defaults to 0.02):
             Standard deviation of the normal initialisation of embeddings and linear layers. Recurrent weights use
             torch's default `U(-1/sqrt(hidden_size), 1/sqrt(hidden_size))`.
