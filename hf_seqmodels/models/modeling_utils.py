@@ -183,12 +183,19 @@ def lm_loss(
     labels: torch.Tensor,
     shift: bool,
     num_items_in_batch: int | torch.Tensor | None = None,
+    shift_labels: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """The language-model loss of every family: cross-entropy over the positions not labelled -100, a mean over
     them, or a sum divided by ``num_items_in_batch`` (the target tokens of a whole accumulated batch, from Trainer).
     ``shift``: ``labels`` are the inputs themselves, and position ``t`` predicts label ``t + 1`` (causal LMs);
     otherwise they are aligned with the logits already (a decoder reading the target shifted right).
+    ``shift_labels`` (causal LMs): targets already aligned with the logits, which then replace ``labels`` — what
+    sequence- and context-parallel training passes, having shifted the whole sequence before splitting it.
     Labels that are all -100 give a loss of 0 (no token counts), not NaN."""
+    if shift_labels is not None:
+        if not shift:
+            raise ValueError("`shift_labels` is for causal language models; pass `labels` aligned with the logits.")
+        labels, shift = shift_labels, False
     check_lm_labels(labels, logits)
     if num_items_in_batch is None:
         targets = labels[:, 1:] if shift else labels
@@ -259,6 +266,6 @@ class EncoderDecoderMixin:
             self.set_output_embeddings(
                 self._get_resized_lm_head(output, embeddings.num_embeddings, mean_resizing=mean_resizing)
             )
-        self.config.vocab_size = embeddings.num_embeddings
+        self.config.vocab_size = self.vocab_size = embeddings.num_embeddings  # both, as transformers' own
         self.tie_weights()
         return embeddings

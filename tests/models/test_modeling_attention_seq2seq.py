@@ -693,8 +693,6 @@ def test_resize_token_embeddings_updates_config_and_output_layer(model_class, so
     assert model.config.vocab_size == base.decoder.embed_tokens.num_embeddings == 24
 
 
-@pytest.mark.xfail(raises=AttributeError, strict=False,
-                   reason="EncoderDecoderMixin.resize_token_embeddings (modeling_utils.py) does not set model.vocab_size")
 def test_resize_token_embeddings_sets_model_vocab_size():
     """transformers' resize_token_embeddings sets `model.vocab_size` as well as the config's, and its common test reads
     it."""

@@ -1,9 +1,11 @@
-"""The shared model base (hf_seqmodels/models/modeling_utils.py): searches that transformers moved to the Hub."""
+"""The shared model base (hf_seqmodels/models/modeling_utils.py): the language-model loss, searches that transformers
+moved to the Hub."""
 
 import textwrap
 
 import pytest
 import torch
+from torch.nn import functional as F
 
 from hf_seqmodels import RecurrentForCausalLM, TransformerForConditionalGeneration
 from hf_seqmodels.models import modeling_utils
@@ -64,3 +66,24 @@ def test_a_local_custom_generate_runs(tmp_path):
         expected = model.generate(prompt, num_beams=4, max_new_tokens=3, do_sample=False)
         got = model.generate(prompt, custom_generate=str(tmp_path), trust_remote_code=True, **GROUP_BEAMS)
         assert torch.equal(got, expected)
+
+
+def test_lm_loss_with_shift_labels_scores_each_position_against_its_given_target():
+    """``shift_labels`` (targets aligned with the logits, from sequence-parallel training) replace the labels: the
+    loss is the cross-entropy of position t against shift_labels[t], whatever the labels say, as transformers'."""
+    generator = torch.Generator().manual_seed(0)
+    logits = torch.randn(2, 5, 7, generator=generator)
+    labels = torch.randint(0, 7, (2, 5), generator=generator)
+    shift_labels = torch.randint(0, 7, (2, 5), generator=generator)
+    shift_labels[0, -1] = -100
+    kept = shift_labels != -100
+    expected = F.cross_entropy(logits[kept], shift_labels[kept])
+    loss = modeling_utils.lm_loss(logits, labels, shift=True, shift_labels=shift_labels)
+    torch.testing.assert_close(loss, expected)
+    torch.testing.assert_close(modeling_utils.lm_loss(logits, labels.flip(0), shift=True, shift_labels=shift_labels),
+                               expected)
+    shifted = F.pad(labels[:, 1:], (0, 1), value=-100)  # the labels' own shift gives the loss of the labels alone
+    torch.testing.assert_close(modeling_utils.lm_loss(logits, labels, shift=True, shift_labels=shifted),
+                               modeling_utils.lm_loss(logits, labels, shift=True))
+    with pytest.raises(ValueError, match="`shift_labels` is for causal language models"):
+        modeling_utils.lm_loss(logits, labels, shift=False, shift_labels=shift_labels)
