@@ -32,6 +32,7 @@ ENTRIES = {
     "scaling": "benchmarks.scaling",
     "transformer_vs_marian": "benchmarks.transformer_vs_marian",
     "static_cache": "benchmarks.static_cache",
+    "gradient_checkpointing_memory": "benchmarks.gradient_checkpointing_memory",
 }
 
 

@@ -219,6 +219,5 @@ class GenerationTesterMixin:
             with torch.no_grad():
                 new_tokens = model.generate(ids, do_sample=False, **NO_EOS)[0, ids.shape[1] :]
             generator = pipeline("text-generation", model=model, tokenizer=tokenizer)
-            # The new text alone: a word-level tokenizer cannot know that it starts with a space.
-            result = generator(prompt, do_sample=False, return_full_text=False, **NO_EOS)
-            assert result[0]["generated_text"] == tokenizer.decode(new_tokens, skip_special_tokens=True)
+            result = generator(prompt, do_sample=False, **NO_EOS)  # the prompt, then the new words after a space
+            assert result[0]["generated_text"] == prompt + tokenizer.decode(new_tokens, skip_special_tokens=True)

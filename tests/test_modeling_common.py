@@ -41,6 +41,7 @@ from transformers.modeling_outputs import (
 )
 
 import hf_seqmodels  # noqa: F401  (registers the Auto classes)
+from hf_seqmodels.tokenization import word_decoder
 from hf_seqmodels.models.cache_names import CACHE_NAME, output_cache
 
 PAD, BOS, EOS, UNK = 0, 1, 2, 3
@@ -105,6 +106,7 @@ def make_tokenizer(vocab_size: int) -> PreTrainedTokenizerFast:
     vocab = {token: i for i, token in enumerate(SPECIAL_TOKENS + WORDS[: vocab_size - len(SPECIAL_TOKENS)])}
     tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
     tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tokenizer.decoder = word_decoder()
     return PreTrainedTokenizerFast(
         tokenizer_object=tokenizer, pad_token="[PAD]", bos_token="[BOS]", eos_token="[EOS]", unk_token="[UNK]"
     )
