@@ -135,7 +135,8 @@ class RecurrentCache(Cache):
 
     @property
     def seen_tokens(self) -> int:
-        """Number of positions read, padding included: ``get_seq_length()``, settable like ``states``."""
+        """Number of positions read, padding included: ``get_seq_length()``, settable like ``states`` (a replayed
+        CUDA graph counts its step here: it stores into its own cache)."""
         return self.get_seq_length()
 
     @seen_tokens.setter
@@ -150,7 +151,7 @@ class RecurrentCache(Cache):
         in_place = self.static and bool(self.states)
         for layer, state in zip(self.layers, states, strict=True):
             layer.write(state)
-        self.advance(length)
+        self.seen_tokens += length
         if in_place:
             for name, old in self.extras.items():
                 old.copy_(extras[name])
@@ -158,11 +159,6 @@ class RecurrentCache(Cache):
         self.extras = {**self.extras, **extras}
         if self.static:  # tensors of its own, which later steps overwrite
             self.own_copies()
-
-    def advance(self, length: int) -> None:
-        """Count ``length`` more positions read (``store`` does; a replayed CUDA graph stores into its own cache)."""
-        for layer in self.layers:
-            layer.cumulative_length += length
 
     def own_copies(self) -> None:
         """Hold copies of the state and extras, so that writing them in place changes no one else's tensors."""

@@ -119,5 +119,5 @@ class _Graph:
                 self.sources[name] = tensor
         self.input_ids.copy_(input_ids)
         self.graph.replay()
-        cache.advance(input_ids.shape[1])
+        cache.seen_tokens += input_ids.shape[1]
         return self.outputs
