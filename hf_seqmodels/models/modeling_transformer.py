@@ -3,7 +3,8 @@
 One layer class serves every stack: the encoder (self-attention), the decoder of an encoder-decoder (causal
 self-attention, then cross-attention to the encoder outputs) and a decoder-only language model (causal
 self-attention). The heads: `TransformerModel` (encoder-decoder), `TransformerForConditionalGeneration`,
-`TransformerForCausalLM`, `TransformerForSequenceClassification` and `TransformerForTokenClassification`.
+`TransformerForCausalLM`, and over `TransformerEncoderModel` (encoder-only) `TransformerForSequenceClassification`
+and `TransformerForTokenClassification`.
 
 During generation the decoder keeps its keys and values in transformers' `DynamicCache`, or in its `StaticCache`
 (preallocated, for `torch.compile`) with `generate(cache_implementation="static")`; an encoder-decoder wraps them in
@@ -17,8 +18,8 @@ from torch import nn
 from transformers import GenerationMixin
 from transformers import initialization as init
 from transformers.activations import ACT2FN
-from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.cache_utils import Cache, DynamicCache, EncoderDecoderCache, StaticCache
+from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.modeling_outputs import (
     BaseModelOutputWithPastAndCrossAttentions,
     CausalLMOutputWithPast,
@@ -486,8 +487,7 @@ class TransformerModel(EncoderDecoderMixin, TransformerPreTrainedModel):
                 usually None (the causal mask suffices for right-padded targets).
             encoder_outputs: the encoder's output, to skip running it again (generate() does this).
             cache: an ``EncoderDecoderCache`` of two ``DynamicCache``s (or ``StaticCache``s); ``use_cache`` creates
-                one.
-                (``past_key_values``, its name before transformers 5.24, is accepted too.)
+                one. (``past_key_values``, its name before transformers 5.24, is accepted too.)
         """
         output_attentions = self._flag(output_attentions, "output_attentions")
         output_hidden_states = self._flag(output_hidden_states, "output_hidden_states")
