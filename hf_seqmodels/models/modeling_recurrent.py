@@ -217,7 +217,6 @@ class RecurrentForCausalLM(RecurrentGenerationMixin, RecurrentPreTrainedModel, G
         return_dict: bool | None = None,
         logits_to_keep: int = 0,
         num_items_in_batch: int | torch.Tensor | None = None,
-        shift_labels: torch.LongTensor | None = None,
         past_key_values: Cache | None = None,
     ) -> CausalLMOutputWithPast | tuple:
         """
@@ -226,8 +225,6 @@ class RecurrentForCausalLM(RecurrentGenerationMixin, RecurrentPreTrainedModel, G
         logits_to_keep: compute logits for the last `logits_to_keep` positions only (0 = all), as generate() asks.
         num_items_in_batch: the number of target tokens in the whole (gradient-accumulated) batch, which Trainer
             passes so that the loss is a sum divided by it.
-        shift_labels: `(batch, length)` targets already aligned with the logits (position `t` predicts
-            `shift_labels[:, t]`), in place of `labels`: what sequence- and context-parallel training passes.
         The other arguments are those of [`RecurrentModel.forward`].
         """
         return_dict = self._flag(return_dict, "return_dict")
@@ -249,9 +246,7 @@ class RecurrentForCausalLM(RecurrentGenerationMixin, RecurrentPreTrainedModel, G
             hidden = self.projection(hidden)
         logits = self.lm_head(hidden)
 
-        loss = None
-        if labels is not None or shift_labels is not None:
-            loss = lm_loss(logits, labels, shift=True, num_items_in_batch=num_items_in_batch, shift_labels=shift_labels)
+        loss = None if labels is None else lm_loss(logits, labels, shift=True, num_items_in_batch=num_items_in_batch)
         result = CausalLMOutputWithPast(
             loss=loss, logits=logits, hidden_states=outputs.hidden_states, **cache_field(output_cache(outputs))
         )

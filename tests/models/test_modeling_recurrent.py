@@ -544,20 +544,3 @@ def test_generate_continues_from_the_cache_it_returned(cell_type):
     mask = torch.cat([batch["attention_mask"], torch.ones(len(first.sequences), 3, dtype=torch.long)], dim=1)
     second = model.generate(first.sequences, attention_mask=mask, **{CACHE_NAME: cache}, **greedy)
     torch.testing.assert_close(second, whole, rtol=0, atol=0)
-
-
-def test_shift_labels_replace_labels():
-    """`shift_labels` (targets aligned with the logits, as sequence-parallel training passes them) give the loss of
-    the `labels` they are shifted from, and `labels` beside them are not read."""
-    tester = RecurrentModelTester("gru")
-    config = tester.get_config(RecurrentForCausalLM)
-    model = make_model(RecurrentForCausalLM, config)
-    batch = collate(tester.get_examples(config), PAD)
-    labels = batch["input_ids"].masked_fill(batch["attention_mask"] == 0, -100)
-    shifted = torch.cat([labels[:, 1:], torch.full_like(labels[:, :1], -100)], dim=1)
-    with torch.no_grad():
-        expected = model(**batch, labels=labels).loss
-        found = model(**batch, shift_labels=shifted).loss
-        ignored = model(**batch, labels=torch.zeros_like(labels), shift_labels=shifted).loss
-    torch.testing.assert_close(found, expected, rtol=0, atol=1e-6)
-    torch.testing.assert_close(ignored, found, rtol=0, atol=0)
