@@ -330,14 +330,15 @@ class ModelTesterMixin:
             torch.testing.assert_close(got, expected, rtol=0, atol=ATOL)
 
     def test_unknown_arguments_are_refused(self, tester):
-        """No forward takes ``**kwargs``: an argument it does not use is refused by name, never dropped. (transformers
-        5.24 renamed the cache argument, and a forward that swallowed the new name decoded without its state.) What
-        generate() prepares for a step goes through the same door."""
+        """An argument a forward does not use is refused by name, never dropped. (transformers 5.24 renamed the cache
+        argument, and a forward that swallowed the new name decoded without its state.) Only a causal LM takes
+        ``**kwargs``, its loss's (``CausalLMLossKwargs``), as transformers' do. What generate() prepares for a step
+        goes through the same door."""
         for model_class in tester.all_model_classes:
             config, model = self.build(tester, model_class)
-            name = model_class.__name__
-            kinds = {parameter.kind for parameter in inspect.signature(model.forward).parameters.values()}
-            assert inspect.Parameter.VAR_KEYWORD not in kinds, f"{name}.forward takes **kwargs"
+            parameters = inspect.signature(model.forward).parameters.values()
+            if any(parameter.kind == inspect.Parameter.VAR_KEYWORD for parameter in parameters):
+                assert head_of(model_class).shifts_labels, f"{model_class.__name__}.forward takes **kwargs"
             batch = without_labels(collate(tester.get_examples(config), config.pad_token_id))
             with pytest.raises(TypeError, match="not_an_argument"):
                 model(**batch, not_an_argument=1)
@@ -541,6 +542,23 @@ class ModelTesterMixin:
                 logits, labels = logits[:, :-1], labels[:, 1:]
             keep = labels != -100
             torch.testing.assert_close(outputs.loss, F.cross_entropy(logits[keep], labels[keep]), rtol=1e-6, atol=ATOL)
+
+    def test_shift_labels(self, tester):
+        """A causal LM given ``shift_labels`` (targets aligned with the logits) scores position t against
+        ``shift_labels[t]``, whatever ``labels`` say; without labels too."""
+        for model_class in filter(takes_labels, tester.all_model_classes):
+            if not head_of(model_class).shifts_labels:
+                continue
+            config, model = self.build(tester, model_class)
+            batch = collate(tester.get_examples(config), config.pad_token_id)
+            targets = random_labels(model, batch)
+            keep = targets != -100
+            with torch.no_grad():
+                logits = model(**batch).logits
+                expected = F.cross_entropy(logits[keep], targets[keep])
+                for labels in (batch["input_ids"], None):
+                    loss = model(**batch, labels=labels, shift_labels=targets).loss
+                    torch.testing.assert_close(loss, expected, rtol=1e-6, atol=ATOL, msg=model_class.__name__)
 
     def test_loss_decreases(self, tester):
         for model_class in filter(takes_labels, tester.all_model_classes):

@@ -1,6 +1,7 @@
 """The recurrent family — Elman RNN, LSTM, GRU — as transformers models: a base model and three heads."""
 
 from dataclasses import dataclass
+from typing import Unpack
 
 import torch
 from torch import nn
@@ -18,7 +19,14 @@ from .cache_names import cache_argument, cache_field, output_cache
 from .configuration_recurrent import RecurrentConfig
 from .heads import SequencePooler, sequence_classification_loss, token_classification_loss
 from .masks import check_no_empty_rows, padding_or_none, prepare_padding_mask
-from .modeling_utils import SeqModelsPreTrainedModel, check_token_inputs, lm_loss, lm_output_layers
+from .modeling_utils import (
+    CausalLMLossKwargs,
+    SeqModelsPreTrainedModel,
+    check_token_inputs,
+    lm_loss,
+    lm_output_layers,
+    shift_labels_of,
+)
 from .recurrent_layers import RecurrentStack
 from .spelling import SpellingFeatures
 from .step_graphs import GraphedSteps, replays_step
@@ -218,15 +226,18 @@ class RecurrentForCausalLM(RecurrentGenerationMixin, RecurrentPreTrainedModel, G
         logits_to_keep: int = 0,
         num_items_in_batch: int | torch.Tensor | None = None,
         past_key_values: Cache | None = None,
+        **kwargs: Unpack[CausalLMLossKwargs],
     ) -> CausalLMOutputWithPast | tuple:
         """
         labels: `(batch, length)` token ids, usually `input_ids` itself: the shift to next-token targets happens
-            here. -100 marks positions that do not count (for example padding).
+            here. -100 marks positions that do not count (for example padding). `shift_labels` (see
+            `CausalLMLossKwargs`) replace them when given.
         logits_to_keep: compute logits for the last `logits_to_keep` positions only (0 = all), as generate() asks.
         num_items_in_batch: the number of target tokens in the whole (gradient-accumulated) batch, which Trainer
             passes so that the loss is a sum divided by it.
         The other arguments are those of [`RecurrentModel.forward`].
         """
+        shift_labels = shift_labels_of(self, kwargs)
         return_dict = self._flag(return_dict, "return_dict")
         outputs = self.model(
             input_ids=input_ids,
@@ -246,7 +257,7 @@ class RecurrentForCausalLM(RecurrentGenerationMixin, RecurrentPreTrainedModel, G
             hidden = self.projection(hidden)
         logits = self.lm_head(hidden)
 
-        loss = None if labels is None else lm_loss(logits, labels, shift=True, num_items_in_batch=num_items_in_batch)
+        loss = lm_loss(logits, labels, shift=True, num_items_in_batch=num_items_in_batch, shift_labels=shift_labels)
         result = CausalLMOutputWithPast(
             loss=loss, logits=logits, hidden_states=outputs.hidden_states, **cache_field(output_cache(outputs))
         )

@@ -12,6 +12,7 @@ an `EncoderDecoderCache` whose cross-attention part holds the encoder outputs' k
 """
 
 import copy
+from typing import Unpack
 
 import torch
 from torch import nn
@@ -36,7 +37,14 @@ from .configuration_transformer import TransformerConfig
 from .embeddings import TransformerEmbeddings, sinusoidal_positions
 from .heads import SequencePooler, sequence_classification_loss, token_classification_loss
 from .masks import build_attention_mask, check_no_empty_rows, check_tensor, padding_or_none, prepare_padding_mask
-from .modeling_utils import EncoderDecoderMixin, SeqModelsPreTrainedModel, check_token_inputs, lm_loss
+from .modeling_utils import (
+    CausalLMLossKwargs,
+    EncoderDecoderMixin,
+    SeqModelsPreTrainedModel,
+    check_token_inputs,
+    lm_loss,
+    shift_labels_of,
+)
 
 
 class FeedForward(nn.Module):
@@ -665,6 +673,7 @@ class TransformerForCausalLM(TransformerPreTrainedModel, GenerationMixin):
         logits_to_keep: int = 0,
         num_items_in_batch: int | torch.Tensor | None = None,
         past_key_values: Cache | None = None,
+        **kwargs: Unpack[CausalLMLossKwargs],
     ) -> CausalLMOutputWithPast | tuple:
         """
         Args:
@@ -674,11 +683,13 @@ class TransformerForCausalLM(TransformerPreTrainedModel, GenerationMixin):
             cache: a ``DynamicCache`` or ``StaticCache``; ``use_cache`` creates a ``DynamicCache``.
                 (``past_key_values``, its name before transformers 5.24, is accepted too.)
             labels: ``(batch, length)`` token ids, usually ``input_ids`` itself: the shift to next-token targets
-                happens here. -100 marks positions that do not count.
+                happens here. -100 marks positions that do not count. ``shift_labels`` (see
+                ``CausalLMLossKwargs``) replace them when given.
             logits_to_keep: compute logits for the last ``logits_to_keep`` positions only (0 = all).
             num_items_in_batch: the number of target tokens in the whole (gradient-accumulated) batch, which
                 Trainer passes so that the loss is a sum divided by it.
         """
+        shift_labels = shift_labels_of(self, kwargs)
         return_dict = self._flag(return_dict, "return_dict")
         outputs = self.model(
             input_ids=input_ids,
@@ -691,7 +702,7 @@ class TransformerForCausalLM(TransformerPreTrainedModel, GenerationMixin):
         )
         hidden_states = outputs.last_hidden_state
         logits = self.lm_head(hidden_states[:, -logits_to_keep:] if logits_to_keep else hidden_states)
-        loss = None if labels is None else lm_loss(logits, labels, shift=True, num_items_in_batch=num_items_in_batch)
+        loss = lm_loss(logits, labels, shift=True, num_items_in_batch=num_items_in_batch, shift_labels=shift_labels)
         result = CausalLMOutputWithPast(
             loss=loss,
             logits=logits,

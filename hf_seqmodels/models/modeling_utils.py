@@ -3,6 +3,7 @@ base, the one check of a model's token inputs, the language-model output layer a
 decoder inputs and vocabulary resizing. A family's modeling file imports this and layers, never another family."""
 
 import math
+from typing import TypedDict
 
 import torch
 from torch import nn
@@ -178,20 +179,43 @@ def check_lm_labels(labels: torch.Tensor, logits: torch.Tensor) -> None:
         check_input_ids(targets, logits.shape[-1], "labels")
 
 
+class CausalLMLossKwargs(TypedDict, total=False):
+    """What a causal LM's forward takes through ``**kwargs``, as transformers' causal LMs do.
+
+    shift_labels: `(batch, length)` targets already aligned with the logits (position t scored against
+        ``shift_labels[t]``), in place of shifting ``labels``: sequence- and context-parallel training shift the
+        whole sequence before splitting it. Not a named parameter because Trainer takes every forward parameter
+        whose name holds "label" for a column each batch must carry.
+    """
+
+    shift_labels: torch.LongTensor
+
+
+def shift_labels_of(model: nn.Module, kwargs: dict) -> torch.Tensor | None:
+    """``shift_labels`` from the ``**kwargs`` of ``model``'s forward, refusing a name that is not in
+    ``CausalLMLossKwargs`` as Python refuses an unknown argument (an argument is never dropped unread)."""
+    for name in kwargs:
+        if name not in CausalLMLossKwargs.__annotations__:
+            raise TypeError(f"{type(model).__name__}.forward() got an unexpected keyword argument {name!r}")
+    return kwargs.get("shift_labels")
+
+
 def lm_loss(
     logits: torch.Tensor,
-    labels: torch.Tensor,
+    labels: torch.Tensor | None,
     shift: bool,
     num_items_in_batch: int | torch.Tensor | None = None,
     shift_labels: torch.Tensor | None = None,
-) -> torch.Tensor:
+) -> torch.Tensor | None:
     """The language-model loss of every family: cross-entropy over the positions not labelled -100, a mean over
     them, or a sum divided by ``num_items_in_batch`` (the target tokens of a whole accumulated batch, from Trainer).
     ``shift``: ``labels`` are the inputs themselves, and position ``t`` predicts label ``t + 1`` (causal LMs);
     otherwise they are aligned with the logits already (a decoder reading the target shifted right).
     ``shift_labels`` (causal LMs): targets already aligned with the logits, which then replace ``labels`` — what
     sequence- and context-parallel training passes, having shifted the whole sequence before splitting it.
-    Labels that are all -100 give a loss of 0 (no token counts), not NaN."""
+    Labels that are all -100 give a loss of 0 (no token counts), not NaN; no labels at all, no loss (None)."""
+    if labels is None and shift_labels is None:
+        return None
     if shift_labels is not None:
         if not shift:
             raise ValueError("`shift_labels` is for causal language models; pass `labels` aligned with the logits.")
