@@ -55,7 +55,7 @@ def prepare_padding_mask(
     if attention_mask is None:
         return None
     check_tensor(attention_mask, name)
-    widths = (length,) if past_length is None else tuple(dict.fromkeys((length, past_length + length)))
+    widths = (length, past_length + length) if past_length else (length,)  # no hashing: sizes may be symbolic
     if attention_mask.dim() != 2 or attention_mask.shape[0] != batch_size or attention_mask.shape[1] not in widths:
         expected = " or ".join(f"({batch_size}, {width})" for width in widths)
         raise ValueError(

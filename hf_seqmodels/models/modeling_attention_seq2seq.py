@@ -9,6 +9,7 @@ from transformers import GenerationMixin
 from transformers.cache_utils import Cache
 from transformers.modeling_outputs import ModelOutput, Seq2SeqLMOutput, Seq2SeqModelOutput
 from transformers.modeling_utils import slice_logits_to_keep
+from transformers.utils import is_tracing
 
 from .attention import AdditiveAttention, LuongAttention
 from .cache import RecurrentCache, RecurrentGenerationMixin, recurrent_cache
@@ -401,7 +402,7 @@ def check_decoder_mask(mask: torch.Tensor | None, batch: int, cached: int, lengt
             f"{cached + length} columns (generate() widens it at every step)."
         )
     mask = prepare_padding_mask(mask, batch, cached + length, name="decoder_attention_mask")
-    if bool((mask[:, 1:] & ~mask[:, :-1]).any()):
+    if not is_tracing(mask) and bool((mask[:, 1:] & ~mask[:, :-1]).any()):
         raise ValueError(
             "`decoder_attention_mask` has padding before real tokens: pad the decoder inputs on the right."
         )

@@ -17,9 +17,14 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from transformers.modeling_layers import GradientCheckpointingLayer
+from transformers.utils import is_tracing
 
 _CELLS = {"rnn": nn.RNN, "lstm": nn.LSTM, "gru": nn.GRU}
 _STEP_CELLS = {"GRU": torch.gru_cell, "RNN_TANH": torch.rnn_tanh_cell, "RNN_RELU": torch.rnn_relu_cell}
+_SEQUENCE_KERNELS = {"GRU": torch.gru, "RNN_TANH": torch.rnn_tanh, "RNN_RELU": torch.rnn_relu}
+# A gate pre-activation this far from 0 saturates the sigmoid to exactly 0 or 1 (in float16 too, whose largest value
+# is 65504), whatever the rest of the pre-activation adds.
+_SATURATING = 1e4
 
 State = tuple[torch.Tensor, ...]  # (h,) or (h, c), each (num_directions, batch, hidden_size)
 
@@ -33,6 +38,13 @@ def compaction_index(mask: torch.Tensor) -> torch.Tensor:
     positions = torch.arange(length, device=mask.device)
     # Real tokens sort by position; padding sorts after every real token.
     return torch.argsort(torch.where(mask, positions, positions + length), dim=1)
+
+
+def _last_real(outputs: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """``outputs`` ``(batch, length, size)`` at each row's last real position (the first for an empty row):
+    ``(batch, 1, size)``."""
+    last = (lengths - 1).clamp(min=0).view(-1, 1, 1).expand(-1, 1, outputs.shape[-1])
+    return outputs.gather(1, last)
 
 
 class RecurrentLayer(GradientCheckpointingLayer):
@@ -85,25 +97,81 @@ class RecurrentLayer(GradientCheckpointingLayer):
             return outputs, (new if self.is_lstm else (new,)) if need_state else None
 
         lengths = mask.sum(dim=1)
-        if self._padding_is_harmless(mask, lengths, need_state):
+        tracing = is_tracing(inputs)
+        if not tracing and self._padding_is_harmless(mask, lengths, need_state):
             outputs, _ = self.rnn(inputs, hx)
             new = None
             if need_state:  # h after the last real token
-                last = (lengths - 1).clamp(min=0).view(-1, 1, 1).expand(-1, 1, outputs.shape[-1])
-                new = self._keep_state_of_empty_rows(lengths, state, (outputs.gather(1, last).transpose(0, 1),))
+                new = self._keep_state_of_empty_rows(lengths, state, (_last_real(outputs, lengths).transpose(0, 1),))
             return outputs * mask.unsqueeze(-1), new
 
         order = compaction_index(mask)
         compact = inputs.gather(1, order.unsqueeze(-1).expand_as(inputs))
-        packed = pack_padded_sequence(compact, lengths.clamp(min=1).cpu(), batch_first=True, enforce_sorted=False)
-        packed_out, new = self.rnn(packed, hx)
-        compact_out, _ = pad_packed_sequence(packed_out, batch_first=True, total_length=inputs.shape[1])
+        run_compact = self._run_unpacked if tracing else self._run_packed
+        compact_out, new = run_compact(compact, lengths, hx)
         compact_out = compact_out * mask.gather(1, order).unsqueeze(-1)
         outputs = torch.empty_like(compact_out).scatter_(1, order.unsqueeze(-1).expand_as(compact_out), compact_out)
         if not need_state:
             return outputs, None
         # A row with no real token ran one padding step (packing needs length >= 1): give it back its old state.
-        return outputs, self._keep_state_of_empty_rows(lengths, state, new if self.is_lstm else (new,))
+        return outputs, self._keep_state_of_empty_rows(lengths, state, new)
+
+    def _run_packed(
+        self, compact: torch.Tensor, lengths: torch.Tensor, hx: torch.Tensor | State | None
+    ) -> tuple[torch.Tensor, State]:
+        """The layer over ``compact`` (each row's real tokens first) as a packed sequence: eager mode (packing reads
+        the lengths on the CPU). Returns the outputs (anything at padding) and the state after each row's last token."""
+        packed = pack_padded_sequence(compact, lengths.clamp(min=1).cpu(), batch_first=True, enforce_sorted=False)
+        packed_out, new = self.rnn(packed, hx)
+        compact_out, _ = pad_packed_sequence(packed_out, batch_first=True, total_length=compact.shape[1])
+        return compact_out, new if self.is_lstm else (new,)
+
+    def _run_unpacked(
+        self, compact: torch.Tensor, lengths: torch.Tensor, hx: torch.Tensor | State | None
+    ) -> tuple[torch.Tensor, State]:
+        """``_run_packed`` without reading a value, for ``torch.export`` and ``torch.compile``: each direction runs
+        over the padded batch, the backward one over each row reversed within its length, so that in both the real
+        tokens come first and the padding after them cannot reach them. ``h`` is the output at each row's last real
+        token; the LSTM's ``c`` comes out of the kernel unchanged by the padding steps (see ``_direction``)."""
+        batch, length = compact.shape[:2]
+        positions = torch.arange(length, device=compact.device)
+        real = positions < lengths.unsqueeze(1)
+        # Row i reversed within its first lengths[i] positions (its own inverse): a gather index.
+        reverse = torch.where(real, lengths.unsqueeze(1) - 1 - positions, positions).unsqueeze(-1)
+        hx = None if hx is None else (hx if self.is_lstm else (hx,))
+        outputs, finals = [], []
+        for direction in range(2 if self.rnn.bidirectional else 1):
+            x = compact if direction == 0 else compact.gather(1, reverse.expand_as(compact))
+            start = None if hx is None else tuple(t[direction : direction + 1] for t in hx)
+            out, c = self._direction(x, real, direction, start)
+            finals.append((_last_real(out, lengths).transpose(0, 1), *(() if c is None else (c,))))
+            outputs.append(out if direction == 0 else out.gather(1, reverse.expand_as(out)))
+        return torch.cat(outputs, dim=-1), tuple(torch.cat(parts, dim=0) for parts in zip(*finals))
+
+    def _direction(
+        self, x: torch.Tensor, real: torch.Tensor, direction: int, start: State | None
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """One direction of the layer (its own weights) over ``x``, whose padding comes after each row's real tokens;
+        returns its outputs and, for the LSTM, the cell state after each row's last real token.
+
+        For that cell state, the padding steps leave it as it was: an extra input, 1 at padding, closes the input
+        gate and opens the forget gate with a weight that saturates their sigmoids to exactly 0 and 1
+        (``c = 1 * c + 0 * g``) and has no effect at real tokens (0 times the weight)."""
+        rnn = self.rnn
+        suffix = "_reverse" if direction else ""
+        weights = [getattr(rnn, f"{name}_l0{suffix}") for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
+        if start is None:
+            zeros = x.new_zeros(1, x.shape[0], rnn.hidden_size)
+            start = (zeros, zeros) if self.is_lstm else (zeros,)
+        args = (True, 1, 0.0, self.training, False, True)  # biases, one layer, no dropout, train, one way, batch first
+        if not self.is_lstm:
+            out, _ = _SEQUENCE_KERNELS[rnn.mode](x, start[0], weights, *args)
+            return out, None
+        gates = torch.tensor([-_SATURATING, _SATURATING, 0.0, 0.0], dtype=x.dtype, device=x.device)
+        weights[0] = torch.cat([weights[0], gates.repeat_interleave(rnn.hidden_size).unsqueeze(1)], dim=1)
+        x = torch.cat([x, (~real).unsqueeze(-1).to(x.dtype)], dim=-1)
+        out, _, c = torch.lstm(x, start, weights, *args)
+        return out, c
 
     def _step(self, inputs: torch.Tensor, state: State, mask: torch.Tensor | None) -> tuple[torch.Tensor, State]:
         """One position of a left-to-right layer (a decoding step) through torch's cell function: on a GPU the

@@ -80,6 +80,17 @@ def reference_layer(layer: RecurrentLayer, cell_type, nonlinearity, inputs, stat
     return torch.cat(outputs, dim=-1), tuple(torch.stack(parts) for parts in zip(*finals))
 
 
+@pytest.fixture(params=["eager", "traced"])
+def path(request, monkeypatch):
+    """Which of the layer's paths runs: the eager one (packing), or the one ``torch.export`` and ``torch.compile``
+    trace (no value read), taken here in eager mode by making the layer believe it is being traced."""
+    if request.param == "traced":
+        from hf_seqmodels.models import recurrent_layers
+
+        monkeypatch.setattr(recurrent_layers, "is_tracing", lambda tensor: True)
+    return request.param
+
+
 def state_parts(cell_type: str) -> int:
     return 2 if cell_type == "lstm" else 1  # (h, c) or (h,)
 
@@ -93,7 +104,7 @@ def zero_state(cell_type, directions):
 @pytest.mark.parametrize("padding", list(MASKS))
 @pytest.mark.parametrize("bidirectional", [False, True], ids=["uni", "bi"])
 @pytest.mark.parametrize("cell_type,nonlinearity", CELLS, ids=["rnn-tanh", "rnn-relu", "lstm", "gru"])
-def test_stack_equals_equations(cell_type, nonlinearity, bidirectional, padding, with_state, need_states):
+def test_stack_equals_equations(cell_type, nonlinearity, bidirectional, padding, with_state, need_states, path):
     torch.manual_seed(0)
     directions = 2 if bidirectional else 1
     stack = RecurrentStack(cell_type, INPUT_SIZE, HIDDEN_SIZE, num_layers=2, bidirectional=bidirectional,
@@ -124,7 +135,7 @@ def test_stack_equals_equations(cell_type, nonlinearity, bidirectional, padding,
 
 @pytest.mark.parametrize("bidirectional", [False, True], ids=["uni", "bi"])
 @pytest.mark.parametrize("cell_type,nonlinearity", CELLS, ids=["rnn-tanh", "rnn-relu", "lstm", "gru"])
-def test_row_without_tokens_keeps_its_state(cell_type, nonlinearity, bidirectional):
+def test_row_without_tokens_keeps_its_state(cell_type, nonlinearity, bidirectional, path):
     """A decoding step where a row is padding (e.g. its prompt is shorter) leaves that row's state untouched."""
     torch.manual_seed(0)
     directions = 2 if bidirectional else 1
