@@ -56,7 +56,10 @@ def prepare_padding_mask(
         return None
     check_tensor(attention_mask, name)
     widths = (length, past_length + length) if past_length else (length,)  # no hashing: sizes may be symbolic
-    if attention_mask.dim() != 2 or attention_mask.shape[0] != batch_size or attention_mask.shape[1] not in widths:
+    # Each width compared with `!=`, not `in`: under torch.compile a static cache's length is symbolic, and `in`
+    # asks for a proof of equality that it cannot give.
+    if (attention_mask.dim() != 2 or attention_mask.shape[0] != batch_size
+            or all(attention_mask.shape[1] != width for width in widths)):
         expected = " or ".join(f"({batch_size}, {width})" for width in widths)
         raise ValueError(
             f"`{name}` has shape {tuple(attention_mask.shape)}, expected {expected}: one entry per position, "

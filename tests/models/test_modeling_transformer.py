@@ -5,7 +5,15 @@ import pytest
 import torch
 from torch import nn
 from torch.nn import functional as F
-from transformers import AutoModel, GPT2Config, GPT2LMHeadModel, MarianConfig, MarianMTModel, PreTrainedModel
+from transformers import (
+    AutoModel,
+    CompileConfig,
+    GPT2Config,
+    GPT2LMHeadModel,
+    MarianConfig,
+    MarianMTModel,
+    PreTrainedModel,
+)
 from transformers.cache_utils import Cache, DynamicCache, EncoderDecoderCache, StaticCache
 
 from hf_seqmodels import (
@@ -711,6 +719,23 @@ def test_static_cache_generates_what_the_dynamic_cache_does(head, num_beams):
     assert isinstance(output_cache(dynamic), (DynamicCache, EncoderDecoderCache))
     torch.testing.assert_close(static.sequences, dynamic.sequences, rtol=0, atol=0)
     torch.testing.assert_close(torch.stack(static.scores), torch.stack(dynamic.scores), rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("head", [TransformerForConditionalGeneration, TransformerForCausalLM])
+def test_static_cache_generation_compiles_each_step_as_one_graph(head):
+    """With a static cache generate() compiles the forward of its decoding steps (on every device, here): with
+    fullgraph=True, so that any graph break raises; the tokens are the dynamic cache's."""
+    model = head_model(head)
+    inputs = {k: v for k, v in HEAD_INPUTS[head].items() if k != "decoder_input_ids"}
+    compile_config = CompileConfig(backend="eager", fullgraph=True)
+    compile_config._compile_all_devices = True
+    settings = dict(max_new_tokens=4, min_new_tokens=4, do_sample=False)
+    torch._dynamo.reset()
+    with torch.no_grad():
+        expected = model.generate(**inputs, **settings)
+        got = model.generate(**inputs, **settings, cache_implementation="static", compile_config=compile_config)
+    assert model._compiled_call is not None  # generate compiled the forward
+    torch.testing.assert_close(got, expected, rtol=0, atol=0)
 
 
 def test_static_cache_too_small_is_a_clear_error():
