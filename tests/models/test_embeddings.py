@@ -51,3 +51,20 @@ def test_learned_positions_train_and_sinusoidal_are_fixed():
     fixed = TransformerEmbeddings(10, 8, 16, "sinusoidal", True, dropout=0.0)
     assert "position_table" not in fixed.state_dict()  # recomputed, not saved
     assert not any("position" in name for name, _ in fixed.named_parameters())
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float64])
+def test_sinusoidal_table_is_built_in_the_dtype_being_built_in(dtype):
+    """from_pretrained(dtype=...) builds a model under that default dtype: the table follows it (a float32 table
+    added to bf16 embeddings made the sum float32, which the bf16 layers then refused)."""
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        embeddings = TransformerEmbeddings(10, 8, 6, "sinusoidal", True, 0.0)
+    finally:
+        torch.set_default_dtype(previous)
+    assert embeddings.position_table.dtype == dtype
+    expected = sinusoidal_positions(6, 8).double()
+    tolerance = {torch.bfloat16: 1e-2, torch.float16: 1e-3, torch.float64: 1e-7}[dtype]
+    torch.testing.assert_close(embeddings.position_table.double(), expected, rtol=0, atol=tolerance)
+    assert embeddings(torch.tensor([[1, 2, 3]])).dtype == dtype
