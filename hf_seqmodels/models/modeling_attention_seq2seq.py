@@ -173,6 +173,9 @@ class AttentionSeq2SeqDecoder(GraphedSteps):
             self.attention = LuongAttention(score, config.hidden_size, memory_size, attention_size)
             self.combine = nn.Linear(memory_size + config.hidden_size, config.hidden_size, bias=False)  # W_c
 
+    def get_input_embeddings(self) -> nn.Embedding:
+        return self.embed_tokens
+
     def initial_state(self, final_state: torch.Tensor) -> list[State]:
         """The bridge: encoder final state `(batch, parts, memory_size)` -> every decoder layer's initial state,
         `(h,)` or `(h, c)` each of shape `(1, batch, hidden_size)`."""
@@ -274,7 +277,14 @@ class AttentionSeq2SeqDecoder(GraphedSteps):
 
 
 class AttentionSeq2SeqModel(EncoderDecoderMixin, AttentionSeq2SeqPreTrainedModel):
-    """The encoder and the attention decoder; returns the decoder's output vectors (before the output layer)."""
+    """The encoder and the attention decoder; returns the decoder's output vectors (before the output layer).
+
+    Its forward and that of [`AttentionSeq2SeqForConditionalGeneration`] export with `torch.export` (non-strict,
+    `use_cache=False`; fixed lengths, as the recurrent kernels and the decoding loop unroll over the positions) and
+    compile as one graph with `torch.compile(fullgraph=True)` under
+    `torch._dynamo.config.patch(allow_rnn=True)`, the flag Dynamo needs to hold a recurrent module (hence no
+    `_can_compile_fullgraph`: `generate()` must not compile forward without it).
+    """
 
     def __init__(self, config: AttentionSeq2SeqConfig):
         super().__init__(config)

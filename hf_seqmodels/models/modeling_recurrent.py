@@ -63,7 +63,15 @@ class RecurrentPreTrainedModel(SeqModelsPreTrainedModel):
 
 
 class RecurrentModel(GraphedSteps, RecurrentPreTrainedModel):
-    """Token embeddings followed by `num_layers` stacked recurrent layers."""
+    """Token embeddings followed by `num_layers` stacked recurrent layers.
+
+    Every head's forward exports (`torch.export.export(model, (), kwargs=..., strict=False)`, `use_cache=False`; the
+    batch dimension may be dynamic, the length not: torch's export unrolls the recurrent kernels over the positions)
+    and compiles as one graph, but Dynamo holds an `nn.LSTM`/`GRU`/`RNN` module only under its experimental flag:
+    `with torch._dynamo.config.patch(allow_rnn=True): torch.compile(model, fullgraph=True)(...)`. Without it the
+    model is not `_can_compile_fullgraph`, so that `generate()` never compiles forward by itself. While a graph is
+    traced the checks that read values step aside and padding is handled without packing (see `recurrent_layers`).
+    """
 
     def __init__(self, config: RecurrentConfig):
         super().__init__(config)

@@ -699,3 +699,60 @@ def test_resize_token_embeddings_sets_model_vocab_size():
     model = AttentionSeq2SeqForConditionalGeneration(tiny_config())
     model.resize_token_embeddings(17)
     assert model.vocab_size == 17
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# torch.export and torch.compile
+
+
+def traceable_batch(padded: bool = True) -> dict:
+    """The padded batch (sources padded on either side, a target padded on the right) or one without padding."""
+    source, mask, targets = padded_batch()
+    decoder_mask = torch.tensor([[1, 1, 1, 1], [1, 1, 1, 0], [1, 1, 1, 1]])
+    if not padded:
+        source, mask, decoder_mask = source.clamp(min=BOS), torch.ones_like(mask), torch.ones_like(decoder_mask)
+    return {"input_ids": source, "attention_mask": mask, "decoder_input_ids": targets,
+            "decoder_attention_mask": decoder_mask, "use_cache": False}  # a cache object is no graph output
+
+
+@MODEL_CLASSES
+@pytest.mark.parametrize("variant,padded", [(variant, True) for variant in VARIANTS] + [(VARIANTS[1], False)],
+                         ids=[*VARIANT_IDS, f"{VARIANT_IDS[1]}-unpadded"])
+def test_exported_program_gives_the_eager_outputs(model_class, variant, padded):
+    """torch.export of the forward, every cell and attention type: the value checks step aside and the encoder runs
+    without packing while tracing, and the exported program computes what the eager model (which packs) does."""
+    model = spread(model_class(tiny_config(*variant)))
+    batch = traceable_batch(padded)
+    program = torch.export.export(model, (), kwargs=batch, strict=False)
+    with torch.no_grad():
+        expected, got = model(**batch), program.module()(**batch)
+    torch.testing.assert_close(main_output(got), main_output(expected), rtol=0, atol=1e-5)
+    torch.testing.assert_close(got.encoder_last_hidden_state, expected.encoder_last_hidden_state, rtol=0, atol=1e-5)
+
+
+@EACH_VARIANT
+def test_compiled_forward_is_one_graph_with_the_eager_outputs(variant):
+    """torch.compile(fullgraph=True) under Dynamo's allow_rnn flag (see AttentionSeq2SeqModel)."""
+    model = spread(AttentionSeq2SeqForConditionalGeneration(tiny_config(*variant)))
+    assert not model._can_compile_fullgraph  # generate() must not compile forward without the flag
+    batch = traceable_batch()
+    torch._dynamo.reset()
+    compiled = torch.compile(model, fullgraph=True, backend="eager")  # fullgraph: any graph break raises
+    with torch.no_grad(), torch._dynamo.config.patch(allow_rnn=True):
+        expected, got = model(**batch).logits, compiled(**batch).logits
+    torch.testing.assert_close(got, expected, rtol=0, atol=1e-5)
+
+
+def test_value_checks_still_run_in_eager_mode():
+    """The checks that step aside while tracing (ids in range, 0/1 masks, empty rows, right-padded targets)."""
+    model = spread(AttentionSeq2SeqForConditionalGeneration(tiny_config()))
+    batch = traceable_batch()
+    bad = {
+        "vocabulary": {"input_ids": batch["input_ids"].clamp(max=13) + 1},
+        "must hold 1 for a token and 0 for padding": {"attention_mask": batch["attention_mask"] * 2},
+        "all padding": {"attention_mask": batch["attention_mask"].index_fill(0, torch.tensor([2]), 0)},
+        "pad the decoder inputs on the right": {"decoder_attention_mask": batch["decoder_attention_mask"].flip(1)},
+    }
+    for match, change in bad.items():
+        with pytest.raises(ValueError, match=match):
+            model(**{**batch, **change})

@@ -544,3 +544,75 @@ def test_generate_continues_from_the_cache_it_returned(cell_type):
     mask = torch.cat([batch["attention_mask"], torch.ones(len(first.sequences), 3, dtype=torch.long)], dim=1)
     second = model.generate(first.sequences, attention_mask=mask, **{CACHE_NAME: cache}, **greedy)
     torch.testing.assert_close(second, whole, rtol=0, atol=0)
+
+
+# --- torch.export and torch.compile -----------------------------------------------------------------------------
+
+
+def traceable_batch(model_class, config, padded: bool) -> dict:
+    """A batch with right padding and (its last row) padding on both sides; with ``padded=False``, none."""
+    batch = collate(RecurrentModelTester(config.cell_type).get_examples(config), PAD)
+    batch = {name: torch.cat([t[:-1], t[-1:].roll(3, dims=1)]) for name, t in batch.items()}  # row 3: 3 of 7
+    if not padded:
+        batch = {"input_ids": batch["input_ids"], "attention_mask": torch.ones_like(batch["attention_mask"])}
+    if model_class in (RecurrentModel, RecurrentForCausalLM):
+        batch["use_cache"] = False  # a cache object is no graph output
+    return batch
+
+
+@pytest.mark.parametrize("model_class", RecurrentModelTester.all_model_classes, ids=lambda cls: cls.__name__)
+@pytest.mark.parametrize("cell_type,padded", [(cell, True) for cell in CELL_TYPES] + [("lstm", False)],
+                         ids=[*CELL_TYPES, "lstm-unpadded"])
+def test_exported_program_gives_the_eager_outputs(cell_type, padded, model_class):
+    """torch.export of each head's forward: the value checks step aside and the layers run without packing while
+    tracing, and the exported program computes what the eager model (which packs) does, final states included."""
+    config = RecurrentModelTester(cell_type).get_config(model_class)
+    model = make_model(model_class, config)
+    batch = traceable_batch(model_class, config, padded)
+    program = torch.export.export(model, (), kwargs=batch, strict=False)
+    with torch.no_grad():
+        expected, got = model(**batch), program.module()(**batch)
+    torch.testing.assert_close(main_output(got), main_output(expected), rtol=0, atol=1e-5)
+    if model_class is RecurrentModel:
+        torch.testing.assert_close(got.final_state, expected.final_state, rtol=0, atol=1e-5)
+
+
+def test_exported_program_takes_any_batch_size():
+    """torch.export with a dynamic batch dimension: one program for every batch size (the length stays fixed:
+    torch's export decomposes the recurrent kernels into one step per position)."""
+    config = RecurrentModelTester("lstm").get_config(RecurrentForTokenClassification)
+    model = make_model(RecurrentForTokenClassification, config)
+    batch = traceable_batch(RecurrentForTokenClassification, config, padded=True)
+    rows = torch.export.Dim("rows", min=1, max=64)
+    program = torch.export.export(model, (), kwargs=batch, strict=False,
+                                  dynamic_shapes={name: {0: rows} for name in batch})
+    for size in (1, 3, 6):
+        smaller = {name: t.repeat(2, 1)[:size] for name, t in batch.items()}
+        with torch.no_grad():
+            torch.testing.assert_close(program.module()(**smaller).logits, model(**smaller).logits, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("model_class", RecurrentModelTester.all_model_classes, ids=lambda cls: cls.__name__)
+@pytest.mark.parametrize("cell_type", CELL_TYPES)
+def test_compiled_forward_is_one_graph_with_the_eager_outputs(cell_type, model_class):
+    """torch.compile(fullgraph=True) under Dynamo's allow_rnn flag, without which it refuses to hold an
+    nn.LSTM/GRU/RNN module at all (see RecurrentModel)."""
+    config = RecurrentModelTester(cell_type).get_config(model_class)
+    model = make_model(model_class, config)
+    assert not model._can_compile_fullgraph  # generate() must not compile forward without the flag
+    batch = traceable_batch(model_class, config, padded=True)
+    torch._dynamo.reset()
+    compiled = torch.compile(model, fullgraph=True, backend="eager")  # fullgraph: any graph break raises
+    with torch.no_grad(), torch._dynamo.config.patch(allow_rnn=True):
+        expected, got = main_output(model(**batch)), main_output(compiled(**batch))
+    torch.testing.assert_close(got, expected, rtol=0, atol=1e-5)
+
+
+def test_value_checks_still_run_in_eager_mode():
+    model = make_model(RecurrentForCausalLM, RecurrentModelTester("lstm").get_config(RecurrentForCausalLM))
+    with pytest.raises(ValueError, match="vocabulary"):
+        model(input_ids=torch.tensor([[4, VOCAB_SIZE]]))
+    with pytest.raises(ValueError, match="must hold 1 for a token and 0 for padding"):
+        model(input_ids=torch.tensor([[4, 5]]), attention_mask=torch.tensor([[1, 2]]))
+    with pytest.raises(ValueError, match="all padding"):
+        model(input_ids=torch.tensor([[4, 5], [4, 5]]), attention_mask=torch.tensor([[1, 1], [0, 0]]))
