@@ -320,13 +320,18 @@ class ModelTesterMixin:
                     torch.testing.assert_close(states[-1], outputs.last_hidden_state, rtol=0, atol=0)
 
     def test_inputs_embeds(self, tester):
+        """The ids' embeddings as ``inputs_embeds`` (and, in an encoder-decoder, the decoder's own embeddings of its
+        ids as ``decoder_inputs_embeds``) give what the ids give."""
         for model_class in tester.all_model_classes:
             config, model = self.build(tester, model_class)
-            batch = collate(tester.get_examples(config), config.pad_token_id)
+            batch = without_labels(collate(tester.get_examples(config), config.pad_token_id))
+            embedded = {"input_ids": None, "inputs_embeds": model.get_input_embeddings()(batch["input_ids"])}
+            if "decoder_input_ids" in batch:
+                embedded |= {"decoder_input_ids": None, "decoder_inputs_embeds":
+                             model.get_decoder().get_input_embeddings()(batch["decoder_input_ids"])}
             with torch.no_grad():
                 expected = main_output(model(**batch))
-                embeds = model.get_input_embeddings()(batch["input_ids"])
-                got = main_output(model(**{**without_labels(batch), "input_ids": None, "inputs_embeds": embeds}))
+                got = main_output(model(**{**batch, **embedded}))
             torch.testing.assert_close(got, expected, rtol=0, atol=ATOL)
 
     def test_unknown_arguments_are_refused(self, tester):

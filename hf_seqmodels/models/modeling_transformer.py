@@ -184,6 +184,10 @@ class TransformerStackMixin:
         pre_norm = config.norm_position == "pre"
         self.final_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if pre_norm else None
 
+    def get_input_embeddings(self) -> nn.Embedding:
+        """The token embeddings this stack reads (an encoder-decoder's decoder has its own unless they are shared)."""
+        return self.embeddings.embed_tokens
+
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,

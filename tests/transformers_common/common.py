@@ -20,6 +20,11 @@ for _models in _AUTO_CLASSES.values():
     for _auto_class, _model_class in _models.items():
         _auto_class._model_mapping._model_mapping.setdefault(_model_class.config_class.model_type, _model_class.__name__)
 
+# transformers' test embeds the decoder's ids with get_input_embeddings() too, the encoder's matrix: an encoder-decoder
+# of ours has a decoder matrix of its own (unless shared). tests/test_modeling_common.py's test_inputs_embeds embeds
+# each side's ids with its own.
+INPUTS_EMBEDS_SKIP = "embeds the decoder's ids with the encoder's matrix; ours has its own (our test_inputs_embeds)"
+
 
 def _set_own_norm_eps_for_less_flaky_test(config):
     """transformers' helper sets every norm-epsilon name any model uses (``batch_norm_eps``, ``rms_norm_eps``, ...)
