@@ -279,7 +279,7 @@ class AttentionSeq2SeqDecoder(GraphedSteps):
 class AttentionSeq2SeqModel(EncoderDecoderMixin, AttentionSeq2SeqPreTrainedModel):
     """The encoder and the attention decoder; returns the decoder's output vectors (before the output layer).
 
-    Its forward and that of [`AttentionSeq2SeqForConditionalGeneration`] export with `torch.export` (non-strict,
+    Its forward and that of [`AttentionSeq2SeqForConditionalGeneration`] export with `torch.export` (strict or not,
     `use_cache=False`; fixed lengths, as the recurrent kernels and the decoding loop unroll over the positions) and
     compile as one graph with `torch.compile(fullgraph=True)` under
     `torch._dynamo.config.patch(allow_rnn=True)`, the flag Dynamo needs to hold a recurrent module (hence no

@@ -65,7 +65,7 @@ class RecurrentPreTrainedModel(SeqModelsPreTrainedModel):
 class RecurrentModel(GraphedSteps, RecurrentPreTrainedModel):
     """Token embeddings followed by `num_layers` stacked recurrent layers.
 
-    Every head's forward exports (`torch.export.export(model, (), kwargs=..., strict=False)`, `use_cache=False`; the
+    Every head's forward exports (`torch.export.export(model, (), kwargs=...)`, strict or not, `use_cache=False`; the
     batch dimension may be dynamic, the length not: torch's export unrolls the recurrent kernels over the positions)
     and compiles as one graph, but Dynamo holds an `nn.LSTM`/`GRU`/`RNN` module only under its experimental flag:
     `with torch._dynamo.config.patch(allow_rnn=True): torch.compile(model, fullgraph=True)(...)`. Without it the

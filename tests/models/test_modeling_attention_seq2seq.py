@@ -730,6 +730,15 @@ def test_exported_program_gives_the_eager_outputs(model_class, variant, padded):
     torch.testing.assert_close(got.encoder_last_hidden_state, expected.encoder_last_hidden_state, rtol=0, atol=1e-5)
 
 
+def test_strict_export_gives_the_eager_outputs():
+    """torch.export in strict mode (Dynamo traces the Python code): LSTM encoder and Bahdanau decoder, padded."""
+    model = spread(AttentionSeq2SeqForConditionalGeneration(tiny_config("lstm", "bahdanau")))
+    batch = traceable_batch()
+    program = torch.export.export(model, (), kwargs=batch, strict=True)
+    with torch.no_grad():
+        torch.testing.assert_close(program.module()(**batch).logits, model(**batch).logits, rtol=0, atol=1e-5)
+
+
 @EACH_VARIANT
 def test_compiled_forward_is_one_graph_with_the_eager_outputs(variant):
     """torch.compile(fullgraph=True) under Dynamo's allow_rnn flag (see AttentionSeq2SeqModel)."""

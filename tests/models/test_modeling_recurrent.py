@@ -577,6 +577,18 @@ def test_exported_program_gives_the_eager_outputs(cell_type, padded, model_class
         torch.testing.assert_close(got.final_state, expected.final_state, rtol=0, atol=1e-5)
 
 
+def test_strict_export_gives_the_eager_outputs():
+    """torch.export in strict mode (Dynamo traces the Python code) of a bidirectional LSTM on a padded batch."""
+    config = RecurrentModelTester("lstm").get_config(RecurrentModel)
+    model = make_model(RecurrentModel, config)
+    batch = traceable_batch(RecurrentModel, config, padded=True)
+    program = torch.export.export(model, (), kwargs=batch, strict=True)
+    with torch.no_grad():
+        expected, got = model(**batch), program.module()(**batch)
+    torch.testing.assert_close((got.last_hidden_state, got.final_state),
+                               (expected.last_hidden_state, expected.final_state), rtol=0, atol=1e-5)
+
+
 def test_exported_program_takes_any_batch_size():
     """torch.export with a dynamic batch dimension: one program for every batch size (the length stays fixed:
     torch's export decomposes the recurrent kernels into one step per position)."""
