@@ -32,7 +32,6 @@ ENTRIES = {
     "scaling": "benchmarks.scaling",
     "transformer_vs_marian": "benchmarks.transformer_vs_marian",
     "static_cache": "benchmarks.static_cache",
-    "gradient_checkpointing_memory": "benchmarks.gradient_checkpointing_memory",
 }
 
 
