@@ -4,6 +4,7 @@ and Transformer families."""
 import torch
 from torch import nn
 from torch.nn import functional as F
+from transformers.utils import is_tracing
 
 from .masks import check_tensor
 from .modeling_utils import cross_entropy
@@ -100,6 +101,8 @@ def _check_class_ids(labels: torch.Tensor, num_labels: int, ignored: str) -> Non
             f"`labels` have dtype {labels.dtype} but must hold integer class ids (-100 for {ignored} to ignore): "
             "convert them with `labels.long()` (a float label would be truncated)."
         )
+    if is_tracing(labels):  # the values are not known while torch.export / torch.compile trace
+        return
     class_ids = labels[labels != -100]
     if not class_ids.numel():
         return

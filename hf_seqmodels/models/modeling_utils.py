@@ -14,6 +14,7 @@ from transformers.generation.utils import GENERATION_MODES_MAPPING
 from transformers.utils.hub import is_offline_mode
 from transformers.loss.loss_utils import ForCausalLMLoss, ForMaskedLMLoss
 from transformers.models.bart.modeling_bart import shift_tokens_right
+from transformers.utils import is_tracing
 
 from .masks import check_input_ids, check_tensor
 
@@ -174,8 +175,7 @@ def check_lm_labels(labels: torch.Tensor, logits: torch.Tensor) -> None:
             f"`labels` has shape {tuple(labels.shape)}, expected {tuple(logits.shape[:2])}: one target token id per "
             "position, -100 where the loss should not count."
         )
-    targets = labels[labels != -100]
-    if targets.numel():
+    if not is_tracing(labels) and (targets := labels[labels != -100]).numel():
         check_input_ids(targets, logits.shape[-1], "labels")
 
 
@@ -268,7 +268,7 @@ class EncoderDecoderMixin:
         if labels is None:
             return decoder_input_ids
         check_tensor(labels, "labels")
-        if (targets := labels[labels != -100]).numel():
+        if not is_tracing(labels) and (targets := labels[labels != -100]).numel():
             check_input_ids(targets, self.config.vocab_size, "labels")
         if decoder_input_ids is None and decoder_inputs_embeds is None:
             return self.prepare_decoder_input_ids_from_labels(labels)

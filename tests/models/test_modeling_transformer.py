@@ -688,6 +688,25 @@ def test_compiled_forward_is_one_graph_with_the_eager_outputs(head):
     torch.testing.assert_close(got, expected, rtol=0, atol=1e-6)
 
 
+HEAD_LABELS = {
+    TransformerForConditionalGeneration: torch.tensor([[4, 12, EOS], [9, 5, -100]]),
+    TransformerForCausalLM: torch.tensor([[5, 9, 4, 7], [-100, -100, 8, 6]]),
+    TransformerForSequenceClassification: torch.tensor([2, 0]),
+    TransformerForTokenClassification: torch.tensor([[0, 1, 2, 1], [2, 0, -100, -100]]),
+}
+
+
+@pytest.mark.parametrize("head", list(HEAD_LABELS))
+def test_compiled_loss_is_one_graph_with_the_eager_loss(head):
+    """With labels too (training compiles the loss): the labels' value checks step aside while tracing."""
+    model = head_model(head)
+    inputs = {**traceable_inputs(head), "labels": HEAD_LABELS[head]}
+    torch._dynamo.reset()
+    compiled = torch.compile(model, fullgraph=True, backend="eager")
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(**inputs).loss, model(**inputs).loss, rtol=0, atol=1e-6)
+
+
 def test_value_checks_still_run_in_eager_mode():
     model = head_model(TransformerForCausalLM)
     with pytest.raises(ValueError, match="vocabulary"):
