@@ -548,6 +548,21 @@ class ModelTesterMixin:
             keep = labels != -100
             torch.testing.assert_close(outputs.loss, F.cross_entropy(logits[keep], labels[keep]), rtol=1e-6, atol=ATOL)
 
+    def test_logits_to_keep(self, tester):
+        """A language model computes the logits of the positions asked for: the last ``k`` (0: all) or those a 1-D
+        tensor lists, equal to the full logits' there."""
+        for model_class in tester.all_model_classes:
+            if "logits_to_keep" not in inspect.signature(model_class.forward).parameters:
+                continue
+            config, model = self.build(tester, model_class)
+            batch = without_labels(collate(tester.get_examples(config), config.pad_token_id))
+            with torch.no_grad():
+                full = model(**batch).logits
+                for keep, positions in ((0, slice(None)), (1, slice(-1, None)), (2, slice(-2, None)),
+                                        (torch.tensor([0, -1]), [0, full.shape[1] - 1])):
+                    torch.testing.assert_close(model(**batch, logits_to_keep=keep).logits, full[:, positions],
+                                               rtol=0, atol=ATOL, msg=f"{model_class.__name__}: {keep}")
+
     def test_shift_labels(self, tester):
         """A causal LM given ``shift_labels`` (targets aligned with the logits) scores position t against
         ``shift_labels[t]``, whatever ``labels`` say; without labels too."""

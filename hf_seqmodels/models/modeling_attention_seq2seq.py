@@ -8,7 +8,6 @@ from torch import nn
 from transformers import GenerationMixin
 from transformers.cache_utils import Cache
 from transformers.modeling_outputs import ModelOutput, Seq2SeqLMOutput, Seq2SeqModelOutput
-from transformers.modeling_utils import slice_logits_to_keep
 from transformers.utils import is_tracing
 
 from .attention import AdditiveAttention, LuongAttention
@@ -20,6 +19,7 @@ from .modeling_utils import (
     EncoderDecoderMixin,
     SeqModelsPreTrainedModel,
     check_token_inputs,
+    keep_logits_positions,
     lm_loss,
     lm_output_layers,
 )
@@ -520,8 +520,7 @@ class AttentionSeq2SeqForConditionalGeneration(
             return_dict=True,
         )
         hidden = outputs.last_hidden_state
-        check_logits_to_keep(logits_to_keep, hidden.shape[1])
-        hidden = self.dropout(slice_logits_to_keep(hidden, logits_to_keep))
+        hidden = self.dropout(keep_logits_positions(hidden, logits_to_keep))
         if self.projection is not None:
             hidden = self.projection(hidden)
         logits = self.lm_head(hidden)
@@ -538,20 +537,6 @@ class AttentionSeq2SeqForConditionalGeneration(
             **cache_field(output_cache(outputs)),
         )
         return result if return_dict else result.to_tuple()
-
-
-def check_logits_to_keep(logits_to_keep, length: int) -> None:
-    """Raise unless ``logits_to_keep`` is an int >= 0 or a 1-D tensor of positions in ``[-length, length)``."""
-    if isinstance(logits_to_keep, torch.Tensor):
-        if logits_to_keep.dim() != 1 or logits_to_keep.dtype not in (torch.int64, torch.int32):
-            raise ValueError(f"`logits_to_keep` as a tensor must hold positions: 1-D, integer; got shape "
-                             f"{tuple(logits_to_keep.shape)} and dtype {logits_to_keep.dtype}.")
-        if logits_to_keep.numel() and not -length <= int(logits_to_keep.min()) <= int(logits_to_keep.max()) < length:
-            raise ValueError(f"`logits_to_keep` holds positions outside the {length} decoder positions "
-                             f"(valid: {-length}..{length - 1}).")
-    elif not isinstance(logits_to_keep, int) or isinstance(logits_to_keep, bool) or logits_to_keep < 0:
-        raise ValueError(f"`logits_to_keep`={logits_to_keep!r} must be an int >= 0 (the last positions; 0: all) or "
-                         "a 1-D tensor of positions.")
 
 
 __all__ = [

@@ -23,6 +23,7 @@ from .modeling_utils import (
     CausalLMLossKwargs,
     SeqModelsPreTrainedModel,
     check_token_inputs,
+    keep_logits_positions,
     lm_loss,
     lm_output_layers,
     shift_labels_of,
@@ -231,7 +232,7 @@ class RecurrentForCausalLM(RecurrentGenerationMixin, RecurrentPreTrainedModel, G
         use_cache: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
-        logits_to_keep: int = 0,
+        logits_to_keep: int | torch.Tensor = 0,
         num_items_in_batch: int | torch.Tensor | None = None,
         past_key_values: Cache | None = None,
         **kwargs: Unpack[CausalLMLossKwargs],
@@ -240,7 +241,8 @@ class RecurrentForCausalLM(RecurrentGenerationMixin, RecurrentPreTrainedModel, G
         labels: `(batch, length)` token ids, usually `input_ids` itself: the shift to next-token targets happens
             here. -100 marks positions that do not count (for example padding). `shift_labels` (see
             `CausalLMLossKwargs`) replace them when given.
-        logits_to_keep: compute logits for the last `logits_to_keep` positions only (0 = all), as generate() asks.
+        logits_to_keep: compute logits for the last `logits_to_keep` positions only (0 = all), as generate() asks,
+            or for the positions a 1-D tensor lists.
         num_items_in_batch: the number of target tokens in the whole (gradient-accumulated) batch, which Trainer
             passes so that the loss is a sum divided by it.
         The other arguments are those of [`RecurrentModel.forward`].
@@ -258,9 +260,7 @@ class RecurrentForCausalLM(RecurrentGenerationMixin, RecurrentPreTrainedModel, G
             return_dict=True,
         )
         hidden = outputs.last_hidden_state
-        if logits_to_keep:
-            hidden = hidden[:, -logits_to_keep:]
-        hidden = self.dropout(hidden)
+        hidden = self.dropout(keep_logits_positions(hidden, logits_to_keep))
         if self.projection is not None:
             hidden = self.projection(hidden)
         logits = self.lm_head(hidden)

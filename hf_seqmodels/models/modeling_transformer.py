@@ -42,6 +42,7 @@ from .modeling_utils import (
     EncoderDecoderMixin,
     SeqModelsPreTrainedModel,
     check_token_inputs,
+    keep_logits_positions,
     lm_loss,
     shift_labels_of,
 )
@@ -591,13 +592,14 @@ class TransformerForConditionalGeneration(EncoderDecoderMixin, TransformerPreTra
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
-        logits_to_keep: int = 0,
+        logits_to_keep: int | torch.Tensor = 0,
         past_key_values: Cache | None = None,
     ) -> Seq2SeqLMOutput | tuple:
         """
         labels: ``(batch, target_length)`` target ids, -100 where the loss should not count (padding). When no
             decoder inputs are given they are built from ``labels`` (shifted right after the start token).
-        logits_to_keep: compute logits for the last ``logits_to_keep`` positions only (0 = all), as generate() asks.
+        logits_to_keep: compute logits for the last ``logits_to_keep`` positions only (0 = all), as generate() asks,
+            or for the positions a 1-D tensor lists.
 
         See ``TransformerModel.forward`` for the other arguments.
         """
@@ -619,7 +621,7 @@ class TransformerForConditionalGeneration(EncoderDecoderMixin, TransformerPreTra
             return_dict=True,
         )
         hidden_states = outputs.last_hidden_state
-        logits = self.lm_head(hidden_states[:, -logits_to_keep:] if logits_to_keep else hidden_states)
+        logits = self.lm_head(keep_logits_positions(hidden_states, logits_to_keep))
         loss = None if labels is None else lm_loss(logits, labels, shift=False)  # aligned with the decoder inputs
         result = Seq2SeqLMOutput(
             loss=loss,
@@ -674,7 +676,7 @@ class TransformerForCausalLM(TransformerPreTrainedModel, GenerationMixin):
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
-        logits_to_keep: int = 0,
+        logits_to_keep: int | torch.Tensor = 0,
         num_items_in_batch: int | torch.Tensor | None = None,
         past_key_values: Cache | None = None,
         **kwargs: Unpack[CausalLMLossKwargs],
@@ -689,7 +691,8 @@ class TransformerForCausalLM(TransformerPreTrainedModel, GenerationMixin):
             labels: ``(batch, length)`` token ids, usually ``input_ids`` itself: the shift to next-token targets
                 happens here. -100 marks positions that do not count. ``shift_labels`` (see
                 ``CausalLMLossKwargs``) replace them when given.
-            logits_to_keep: compute logits for the last ``logits_to_keep`` positions only (0 = all).
+            logits_to_keep: compute logits for the last ``logits_to_keep`` positions only (0 = all), or for the
+                positions a 1-D tensor lists.
             num_items_in_batch: the number of target tokens in the whole (gradient-accumulated) batch, which
                 Trainer passes so that the loss is a sum divided by it.
         """
@@ -705,7 +708,7 @@ class TransformerForCausalLM(TransformerPreTrainedModel, GenerationMixin):
             output_hidden_states=self._flag(output_hidden_states, "output_hidden_states"),
         )
         hidden_states = outputs.last_hidden_state
-        logits = self.lm_head(hidden_states[:, -logits_to_keep:] if logits_to_keep else hidden_states)
+        logits = self.lm_head(keep_logits_positions(hidden_states, logits_to_keep))
         loss = lm_loss(logits, labels, shift=True, num_items_in_batch=num_items_in_batch, shift_labels=shift_labels)
         result = CausalLMOutputWithPast(
             loss=loss,

@@ -166,6 +166,26 @@ def lm_output_layers(
     return projection, nn.Linear(embedding_size if tie_word_embeddings else hidden_size, vocab_size)
 
 
+def keep_logits_positions(hidden: torch.Tensor, logits_to_keep: int | torch.Tensor) -> torch.Tensor:
+    """The positions of ``hidden`` ``(batch, length, size)`` whose logits a language model computes, as transformers'
+    ``logits_to_keep``: an int keeps the last ``logits_to_keep`` (0: all, what generate() does not ask for), a 1-D
+    tensor the positions it lists. Anything else, or positions outside ``[-length, length)``, is refused."""
+    length = hidden.shape[1]
+    if isinstance(logits_to_keep, torch.Tensor):
+        if logits_to_keep.dim() != 1 or logits_to_keep.dtype not in (torch.int64, torch.int32):
+            raise ValueError(f"`logits_to_keep` as a tensor must hold positions: 1-D, integer; got shape "
+                             f"{tuple(logits_to_keep.shape)} and dtype {logits_to_keep.dtype}.")
+        if (logits_to_keep.numel() and not is_tracing(logits_to_keep)
+                and not -length <= int(logits_to_keep.min()) <= int(logits_to_keep.max()) < length):
+            raise ValueError(f"`logits_to_keep` holds positions outside the {length} positions "
+                             f"(valid: {-length}..{length - 1}).")
+        return hidden[:, logits_to_keep]
+    if not isinstance(logits_to_keep, int) or isinstance(logits_to_keep, bool) or logits_to_keep < 0:
+        raise ValueError(f"`logits_to_keep`={logits_to_keep!r} must be an int >= 0 (the last positions; 0: all) or "
+                         "a 1-D tensor of positions.")
+    return hidden[:, -logits_to_keep:] if logits_to_keep else hidden
+
+
 def check_lm_labels(labels: torch.Tensor, logits: torch.Tensor) -> None:
     """Raise a clear error unless ``labels`` hold one token id (or -100, ignored) for every position of a language
     model's ``logits`` ``(batch, length, vocab_size)``."""

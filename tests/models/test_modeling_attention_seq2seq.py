@@ -492,7 +492,7 @@ def test_bad_logits_to_keep():
     for bad, message in ((-1, r"`logits_to_keep`=-1 must be an int >= 0"), (1.5, r"`logits_to_keep`=1.5 must"),
                          (torch.tensor([[0]]), r"1-D, integer; got shape \(1, 1\)"),
                          (torch.tensor([0.0]), "1-D, integer; got shape .* dtype torch.float32"),
-                         (torch.tensor([4]), r"positions outside the 4 decoder positions \(valid: -4..3\)")):
+                         (torch.tensor([4]), r"positions outside the 4 positions \(valid: -4..3\)")):
         with pytest.raises(ValueError, match=message):
             model(**inputs, logits_to_keep=bad)
     with pytest.raises(ValueError, match=r"`labels` has shape \(3, 4\), expected \(3, 1\)"):
