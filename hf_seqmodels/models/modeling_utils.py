@@ -186,6 +186,13 @@ def keep_logits_positions(hidden: torch.Tensor, logits_to_keep: int | torch.Tens
     return hidden[:, -logits_to_keep:] if logits_to_keep else hidden
 
 
+def check_label_ids(labels: torch.Tensor, vocab_size: int) -> None:
+    """Raise a clear error unless ``labels`` hold token ids in ``[0, vocab_size)`` or -100 (ignored); not while a
+    graph is traced, when the values are unknown."""
+    if not is_tracing(labels) and (targets := labels[labels != -100]).numel():
+        check_input_ids(targets, vocab_size, "labels")
+
+
 def check_lm_labels(labels: torch.Tensor, logits: torch.Tensor) -> None:
     """Raise a clear error unless ``labels`` hold one token id (or -100, ignored) for every position of a language
     model's ``logits`` ``(batch, length, vocab_size)``."""
@@ -195,8 +202,7 @@ def check_lm_labels(labels: torch.Tensor, logits: torch.Tensor) -> None:
             f"`labels` has shape {tuple(labels.shape)}, expected {tuple(logits.shape[:2])}: one target token id per "
             "position, -100 where the loss should not count."
         )
-    if not is_tracing(labels) and (targets := labels[labels != -100]).numel():
-        check_input_ids(targets, logits.shape[-1], "labels")
+    check_label_ids(labels, logits.shape[-1])
 
 
 class CausalLMLossKwargs(TypedDict, total=False):
@@ -288,8 +294,7 @@ class EncoderDecoderMixin:
         if labels is None:
             return decoder_input_ids
         check_tensor(labels, "labels")
-        if not is_tracing(labels) and (targets := labels[labels != -100]).numel():
-            check_input_ids(targets, self.config.vocab_size, "labels")
+        check_label_ids(labels, self.config.vocab_size)
         if decoder_input_ids is None and decoder_inputs_embeds is None:
             return self.prepare_decoder_input_ids_from_labels(labels)
         return decoder_input_ids
