@@ -38,6 +38,7 @@ from .evaluation import perplexity
 from .files import lock_folders, remove_temporaries_of, replacing, unlock_folders
 from .tokenization import save_tokenizer
 from .training_state import TrainingState
+from .word_vectors import set_embeddings_trainable
 
 logger = get_logger(__name__)
 
@@ -122,6 +123,14 @@ class TrainingArguments:
     early_stopping_patience: int | None = field(
         default=None, metadata={"help": "Stop after this many evaluations without a better metric_for_best_model."}
     )
+    freeze_embeddings: bool = field(
+        default=False,
+        metadata={"help": "Do not train the input embeddings (e.g. started from --word_vectors): the optimizer leaves "
+                          "them as they are. Output embeddings tied to them (the language models' default) too."},
+    )
+    unfreeze_embeddings_after_epochs: int | None = field(
+        default=None, metadata={"help": "With --freeze_embeddings: train the embeddings too from this epoch on."}
+    )
 
     def __post_init__(self):
         check_choice(self, "optimizer", OPTIMIZERS)
@@ -149,6 +158,9 @@ class TrainingArguments:
             raise ValueError(f"--output_dir must name a folder, got {self.output_dir!r}.")
         if self.checkpoint_dir is None:
             self.checkpoint_dir = f"{self.output_dir.rstrip('/')}-checkpoints"
+        check_at_least(self, "unfreeze_embeddings_after_epochs", 1)
+        if self.unfreeze_embeddings_after_epochs is not None and not self.freeze_embeddings:
+            raise ValueError("--unfreeze_embeddings_after_epochs needs --freeze_embeddings (frozen until then).")
         if self.early_stopping_patience is not None and self.metric_for_best_model is None:
             raise ValueError("--early_stopping_patience needs --metric_for_best_model (e.g. 'eval_loss').")
         if self.metric_for_best_model is not None and self.greater_is_better is None:
@@ -396,6 +408,12 @@ def train(
                              "checkpointing; drop the option.")
         # Non-reentrant: the checkpointed layers' inputs need not require gradients (embeddings may be frozen).
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    frozen_until_epoch = args.unfreeze_embeddings_after_epochs if args.freeze_embeddings else 0
+    if frozen_until_epoch and accelerator.num_processes > 1:
+        raise ValueError("--unfreeze_embeddings_after_epochs trains on one process only (DistributedDataParallel "
+                         "fixes the trained parameters when it wraps the model): drop it or run one process.")
+    if args.freeze_embeddings:  # before DistributedDataParallel wraps the model
+        set_embeddings_trainable(model, False)
     order = {"shuffle": True} if train_sampler is None else {"sampler": train_sampler}
     train_dataloader = DataLoader(train_dataset, batch_size=args.per_device_train_batch_size, collate_fn=collate_fn,
                                   generator=torch.Generator(), **order)
@@ -443,6 +461,8 @@ def train(
     while step < max_steps and not (stopped_by_time_budget or stopped_early):
         epoch, done_in_epoch = divmod(step, steps_per_epoch)
         train_dataloader.set_epoch(epoch)
+        if frozen_until_epoch:
+            set_embeddings_trainable(unwrapped, epoch >= frozen_until_epoch)
         for batch in accelerator.skip_first_batches(train_dataloader, done_in_epoch):  # skips 0 unless resumed
             outputs = model(**batch)
             loss = outputs.loss

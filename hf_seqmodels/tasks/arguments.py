@@ -11,15 +11,17 @@ with the Auto classes); that old spelling of the option still works, with a warn
 
 import warnings
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from types import ModuleType
 from typing import ClassVar
 
 import datasets
-from transformers import AutoConfig, HfArgumentParser, PretrainedConfig, PreTrainedTokenizerBase
+from transformers import AutoConfig, HfArgumentParser, PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
 
 from ..checkpoints import Checkpoints
 from ..cli import check_at_least, check_choice, parse_config_overrides
 from ..data import check_file_formats, first_rows, load_text_dataset
+from ..word_vectors import FORMATS as VECTOR_FORMATS, load_word_vectors, vectors_dimension
 
 # --model_type -> the config's model_type (the Auto-class registry name).
 MODEL_TYPES = {"recurrent": "recurrent", "attention_seq2seq": "attention_seq2seq", "transformer": "vanilla_transformer"}
@@ -49,8 +51,21 @@ class ModelArguments:
                           "'cell_type=lstm,hidden_size=512' or 'd_model=256,num_heads=4'; they win over the "
                           "task's own model options."},
     )
+    word_vectors: str | None = field(
+        default=None,
+        metadata={"help": "A word vectors file (word2vec text or binary, GloVe, fastText .vec; optionally .gz) whose "
+                          "vectors start the new model's input embeddings: each token takes the vector of the same "
+                          "word, or else of its lowercase form; the others keep their random start. The recurrent "
+                          "families' embedding_size becomes the vectors' dimension; a Transformer's d_model must "
+                          "equal it. Pair with --tokenizer_type word."},
+    )
+    word_vectors_format: str = field(default="auto",
+                                     metadata={"help": f"The --word_vectors format: one of {VECTOR_FORMATS}."})
 
     def __post_init__(self):
+        check_choice(self, "word_vectors_format", VECTOR_FORMATS)
+        if self.word_vectors is not None and not Path(self.word_vectors).is_file():
+            raise ValueError(f"--word_vectors {self.word_vectors}: no such file.")
         if self.model_type in OLD_MODEL_TYPES:
             new = OLD_MODEL_TYPES[self.model_type]
             warnings.warn(f"--model_type {self.model_type} is an old name: write --model_type {new}.", FutureWarning,
@@ -65,7 +80,18 @@ class ModelArguments:
         fields = {"vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id,
                   "bos_token_id": tokenizer.bos_token_id, "eos_token_id": tokenizer.eos_token_id, **fields}
         name = MODEL_TYPES[self.model_type]
+        if self.word_vectors and name != "vanilla_transformer":  # the recurrent families take the vectors' size
+            fields["embedding_size"] = vectors_dimension(self.word_vectors, self.word_vectors_format)
         return AutoConfig.for_model(name, **{**fields, **parse_config_overrides(name, self.config_overrides)})
+
+    def load_word_vectors(self, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
+                          target_tokenizer: PreTrainedTokenizerBase | None = None) -> dict | None:
+        """Start ``model``'s input embeddings from ``--word_vectors`` (`word_vectors.load_word_vectors`; an
+        encoder-decoder's decoder reads ``target_tokenizer``'s vocabulary). Returns the coverage for results.json,
+        None without the option."""
+        if self.word_vectors is None:
+            return None
+        return load_word_vectors(model, self.word_vectors, self.word_vectors_format, tokenizer, target_tokenizer)
 
 
 @dataclass

@@ -27,6 +27,7 @@ from ..paths import check_model_path
 from ..pretrained import load_pretrained
 from ..tokenization import DEFAULT_SPECIAL_TOKENS, KINDS, train_tokenizer
 from ..training import TrainingArguments, describe_device, keep_model_inputs, save_model, start_run, train
+from ..word_vectors import pretrained_rows
 from . import arguments
 
 logger = get_logger(__name__)
@@ -96,9 +97,12 @@ class ModelArguments(arguments.ModelArguments):
         if self.model_type == "transformer" and self.hidden_size % self.num_heads:
             raise ValueError(f"--hidden_size={self.hidden_size} (the Transformer's d_model) must be a multiple of "
                              f"--num_heads={self.num_heads}.")
-        if self.model_name_or_path and (self.embeddings_from or self.tokenizer_name):
-            raise ValueError("--embeddings_from and --tokenizer_name are for a new model; --model_name_or_path "
-                             "fine-tunes a pretrained one with its own embeddings and tokenizer: pass one or the other.")
+        if self.model_name_or_path and (self.embeddings_from or self.tokenizer_name or self.word_vectors):
+            raise ValueError("--embeddings_from, --word_vectors and --tokenizer_name are for a new model; "
+                             "--model_name_or_path fine-tunes a pretrained one with its own embeddings and tokenizer: "
+                             "pass one or the other.")
+        if self.embeddings_from and self.word_vectors:
+            raise ValueError("--embeddings_from and --word_vectors both start the input embeddings: pass one.")
         if self.spelling_features and self.model_type != "recurrent":
             raise ValueError("--spelling_features is an option of --model_type recurrent.")
         check_at_least(self, "max_seq_length", 2)
@@ -283,20 +287,6 @@ def pretrained_word_embeddings(name_or_path: str) -> tuple[torch.Tensor, dict[st
     return table, vocab
 
 
-def pretrained_rows(vocab: dict[str, int], pretrained_vocab: dict[str, int]) -> dict[int, int]:
-    """Token id -> pretrained row, for the tokens of ``vocab`` found in ``pretrained_vocab``: the same string, or
-    else its lowercase form (so "Paris" and "paris" both start from an uncased model's "paris"). A leading
-    SentencePiece "▁" is dropped first, so word-initial BPE pieces find whole words."""
-    rows = {}
-    for token, i in vocab.items():
-        bare = token[1:] if token.startswith("\u2581") and len(token) > 1 else token
-        for candidate in (bare, bare.lower()):
-            if candidate in pretrained_vocab:
-                rows[i] = pretrained_vocab[candidate]
-                break
-    return rows
-
-
 @torch.no_grad()
 def predict(accelerator: Accelerator, model: PreTrainedModel, dataset, collate_fn, batch_size: int) -> dict:
     """Run ``model`` over ``dataset`` (rows with ``labels``) and return the arg-max predictions.
@@ -396,6 +386,7 @@ def run(task: LabellingTask, model_args: ModelArguments, data_args: DataArgument
         tokenized = task.tokenize(raw, tokenizer, data_args.text_column_name, data_args.label_column_name, labels,
                                   model_args.max_seq_length, data_args.preprocessing_num_workers)
     model = make_model(model_args, task.auto_class, tokenizer, labels)
+    vectors_coverage = model_args.load_word_vectors(model, tokenizer)
     tokenized = keep_model_inputs(tokenized, tokenizer, model)
     collator = task.collator_class(tokenizer)
     # Validation rows in length order batch with little padding; no score depends on the order.
@@ -422,6 +413,7 @@ def run(task: LabellingTask, model_args: ModelArguments, data_args: DataArgument
         labels=labels,
         tag_scheme=task.tag_scheme(labels),
         vocab_size=len(tokenizer),
+        word_vectors_coverage=vectors_coverage,
         wall_time_s=time.monotonic() - start,
         arguments=arguments.recorded(checkpoints, model_args, data_args, training_args),
     )

@@ -121,6 +121,7 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Tra
                                       data_args.preprocessing_num_workers)
 
     model = AutoModelForCausalLM.from_config(model_args.config(tokenizer, **model_args.model_options()))
+    vectors_coverage = model_args.load_word_vectors(model, tokenizer)
 
     results = train(accelerator, model, lm_datasets["train"], lm_datasets["validation"], default_data_collator,
                     training_args, tokenizer=tokenizer, checkpoints=checkpoints)
@@ -134,6 +135,7 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Tra
         model_config=unwrapped.config.to_dict(),  # what the model card describes
         num_parameters=unwrapped.num_parameters(),
         vocab_size=len(tokenizer),
+        word_vectors_coverage=vectors_coverage,
         num_processes=accelerator.num_processes,
         device=describe_device(accelerator.device),
         wall_time_s=time.monotonic() - start,

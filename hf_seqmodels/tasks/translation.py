@@ -381,6 +381,7 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Tra
         tokenized = tokenize_pairs(raw, tokenizers, src, tgt, data_args.max_source_length,
                                    data_args.max_target_length, data_args.preprocessing_num_workers)
     model = make_model(model_args, generation_args, tokenizers)
+    vectors_coverage = model_args.load_word_vectors(model, tokenizers.source, tokenizers.target)
 
     decode = {"batch_size": training_args.per_device_eval_batch_size, "max_source_length": data_args.max_source_length,
               "max_new_tokens": generation_args.max_new_tokens}
@@ -413,6 +414,7 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Tra
         num_parameters=model.num_parameters(),
         vocab_size=len(tokenizers.target),
         source_vocab_size=len(tokenizers.source),
+        word_vectors_coverage=vectors_coverage,
         num_processes=accelerator.num_processes,
         device=describe_device(accelerator.device),
         wall_time_s=time.monotonic() - start,
