@@ -53,7 +53,8 @@ from . import arguments
 __all__ = ["ModelArguments", "DataArguments", "GenerationArguments", "ARGUMENTS", "TRAINING_DEFAULTS", "run",
            "CUSTOM_PIPELINES", "TranslationTokenizers", "train_tokenizers", "load_tokenizers",
            "check_language_columns", "tokenize_pairs", "translate", "translation_scores", "implausible_bleu_warning",
-           "load_translation_model", "show_examples", "attention_matrix", "save_attention_plot"]
+           "load_translation_model", "show_examples", "attention_matrix", "attention_figure",
+           "save_attention_plot"]
 
 VOCABULARIES = ("joint", "separate")
 EXAMPLES = ["A little girl climbs into a wooden playhouse.", "Two dogs are running through the snow.",
@@ -311,21 +312,17 @@ def attention_matrix(model, tokenizers: TranslationTokenizers, text: str, **gene
     return source_tokens, target_tokens, outputs.cross_attentions[-1][0].mean(0).cpu()
 
 
-def save_attention_plot(model_dir, text: str, path=None, **generate_kwargs):
-    """Draw the attention of the model saved in ``model_dir`` while it translates ``text`` (a heatmap of source
-    tokens x target tokens) into ``path`` (default ``<model_dir>/attention.png``). Returns the path, or ``None``
-    when the model has no attention."""
+def attention_figure(model, tokenizers: TranslationTokenizers, text: str, **generate_kwargs):
+    """A matplotlib figure of the attention ``model`` pays while it translates ``text`` (a heatmap of source tokens x
+    target tokens, see `attention_matrix`), or ``None`` when the model has no attention. Close it when done."""
     import matplotlib
 
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
 
-    model = load_translation_model(model_dir)
-    source_tokens, target_tokens, weights = attention_matrix(model, load_tokenizers(model_dir), text,
-                                                             **generate_kwargs)
+    source_tokens, target_tokens, weights = attention_matrix(model, tokenizers, text, **generate_kwargs)
     if weights is None:
         return None
-    path = Path(model_dir) / "attention.png" if path is None else Path(path)
     figure, axes = plt.subplots(figsize=(0.45 * len(source_tokens) + 2.5, 0.45 * len(target_tokens) + 2))
     axes.imshow(weights.numpy(), cmap="Greys", vmin=0.0, vmax=1.0)
     axes.set_xticks(range(len(source_tokens)), source_tokens, rotation=90)
@@ -334,6 +331,19 @@ def save_attention_plot(model_dir, text: str, path=None, **generate_kwargs):
     axes.set_ylabel("translation")
     axes.set_title(f"{model.config.model_type}: {getattr(model.config, 'attention_type', 'cross-attention')}")
     figure.tight_layout()
+    return figure
+
+
+def save_attention_plot(model_dir, text: str, path=None, **generate_kwargs):
+    """Draw the attention of the model saved in ``model_dir`` while it translates ``text`` (`attention_figure`) into
+    ``path`` (default ``<model_dir>/attention.png``). Returns the path, or ``None`` when the model has no
+    attention."""
+    from matplotlib import pyplot as plt
+
+    figure = attention_figure(load_translation_model(model_dir), load_tokenizers(model_dir), text, **generate_kwargs)
+    if figure is None:
+        return None
+    path = Path(model_dir) / "attention.png" if path is None else Path(path)
     figure.savefig(path, dpi=120)
     plt.close(figure)
     return path
