@@ -29,6 +29,8 @@ def describe_architecture(run: dict) -> str:
     if pretrained := args.get("embeddings_from"):
         name = BASE_MODELS.get(Path(pretrained).name, pretrained)
         start, embeddings = f"trained with its word embeddings started from {name}'s", ""
+    elif vectors := args.get("word_vectors"):  # their size set embedding_size
+        start, embeddings = f"trained with its word embeddings started from the vectors of {Path(vectors).name}", ""
     else:
         start, embeddings = "trained from scratch", f", {args['embedding_size']}-dimensional embeddings"
     spelling = (f", plus {args['spelling_features']} character-CNN features of each token's spelling"
@@ -104,4 +106,21 @@ def hyperparameters(run: dict) -> list[tuple[str, str]]:
                                       f"{run.get('vocab_size')} tokens"))
     if not args.get("model_name_or_path"):
         rows.append(("dropout", str(run.get("model_config", args).get("dropout"))))
+    if args.get("word_vectors") or args.get("freeze_embeddings"):
+        rows.append(("input embeddings", describe_embeddings(run)))
     return rows
+
+
+def describe_embeddings(run: dict) -> str:
+    """Where the input embeddings started (``--word_vectors``, with its coverage) and whether they were trained."""
+    args = run["arguments"]
+    start = "started at random"
+    if args.get("word_vectors"):
+        coverage = "; ".join(f"{name} {found['found']:,} of {found['tokens']:,} tokens" for name, found in
+                             (run.get("word_vectors_coverage") or {}).items())
+        start = f"started from the word vectors {Path(args['word_vectors']).name} ({coverage})"
+    if not args.get("freeze_embeddings"):
+        return f"{start}, fine-tuned"
+    if epochs := args.get("unfreeze_embeddings_after_epochs"):
+        return f"{start}, frozen for {epochs} epoch(s), then fine-tuned"
+    return f"{start}, frozen"
