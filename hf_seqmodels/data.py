@@ -4,7 +4,8 @@
 compressed), a data set bundled under `paths.data_dir()` (e.g. ``"ptb"``), and anything
 `datasets.load_dataset` accepts (a local folder or a Hub name).
 
-`LengthGroupedSampler` orders training rows so that batches carry little padding.
+`LengthGroupedSampler` orders training rows so that batches carry little padding; `TokenBatchSampler` makes
+batches of similar lengths holding at most a number of tokens.
 
 `tokenize_for_lm` follows transformers' ``examples/pytorch/language-modeling/run_clm_no_trainer.py``: tokenize
 each text, concatenate, and cut the stream into blocks (`group_texts`). Batches of blocks are stacked with
@@ -233,27 +234,37 @@ def tokenize_for_lm(
     return blocks
 
 
-class LengthGroupedSampler(Sampler):
+class EpochSeededSampler(Sampler):
+    """A sampler whose order depends only on ``seed`` and the epoch (``set_epoch``), so that a resumed run sees the
+    same batches."""
+
+    def __init__(self, seed: int):
+        self.seed, self.epoch = seed, 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def generator(self) -> torch.Generator:
+        return torch.Generator().manual_seed(self.seed + self.epoch)
+
+
+class LengthGroupedSampler(EpochSeededSampler):
     """A random order in which neighbours have similar lengths, so that batches carry little padding.
 
     Rows are shuffled, cut into groups of ``batch_size * group_batches``, each group is sorted by length; the
     result is cut into batches, and the batches are shuffled (the one short batch, if any, stays last so that the
-    DataLoader's batches are these). The order depends only on ``seed`` and the epoch (``set_epoch``), so a
-    resumed run sees the same batches.
+    DataLoader's batches are these).
     """
 
     def __init__(self, lengths: list[int], batch_size: int, seed: int = 0, group_batches: int = 50):
-        self.lengths, self.batch_size, self.seed, self.group_batches = lengths, batch_size, seed, group_batches
-        self.epoch = 0
-
-    def set_epoch(self, epoch: int) -> None:
-        self.epoch = epoch
+        super().__init__(seed)
+        self.lengths, self.batch_size, self.group_batches = lengths, batch_size, group_batches
 
     def __len__(self) -> int:
         return len(self.lengths)
 
     def __iter__(self):
-        generator = torch.Generator().manual_seed(self.seed + self.epoch)
+        generator = self.generator()
         order = torch.randperm(len(self.lengths), generator=generator).tolist()
         group = self.batch_size * self.group_batches
         rows = [row for start in range(0, len(order), group)
@@ -262,3 +273,41 @@ class LengthGroupedSampler(Sampler):
         for b in torch.randperm(full, generator=generator).tolist():
             yield from rows[b * self.batch_size : (b + 1) * self.batch_size]
         yield from rows[full * self.batch_size :]
+
+
+class TokenBatchSampler(EpochSeededSampler):
+    """Batches of pairs of similar lengths holding at most ``max_tokens`` tokens, padding counted: a batch of
+    ``n`` pairs costs ``n * (longest source + longest target)`` (fairseq's ``--max-tokens``).
+
+    As fairseq, the batches are made once: the pairs sorted by length (ties in an order drawn from ``seed``) and cut
+    greedily; each epoch shuffles their order (`EpochSeededSampler`), so every epoch has the same number of steps.
+    A pair longer than ``max_tokens`` alone is refused (ValueError).
+    """
+
+    def __init__(self, source_lengths: list[int], target_lengths: list[int], max_tokens: int, seed: int = 0):
+        super().__init__(seed)
+        for row, (source, target) in enumerate(zip(source_lengths, target_lengths, strict=True)):
+            if source + target > max_tokens:
+                raise ValueError(f"Training pair {row} has {source} source + {target} target tokens, more than "
+                                 f"--max_tokens={max_tokens} hold: raise --max_tokens, or lower --max_source_length "
+                                 f"and --max_target_length.")
+        ties = torch.randperm(len(source_lengths), generator=torch.Generator().manual_seed(seed)).tolist()
+        order = sorted(range(len(source_lengths)), key=lambda row: (source_lengths[row] + target_lengths[row],
+                                                                     ties[row]))
+        self.batches, batch, longest = [], [], (0, 0)
+        for row in order:
+            widths = (max(longest[0], source_lengths[row]), max(longest[1], target_lengths[row]))
+            if batch and (len(batch) + 1) * sum(widths) > max_tokens:
+                self.batches.append(batch)
+                batch, widths = [], (source_lengths[row], target_lengths[row])
+            batch.append(row)
+            longest = widths
+        if batch:
+            self.batches.append(batch)
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    def __iter__(self):
+        for b in torch.randperm(len(self.batches), generator=self.generator()).tolist():
+            yield self.batches[b]

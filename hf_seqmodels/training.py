@@ -11,6 +11,8 @@ both folders against a second run and checks them before any training; parsing t
 one a run resumes from are a `checkpoints.Checkpoints`.
 """
 
+import dataclasses
+import importlib.util
 import inspect
 import json
 import logging
@@ -33,6 +35,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase, get_scheduler
 from transformers.trainer_pt_utils import LabelSmoother
 
 from .checkpoints import Checkpoints
+from .data import TokenBatchSampler
 from .cli import check_at_least, check_choice, check_range
 from .evaluation import perplexity
 from .files import lock_folders, remove_temporaries_of, replacing, unlock_folders
@@ -43,10 +46,17 @@ from .word_vectors import set_embeddings_trainable
 logger = get_logger(__name__)
 
 OPTIMIZERS = ("adamw", "sgd")
-# The transformers SchedulerType names that `get_scheduler` runs from the warmup and training steps alone (the others
-# need a metric at each step or options of their own).
-LR_SCHEDULERS = ("linear", "cosine", "cosine_with_restarts", "polynomial", "constant", "constant_with_warmup",
-                 "inverse_sqrt")
+# The transformers SchedulerType names stepped after each optimizer step, and those stepped on the validation metric
+# (metric_for_best_model, else eval_loss) after each evaluation.
+STEP_SCHEDULERS = ("linear", "cosine", "cosine_with_restarts", "polynomial", "constant", "constant_with_warmup",
+                   "inverse_sqrt", "cosine_with_min_lr", "cosine_warmup_with_min_lr", "warmup_stable_decay")
+METRIC_SCHEDULERS = ("reduce_lr_on_plateau", "greedy")
+LR_SCHEDULERS = STEP_SCHEDULERS + METRIC_SCHEDULERS
+MIN_LR_SCHEDULERS = ("cosine_with_min_lr", "cosine_warmup_with_min_lr")  # they need min_lr or min_lr_rate
+WSD_DECAY_SHARE = 0.1  # warmup_stable_decay without num_decay_steps decays over the last 10% of the steps
+MIXED_PRECISIONS = ("no", "fp16", "bf16")
+TRACKERS = ("none", "tensorboard")
+TRACKER_PACKAGES = {"tensorboard": "tensorboard"}
 RUN_OUTPUT_FILES = ("config.json", "results.json")  # one of them marks a folder as the output of an earlier run
 EVAL_SIZE_OPTIONS = "--max_eval_samples and --block_size"  # what can leave an evaluation set empty
 
@@ -69,10 +79,50 @@ class TrainingArguments:
     learning_rate: float = field(default=2e-3, metadata={"help": "Peak learning rate."})
     weight_decay: float = field(default=0.0, metadata={"help": "Weight decay (decoupled for AdamW)."})
     max_grad_norm: float = field(default=0.25, metadata={"help": "Clip the gradient norm to this; 0 = no clipping."})
-    lr_scheduler_type: str = field(default="linear", metadata={"help": f"One of {LR_SCHEDULERS}."})
+    lr_scheduler_type: str = field(
+        default="linear",
+        metadata={"help": f"One of {LR_SCHEDULERS} (transformers' SchedulerType); {METRIC_SCHEDULERS} step on the "
+                          f"validation metric (--metric_for_best_model, else eval_loss) at each evaluation."},
+    )
+    lr_scheduler_kwargs: str | None = field(
+        default=None,
+        metadata={"help": "A JSON object of the scheduler's own options (transformers' get_scheduler "
+                          "scheduler_specific_kwargs), e.g. '{\"num_cycles\": 2}', '{\"min_lr_rate\": 0.1}', "
+                          "'{\"num_decay_steps\": 500}' or '{\"factor\": 0.5, \"patience\": 1}'. "
+                          f"warmup_stable_decay decays over the last {WSD_DECAY_SHARE:.0%} of the steps unless "
+                          "it names num_decay_steps or num_stable_steps."},
+    )
+    min_lr: float | None = field(
+        default=None, metadata={"help": f"The learning rate the {MIN_LR_SCHEDULERS} schedules end at."}
+    )
     num_warmup_steps: int = field(default=0, metadata={"help": "Steps of linear warmup from 0 to the peak LR."})
     num_train_epochs: int = field(default=1, metadata={"help": "Epochs, unless max_train_steps is set."})
     max_train_steps: int | None = field(default=None, metadata={"help": "Optimizer steps; overrides the epochs."})
+    gradient_accumulation_steps: int = field(
+        default=1,
+        metadata={"help": "Add the gradients of this many batches before each optimizer step (Accelerate's "
+                          "gradient accumulation): the batch of a step is this many times larger. Steps (the LR "
+                          "schedule, logging, checkpoints, max_train_steps) count optimizer steps."},
+    )
+    max_tokens: int | None = field(
+        default=None,
+        metadata={"help": "Translation: batches of similar lengths holding at most this many source + target "
+                          "tokens, padding counted (fairseq's --max-tokens), in place of "
+                          "--per_device_train_batch_size rows."},
+    )
+    mixed_precision: str = field(
+        default="no",
+        metadata={"help": f"One of {MIXED_PRECISIONS} (Accelerate's autocast; bf16 also on the CPU, fp16 needs a "
+                          f"GPU). The weights stay float32."},
+    )
+    report_to: str = field(
+        default="none",
+        metadata={"help": f"One of {TRACKERS}: log the training loss, learning rate and evaluation metrics "
+                          f"through an Accelerate tracker (offline) into --logging_dir."},
+    )
+    logging_dir: str | None = field(
+        default=None, metadata={"help": "Folder of the --report_to logs; default: '<output_dir>-runs'."}
+    )
     time_budget_minutes: float | None = field(
         default=None,
         metadata={"help": "Stop training (then evaluate and save) after this many minutes, evaluations included. "
@@ -134,12 +184,14 @@ class TrainingArguments:
 
     def __post_init__(self):
         check_choice(self, "optimizer", OPTIMIZERS)
+        check_choice(self, "mixed_precision", MIXED_PRECISIONS)
+        check_choice(self, "report_to", TRACKERS)
         if self.lr_scheduler_type not in LR_SCHEDULERS:
             raise ValueError(f"--lr_scheduler_type={self.lr_scheduler_type!r} is not a SchedulerType this training "
-                             f"loop runs (the others need a metric at each step or options of their own); choose "
-                             f"one of {LR_SCHEDULERS}.")
+                             f"loop runs; choose one of {LR_SCHEDULERS}.")
         for name in ("per_device_train_batch_size", "per_device_eval_batch_size", "num_train_epochs", "logging_steps",
-                     "max_train_steps", "early_stopping_patience", "save_total_limit"):
+                     "max_train_steps", "early_stopping_patience", "save_total_limit", "gradient_accumulation_steps",
+                     "max_tokens"):
             check_at_least(self, name, 1)
         for name in ("num_warmup_steps", "seed"):
             check_at_least(self, name, 0)
@@ -158,6 +210,10 @@ class TrainingArguments:
             raise ValueError(f"--output_dir must name a folder, got {self.output_dir!r}.")
         if self.checkpoint_dir is None:
             self.checkpoint_dir = f"{self.output_dir.rstrip('/')}-checkpoints"
+        if self.logging_dir is None:
+            self.logging_dir = f"{self.output_dir.rstrip('/')}-runs"
+        check_range(self, "min_lr", 0)
+        self.lr_scheduler_kwargs = check_scheduler_options(self)
         check_at_least(self, "unfreeze_embeddings_after_epochs", 1)
         if self.unfreeze_embeddings_after_epochs is not None and not self.freeze_embeddings:
             raise ValueError("--unfreeze_embeddings_after_epochs needs --freeze_embeddings (frozen until then).")
@@ -165,6 +221,58 @@ class TrainingArguments:
             raise ValueError("--early_stopping_patience needs --metric_for_best_model (e.g. 'eval_loss').")
         if self.metric_for_best_model is not None and self.greater_is_better is None:
             self.greater_is_better = not self.metric_for_best_model.endswith(("loss", "perplexity"))
+
+
+def check_scheduler_options(args: TrainingArguments) -> dict:
+    """``--lr_scheduler_kwargs`` as a dict, refused (a ValueError naming the option) unless the scheduler, built
+    with it and ``--min_lr`` on a stand-in optimizer, takes them, and has the options it needs."""
+    name, options = args.lr_scheduler_type, args.lr_scheduler_kwargs
+    if isinstance(options, str):
+        try:
+            options = json.loads(options)
+        except ValueError as error:
+            raise ValueError(f"--lr_scheduler_kwargs={options!r} is not JSON ({error}); write an object such as "
+                             f"'{{\"num_cycles\": 2}}'.") from error
+    options = {} if options is None else options
+    if not isinstance(options, dict):
+        raise ValueError(f"--lr_scheduler_kwargs={options!r} is not a JSON object of the scheduler's options.")
+    if args.min_lr is not None and name not in MIN_LR_SCHEDULERS:
+        raise ValueError(f"--min_lr is the end of the {MIN_LR_SCHEDULERS} schedules, not of --lr_scheduler_type "
+                         f"{name}; drop it.")
+    if name in MIN_LR_SCHEDULERS and args.min_lr is None and "min_lr_rate" not in options and "min_lr" not in options:
+        raise ValueError(f"--lr_scheduler_type {name} needs the learning rate it ends at: pass --min_lr (or "
+                         f"min_lr_rate, a share of --learning_rate, in --lr_scheduler_kwargs).")
+    if name in METRIC_SCHEDULERS and args.num_warmup_steps:
+        raise ValueError(f"--num_warmup_steps: --lr_scheduler_type {name} has no warmup (it steps on the "
+                         f"validation metric); drop one of them.")
+    stand_in = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=1.0)
+    planned = args.num_warmup_steps + 100  # any plan longer than the warmup
+    try:
+        get_scheduler(name, stand_in, args.num_warmup_steps, planned, scheduler_options(args, options, planned))
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"--lr_scheduler_kwargs={json.dumps(options)} does not fit --lr_scheduler_type {name} "
+                         f"({error}); see transformers' get_scheduler for its options.") from error
+    return options
+
+
+def make_scheduler(optimizer: torch.optim.Optimizer, args: TrainingArguments, max_steps: int):
+    """transformers' `get_scheduler` for ``--lr_scheduler_type`` over ``max_steps`` optimizer steps."""
+    options = scheduler_options(args, args.lr_scheduler_kwargs, max_steps)
+    return get_scheduler(args.lr_scheduler_type, optimizer, args.num_warmup_steps, max_steps, options)
+
+
+def scheduler_options(args: TrainingArguments, options: dict, max_steps: int) -> dict:
+    """The scheduler's own ``options`` with ``--min_lr`` and the defaults of this loop: warmup_stable_decay decays
+    over the last `WSD_DECAY_SHARE` of the steps, a metric scheduler minimises its metric unless it is
+    greater-is-better."""
+    options = dict(options)
+    if args.min_lr is not None:
+        options["min_lr"] = args.min_lr
+    if args.lr_scheduler_type == "warmup_stable_decay":
+        options.setdefault("num_decay_steps", max(1, round(WSD_DECAY_SHARE * max_steps)))
+    if args.lr_scheduler_type in METRIC_SCHEDULERS:
+        options.setdefault("mode", "max" if args.metric_for_best_model and args.greater_is_better else "min")
+    return options
 
 
 def check_earlier_run(args: TrainingArguments) -> None:
@@ -237,9 +345,20 @@ def make_accelerator(args: TrainingArguments) -> Accelerator:
     Without a GPU (or other accelerator) it asks for the CPU explicitly: only then does Accelerate join the
     processes started by ``torchrun`` / ``accelerate launch --multi_gpu`` into one gloo process group.
     """
+    if args.mixed_precision == "fp16" and not torch.accelerator.is_available():
+        raise ValueError("--mixed_precision fp16 needs a GPU (without one Accelerate would train in float32 "
+                         "unawares); pass --mixed_precision bf16, which the CPU runs, or no.")
+    tracker = None if args.report_to == "none" else args.report_to
+    if tracker is not None and importlib.util.find_spec(TRACKER_PACKAGES[tracker]) is None:
+        raise ValueError(f"--report_to {tracker} needs the {TRACKER_PACKAGES[tracker]} package: pip install "
+                         f"{TRACKER_PACKAGES[tracker]} (or pip install 'hf_seqmodels[tracking]'), or drop the option.")
     accelerator = Accelerator(
         cpu=not torch.accelerator.is_available(),
         dataloader_config=DataLoaderConfiguration(use_seedable_sampler=True),
+        gradient_accumulation_steps=args.gradient_accumulation_steps,
+        mixed_precision=args.mixed_precision,
+        log_with=tracker,
+        project_dir=args.logging_dir,
     )
     set_seed(args.seed)
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
@@ -250,6 +369,21 @@ def make_accelerator(args: TrainingArguments) -> Accelerator:
     if "OMP_NUM_THREADS" not in os.environ:
         torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) // accelerator.num_processes))
     return accelerator
+
+
+def make_train_dataloader(dataset, collate_fn, args: TrainingArguments, sampler=None) -> DataLoader:
+    """The training batches: ``sampler``'s order (shuffled rows without one), in batches of
+    ``--per_device_train_batch_size``; or ``sampler``'s batches when it is a `data.TokenBatchSampler`
+    (``--max_tokens``), which no other task makes."""
+    if isinstance(sampler, TokenBatchSampler):
+        return DataLoader(dataset, batch_sampler=sampler, collate_fn=collate_fn)
+    if args.max_tokens is not None:
+        raise ValueError("--max_tokens batches translation pairs by their source and target lengths; this task "
+                         "batches rows: drop it and set --per_device_train_batch_size.")
+    order = {"shuffle": True} if sampler is None else {"sampler": sampler}
+    # Its own generator keeps the global RNG (dropout) untouched by starting an epoch, so a resumed run matches.
+    return DataLoader(dataset, batch_size=args.per_device_train_batch_size, collate_fn=collate_fn,
+                      generator=torch.Generator(), **order)
 
 
 def make_optimizer(model: torch.nn.Module, args: TrainingArguments) -> torch.optim.Optimizer:
@@ -401,7 +535,6 @@ def train(
     _require_rows(train_dataset, "training", "--max_train_samples, --max_source_length, --block_size and the "
                  "filters of the data (e.g. rows without a label or target)")
     _require_rows(eval_dataset, "evaluation", EVAL_SIZE_OPTIONS)
-    # Its own generator keeps the global RNG (dropout) untouched by starting an epoch, so a resumed run matches.
     if args.gradient_checkpointing:
         if not model.supports_gradient_checkpointing:
             raise ValueError(f"--gradient_checkpointing: {type(model).__name__} does not support gradient "
@@ -414,15 +547,16 @@ def train(
                          "fixes the trained parameters when it wraps the model): drop it or run one process.")
     if args.freeze_embeddings:  # before DistributedDataParallel wraps the model
         set_embeddings_trainable(model, False)
-    order = {"shuffle": True} if train_sampler is None else {"sampler": train_sampler}
-    train_dataloader = DataLoader(train_dataset, batch_size=args.per_device_train_batch_size, collate_fn=collate_fn,
-                                  generator=torch.Generator(), **order)
+    train_dataloader = make_train_dataloader(train_dataset, collate_fn, args, train_sampler)
     optimizer = make_optimizer(model, args)
     model, optimizer, train_dataloader = accelerator.prepare(model, optimizer, train_dataloader)
-    steps_per_epoch = len(train_dataloader)
+    accumulation = args.gradient_accumulation_steps  # batches per optimizer step (fewer at an epoch's end)
+    steps_per_epoch = math.ceil(len(train_dataloader) / accumulation)
     max_steps = args.max_train_steps or args.num_train_epochs * steps_per_epoch
     # Stepped once per optimizer step, so the schedule does not depend on the number of processes.
-    scheduler = get_scheduler(args.lr_scheduler_type, optimizer, args.num_warmup_steps, max_steps)
+    scheduler = make_scheduler(optimizer, args, max_steps)
+    steps_on_metric = args.lr_scheduler_type in METRIC_SCHEDULERS
+    scheduler_metric = args.metric_for_best_model or "eval_loss"
     unwrapped = accelerator.unwrap_model(model)
     best = None
     if args.metric_for_best_model is not None:
@@ -436,6 +570,8 @@ def train(
     if checkpoints.resume_from is None and args.overwrite_output_dir:
         checkpoints.delete_all(accelerator)  # a new run: the checkpoints of an earlier one must not be resumed later
     resumed_from_step = step
+    accelerator.init_trackers(Path(args.output_dir).name, config={  # the options a tracker shows (simple values)
+        key: value for key, value in dataclasses.asdict(args).items() if isinstance(value, (int, float, str, bool))})
     logger.info(
         f"{len(train_dataset)} training rows, {accelerator.num_processes} process(es) x batch "
         f"{args.per_device_train_batch_size}, {steps_per_epoch} steps per epoch, {max_steps} steps planned",
@@ -451,9 +587,16 @@ def train(
                     main_process_only=True)
         if best is not None:
             best.update(entry)
+        if steps_on_metric:
+            if scheduler_metric not in entry:
+                raise ValueError(f"--lr_scheduler_type {args.lr_scheduler_type} steps on --metric_for_best_model="
+                                 f"{scheduler_metric!r}, which is not among the evaluation's metrics {sorted(entry)}.")
+            scheduler.step(entry[scheduler_metric])
+        entry["learning_rate"] = scheduler.get_last_lr()[0]
+        accelerator.log({key: value for key, value in entry.items() if key != "step"}, step=step)
         return entry
 
-    history, window_loss, window_steps, train_loss = [], torch.zeros(()), 0, math.nan
+    history, window_loss, window_batches, train_loss = [], torch.zeros(()), 0, math.nan
     stopped_by_time_budget = stopped_early = False
     start = time.monotonic()
     progress = tqdm(total=max_steps, initial=step, desc="Training", disable=not accelerator.is_local_main_process)
@@ -461,26 +604,35 @@ def train(
     while step < max_steps and not (stopped_by_time_budget or stopped_early):
         epoch, done_in_epoch = divmod(step, steps_per_epoch)
         train_dataloader.set_epoch(epoch)
+        if hasattr(train_sampler, "set_epoch"):  # a batch sampler Accelerate wrapped does not reach it
+            train_sampler.set_epoch(epoch)
         if frozen_until_epoch:
             set_embeddings_trainable(unwrapped, epoch >= frozen_until_epoch)
-        for batch in accelerator.skip_first_batches(train_dataloader, done_in_epoch):  # skips 0 unless resumed
-            outputs = model(**batch)
-            loss = outputs.loss
-            if label_smoother is not None:
-                loss = label_smoother(outputs, batch["labels"], shift_labels=shifts_labels)
-            accelerator.backward(loss)
-            if args.max_grad_norm > 0:
-                accelerator.clip_grad_norm_(model.parameters(), args.max_grad_norm)
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad()
+        skipped = done_in_epoch * accumulation  # 0 unless resumed
+        for batch in accelerator.skip_first_batches(train_dataloader, skipped):
+            with accelerator.accumulate(model):  # the optimizer steps (and zeroes) only on the last batch of a step
+                outputs = model(**batch)
+                loss = outputs.loss
+                if label_smoother is not None:
+                    loss = label_smoother(outputs, batch["labels"], shift_labels=shifts_labels)
+                accelerator.backward(loss)
+                if args.max_grad_norm > 0 and accelerator.sync_gradients:
+                    accelerator.clip_grad_norm_(model.parameters(), args.max_grad_norm)
+                optimizer.step()
+                optimizer.zero_grad()
+            window_loss, window_batches = window_loss + loss.detach().float().cpu(), window_batches + 1
+            if not accelerator.sync_gradients:
+                continue
+            if not steps_on_metric:
+                scheduler.step()
             step += 1
             progress.update(1)
-            window_loss, window_steps = window_loss + loss.detach().cpu(), window_steps + 1
             if step % args.logging_steps == 0 or step == max_steps:
-                train_loss = accelerator.reduce(window_loss.to(accelerator.device) / window_steps, "mean").item()
-                window_loss, window_steps = torch.zeros(()), 0
-                progress.set_postfix(loss=f"{train_loss:.3f}", lr=f"{scheduler.get_last_lr()[0]:.2e}")
+                train_loss = accelerator.reduce(window_loss.to(accelerator.device) / window_batches, "mean").item()
+                window_loss, window_batches = torch.zeros(()), 0
+                learning_rate = scheduler.get_last_lr()[0]
+                progress.set_postfix(loss=f"{train_loss:.3f}", lr=f"{learning_rate:.2e}")
+                accelerator.log({"train_loss": train_loss, "learning_rate": learning_rate}, step=step)
             if args.checkpointing_steps not in (None, "epoch") and step % int(args.checkpointing_steps) == 0:
                 checkpoints.save(accelerator, step, state, tokenizer)
             if args.time_budget_minutes is not None:
@@ -503,6 +655,7 @@ def train(
     progress.close()
     if not history:  # resumed from a checkpoint of a finished run
         history.append(evaluate())
+    accelerator.end_training()
     final = history[-1]
     if best is not None:
         unwrapped.load_state_dict(best.weights)
@@ -516,6 +669,7 @@ def train(
         "stopped_early": stopped_early,
         "best_step": final["step"],
         "train_loss": train_loss,
+        "learning_rate": scheduler.get_last_lr()[0],
         **{key: value for key, value in final.items() if key.startswith("eval_")},
         "eval_history": history,
     }
