@@ -39,6 +39,7 @@ from .data import TokenBatchSampler
 from .cli import check_at_least, check_choice, check_range
 from .evaluation import perplexity
 from .files import lock_folders, remove_temporaries_of, replacing, unlock_folders
+from .scheduled_sampling import SCHEDULES, TeacherForcing, check_arguments as check_scheduled_sampling
 from .tokenization import save_tokenizer
 from .training_state import TrainingState
 from .word_vectors import set_embeddings_trainable
@@ -181,6 +182,25 @@ class TrainingArguments:
     unfreeze_embeddings_after_epochs: int | None = field(
         default=None, metadata={"help": "With --freeze_embeddings: train the embeddings too from this epoch on."}
     )
+    teacher_forcing_ratio: float | None = field(
+        default=None,
+        metadata={"help": "A constant teacher-forcing ratio in [0, 1] for the attention seq2seq: the probability "
+                          "that the decoder reads the gold previous token rather than its own prediction, per row "
+                          "and position (default: the model config's, 1.0 = always)."},
+    )
+    scheduled_sampling: str | None = field(
+        default=None,
+        metadata={"help": f"Scheduled sampling (Bengio et al. 2015) for the attention seq2seq: one of {SCHEDULES}; "
+                          "the teacher-forcing ratio decays with each optimizer step i from 1 to the floor: "
+                          "1 - k*i, k**i or k/(k + exp(i/k)) (see hf_seqmodels.scheduled_sampling)."},
+    )
+    scheduled_sampling_k: float | None = field(
+        default=None, metadata={"help": "The k of --scheduled_sampling: the slope (linear, > 0), the factor "
+                                        "(exponential, in (0, 1)) or the scale (inverse_sigmoid, >= 1)."},
+    )
+    scheduled_sampling_floor: float = field(
+        default=0.0, metadata={"help": "The lowest teacher-forcing ratio of --scheduled_sampling, in [0, 1)."}
+    )
 
     def __post_init__(self):
         check_choice(self, "optimizer", OPTIMIZERS)
@@ -200,6 +220,7 @@ class TrainingArguments:
         for name in ("learning_rate", "weight_decay", "max_grad_norm"):  # a learning rate of 0: a frozen model
             check_range(self, name, 0)
         check_range(self, "label_smoothing_factor", 0, 1, high_open=True)
+        check_scheduled_sampling(self)
         if self.checkpointing_steps not in (None, "epoch") and not (
             isinstance(self.checkpointing_steps, str) and self.checkpointing_steps.isdecimal()
             and int(self.checkpointing_steps) > 0
@@ -535,6 +556,7 @@ def train(
     _require_rows(train_dataset, "training", "--max_train_samples, --max_source_length, --block_size and the "
                  "filters of the data (e.g. rows without a label or target)")
     _require_rows(eval_dataset, "evaluation", EVAL_SIZE_OPTIONS)
+    teacher_forcing = TeacherForcing.for_run(args, model)
     if args.gradient_checkpointing:
         if not model.supports_gradient_checkpointing:
             raise ValueError(f"--gradient_checkpointing: {type(model).__name__} does not support gradient "
@@ -611,6 +633,7 @@ def train(
         skipped = done_in_epoch * accumulation  # 0 unless resumed
         for batch in accelerator.skip_first_batches(train_dataloader, skipped):
             with accelerator.accumulate(model):  # the optimizer steps (and zeroes) only on the last batch of a step
+                teacher_forcing.update(unwrapped, step)
                 outputs = model(**batch)
                 loss = outputs.loss
                 if label_smoother is not None:

@@ -10,6 +10,7 @@ from .configuration_utils import (
     check_optional_sizes,
     check_sizes,
     check_token_ids,
+    is_number,
     decoder_start_token_id as start_token_rule,
 )
 
@@ -66,6 +67,14 @@ class AttentionSeq2SeqConfig(CheckedConfig):
             train on CPU. Only for the Luong attention types.
         dropout (`float`, *optional*, defaults to 0.1):
             Dropout on the embeddings, between stacked recurrent layers and before the output layer.
+        teacher_forcing_ratio (`float`, *optional*, defaults to 1.0):
+            While training with `labels`: the probability that the decoder reads the gold previous token rather than
+            its own previous prediction (the argmax of its previous logits, not differentiated through), drawn
+            independently for each row and target position from torch's RNG (Bengio et al., 2015, scheduled
+            sampling). 1.0 is plain teacher forcing, the whole target at once; below 1 the decoder runs one
+            position at a time, and 0.0 decodes greedily from its own predictions. Evaluation and `generate()`
+            ignore it. A training loop may change it at every step with `set_teacher_forcing_ratio` (the scripts'
+            `--teacher_forcing_ratio` and `--scheduled_sampling` do); a saved config holds the last value set.
         tie_word_embeddings (`bool`, *optional*, defaults to `True`):
             Share the decoder's input embedding matrix with the output layer (Press & Wolf, 2017). When the
             decoder's output vectors (of size `hidden_size`) differ in size from the embeddings, a linear projection
@@ -116,6 +125,7 @@ class AttentionSeq2SeqConfig(CheckedConfig):
         attention_size: int | None = None,
         input_feeding: bool = False,
         dropout: float = 0.1,
+        teacher_forcing_ratio: float = 1.0,
         tie_word_embeddings: bool = True,
         initializer_range: float = 0.1,
         use_cache: bool = True,
@@ -134,6 +144,7 @@ class AttentionSeq2SeqConfig(CheckedConfig):
         check_flags(bidirectional_encoder=bidirectional_encoder, input_feeding=input_feeding,
                     tie_word_embeddings=tie_word_embeddings, use_cache=use_cache)
         check_initializer_range(initializer_range)
+        check_teacher_forcing_ratio(teacher_forcing_ratio)
         if kwargs.setdefault("is_encoder_decoder", True) is not True:
             raise ValueError(f"`is_encoder_decoder`={kwargs['is_encoder_decoder']!r} must be True: an attention "
                              "encoder-decoder always is one; leave it out.")
@@ -166,6 +177,7 @@ class AttentionSeq2SeqConfig(CheckedConfig):
         self.attention_size = attention_size
         self.input_feeding = input_feeding
         self.dropout = dropout
+        self.teacher_forcing_ratio = teacher_forcing_ratio
         self.initializer_range = initializer_range
         self.use_cache = use_cache
         self.decoder_start_token_id = decoder_start_token_id
@@ -177,6 +189,12 @@ class AttentionSeq2SeqConfig(CheckedConfig):
             **kwargs,
         )
 
+    def set_teacher_forcing_ratio(self, ratio: float) -> None:
+        """Set `teacher_forcing_ratio` (checked, as in `__init__`): what a training loop calls at every step to
+        follow a scheduled-sampling schedule."""
+        check_teacher_forcing_ratio(ratio)
+        self.teacher_forcing_ratio = ratio
+
     @property
     def encoder_vocab_size(self) -> int:
         """Size of the source vocabulary."""
@@ -186,6 +204,13 @@ class AttentionSeq2SeqConfig(CheckedConfig):
     def encoder_output_size(self) -> int:
         """Size of the encoder outputs (both directions when bidirectional)."""
         return self.hidden_size * (2 if self.bidirectional_encoder else 1)
+
+
+def check_teacher_forcing_ratio(ratio) -> None:
+    """Raise unless ``ratio`` is a probability in [0, 1]."""
+    if not is_number(ratio) or not 0.0 <= ratio <= 1.0:
+        raise ValueError(f"`teacher_forcing_ratio`={ratio!r} must be a number in [0, 1]: the probability of feeding "
+                         "the gold previous token (1.0: always, plain teacher forcing; 0.0: never).")
 
 
 __all__ = ["AttentionSeq2SeqConfig"]

@@ -503,9 +503,13 @@ class AttentionSeq2SeqForConditionalGeneration(
             (0: all; generate() asks for 1), a 1-D tensor of positions keeps those. `labels` must then label
             exactly the positions kept.
         The other arguments are those of [`AttentionSeq2SeqModel.forward`].
+
+        While training with `labels` and a `config.teacher_forcing_ratio` below 1, the decoder runs one position at a
+        time and reads, for each row and position, the gold previous token with that probability and its own
+        previous prediction otherwise (see [`AttentionSeq2SeqConfig`]).
         """
         return_dict = self._flag(return_dict, "return_dict")
-        outputs = self.model(
+        inputs = dict(
             input_ids=input_ids,
             attention_mask=attention_mask,
             decoder_input_ids=self.decoder_inputs_from_labels(labels, decoder_input_ids, decoder_inputs_embeds),
@@ -519,11 +523,12 @@ class AttentionSeq2SeqForConditionalGeneration(
             output_hidden_states=output_hidden_states,
             return_dict=True,
         )
-        hidden = outputs.last_hidden_state
-        hidden = self.dropout(keep_logits_positions(hidden, logits_to_keep))
-        if self.projection is not None:
-            hidden = self.projection(hidden)
-        logits = self.lm_head(hidden)
+        if labels is not None and self.training and self.config.teacher_forcing_ratio < 1:
+            outputs, logits = self._decode_sampling_own_predictions(**inputs)
+            logits = keep_logits_positions(logits, logits_to_keep)
+        else:
+            outputs = self.model(**inputs)
+            logits = self._logits(keep_logits_positions(outputs.last_hidden_state, logits_to_keep))
 
         loss = None if labels is None else lm_loss(logits, labels, shift=False)
         result = AttentionSeq2SeqLMOutput(
@@ -537,6 +542,72 @@ class AttentionSeq2SeqForConditionalGeneration(
             **cache_field(output_cache(outputs)),
         )
         return result if return_dict else result.to_tuple()
+
+    def _logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The output layer: decoder output vectors `(batch, length, hidden_size)` -> logits `(batch, length,
+        vocab_size)`."""
+        hidden = self.dropout(hidden)
+        if self.projection is not None:
+            hidden = self.projection(hidden)
+        return self.lm_head(hidden)
+
+    def _decode_sampling_own_predictions(
+        self, decoder_input_ids, decoder_inputs_embeds, encoder_outputs, cache, use_cache, **inputs
+    ) -> tuple[AttentionSeq2SeqModelOutput, torch.Tensor]:
+        """Scheduled sampling (Bengio et al., 2015): decode one position at a time with the cache, feeding at each
+        position after the first, for each row, the gold token of `decoder_input_ids` with probability
+        `config.teacher_forcing_ratio` (a coin from torch's RNG) and otherwise the argmax of the previous logits.
+        Returns the model outputs of all positions, as one call would, and the logits."""
+        if decoder_inputs_embeds is not None:
+            raise ValueError(
+                "`decoder_inputs_embeds` cannot be trained with `teacher_forcing_ratio` < 1: scheduled sampling feeds "
+                "the model's own predicted token ids back; pass `decoder_input_ids` or `labels`, or set "
+                "`model.config.set_teacher_forcing_ratio(1.0)`."
+            )
+        source_ids, source_embeds = inputs.pop("input_ids"), inputs.pop("inputs_embeds")
+        if encoder_outputs is None:
+            encoder_outputs = self.model.encoder(
+                source_ids, inputs["attention_mask"], source_embeds,
+                output_hidden_states=self._flag(inputs["output_hidden_states"], "output_hidden_states"),
+                return_dict=True,
+            )
+        decoder_mask = inputs.pop("decoder_attention_mask")
+        steps, logits, step_input = [], [], decoder_input_ids[:, :1]
+        for t in range(decoder_input_ids.shape[1]):
+            if t > 0:
+                gold = torch.rand(step_input.shape, device=step_input.device) < self.config.teacher_forcing_ratio
+                step_input = torch.where(gold, decoder_input_ids[:, t : t + 1], logits[-1].argmax(-1))
+            step = self.model(
+                **inputs, decoder_input_ids=step_input, encoder_outputs=encoder_outputs, cache=cache, use_cache=True,
+                decoder_attention_mask=None if decoder_mask is None else decoder_mask[:, : t + 1],
+            )
+            cache = output_cache(step)
+            steps.append(step)
+            logits.append(self._logits(step.last_hidden_state))
+        return concatenate_steps(steps, cache if use_cache else None), torch.cat(logits, dim=1)
+
+
+def concatenate_steps(steps: list[AttentionSeq2SeqModelOutput], cache: Cache | None) -> AttentionSeq2SeqModelOutput:
+    """The outputs of decoding steps of one position each, as those of one call over all the positions, with
+    ``cache``."""
+
+    def joined(name: str, dim: int = 1):
+        values = [getattr(step, name) for step in steps]
+        if values[0] is None:
+            return None
+        if isinstance(values[0], tuple):  # one tensor per layer
+            return tuple(torch.cat(per_layer, dim=dim) for per_layer in zip(*values))
+        return torch.cat(values, dim=dim)
+
+    return AttentionSeq2SeqModelOutput(
+        last_hidden_state=joined("last_hidden_state"),
+        decoder_hidden_states=joined("decoder_hidden_states"),
+        cross_attentions=joined("cross_attentions", dim=2),  # (batch, heads, positions, source_length)
+        encoder_last_hidden_state=steps[0].encoder_last_hidden_state,
+        encoder_hidden_states=steps[0].encoder_hidden_states,
+        decoder_attentional_states=joined("decoder_attentional_states"),
+        **cache_field(cache),
+    )
 
 
 __all__ = [

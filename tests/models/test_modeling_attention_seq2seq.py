@@ -279,6 +279,10 @@ def test_generate_options_reach_the_search():
         ({"dropout": 1.0}, "`dropout`=1.0 must be in"),
         ({"decoder_layers": 0}, "`decoder_layers`=0 must be a positive integer"),
         ({"eos_token_id": 12}, "`eos_token_id`=12 is outside the target vocabulary"),
+        ({"teacher_forcing_ratio": 1.5}, "`teacher_forcing_ratio`=1.5 must be a number in [0, 1]"),
+        ({"teacher_forcing_ratio": -0.1}, "`teacher_forcing_ratio`=-0.1 must be a number in [0, 1]"),
+        ({"teacher_forcing_ratio": float("nan")}, "`teacher_forcing_ratio`=nan must be a number in [0, 1]"),
+        ({"teacher_forcing_ratio": "0.5"}, "`teacher_forcing_ratio`='0.5' must be a number in [0, 1]"),
     ],
 )
 def test_config_errors(changes, message):
@@ -765,3 +769,110 @@ def test_value_checks_still_run_in_eager_mode():
     for match, change in bad.items():
         with pytest.raises(ValueError, match=match):
             model(**{**batch, **change})
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Teacher-forcing ratio: scheduled sampling (Bengio et al., 2015) while training.
+
+
+def fed_tokens(model) -> list[torch.Tensor]:
+    """The token ids the decoder's embedding reads, one tensor per call, recorded by a forward hook."""
+    calls = []
+    model.model.decoder.embed_tokens.register_forward_hook(lambda module, args, output: calls.append(args[0]))
+    return calls
+
+
+def sampling_batch(rows: int = 16, length: int = 5) -> dict:
+    generator = torch.Generator().manual_seed(3)
+    labels = torch.randint(3, 12, (rows, length), generator=generator)
+    labels[::3, -2:] = -100  # padded targets
+    return {"input_ids": torch.randint(1, 14, (rows, 4), generator=generator), "labels": labels}
+
+
+def test_teacher_forcing_ratio_is_set_and_checked():
+    config = tiny_config()
+    assert config.teacher_forcing_ratio == 1.0
+    config.set_teacher_forcing_ratio(0.25)
+    assert config.teacher_forcing_ratio == 0.25
+    with pytest.raises(ValueError, match=r"`teacher_forcing_ratio`=2.0 must be a number in \[0, 1\]"):
+        config.set_teacher_forcing_ratio(2.0)
+    assert config.teacher_forcing_ratio == 0.25
+
+
+@EACH_VARIANT
+def test_teacher_forcing_ratio_one_keeps_the_whole_target_path(variant):
+    """Ratio 1 while training: one decoder call over the whole target, no coin drawn from the RNG, the logits of
+    evaluation bit for bit (dropout 0); evaluation ignores any ratio."""
+    model = spread(AttentionSeq2SeqForConditionalGeneration(tiny_config(*variant)))
+    batch = sampling_batch()
+    with torch.no_grad():
+        evaluated = model(**batch).logits
+        model.config.set_teacher_forcing_ratio(0.5)
+        assert torch.equal(model(**batch).logits, evaluated)
+        model.config.set_teacher_forcing_ratio(1.0)
+        calls, rng = fed_tokens(model.train()), torch.get_rng_state()
+        trained = model(**batch).logits
+    assert len(calls) == 1 and calls[0].shape == batch["labels"].shape
+    assert torch.equal(torch.get_rng_state(), rng)
+    assert torch.equal(trained, evaluated)
+
+
+@EACH_VARIANT
+def test_teacher_forcing_ratio_zero_feeds_back_greedy_decoding(variant):
+    """Ratio 0 while training (dropout 0): the decoder reads its own previous argmax at every position, so the tokens
+    it reads and its logits are those of generate()'s greedy search in evaluation."""
+    model = spread(AttentionSeq2SeqForConditionalGeneration(tiny_config(*variant, eos_token_id=None)))
+    batch = sampling_batch()
+    length = batch["labels"].shape[1]
+    with torch.no_grad():
+        greedy = model.generate(input_ids=batch["input_ids"], do_sample=False, num_beams=1, max_new_tokens=length,
+                                output_logits=True, return_dict_in_generate=True)
+        model.config.set_teacher_forcing_ratio(0.0)
+        calls = fed_tokens(model.train())
+        trained = model(**batch)
+    assert torch.equal(torch.cat(calls, dim=1), greedy.sequences[:, :length])
+    torch.testing.assert_close(trained.logits, torch.stack(greedy.logits, dim=1), rtol=0, atol=1e-5)
+
+
+@EACH_VARIANT
+def test_scheduled_sampling_mixes_gold_and_predicted_tokens(variant):
+    """Ratio 0.5: each row and position after the first reads the gold token or the previous argmax, both happen,
+    a seeded run repeats; the outputs (logits, attention, hidden states, loss) are those of teacher forcing on the
+    tokens read, and gradients reach every parameter."""
+    model = spread(AttentionSeq2SeqForConditionalGeneration(tiny_config(*variant)))
+    batch = sampling_batch()
+    gold = model.prepare_decoder_input_ids_from_labels(batch["labels"])
+    model.config.set_teacher_forcing_ratio(0.5)
+    calls = fed_tokens(model.train())
+    flags = {"output_attentions": True, "output_hidden_states": True}
+    torch.manual_seed(0)
+    trained = model(**batch, **flags)
+    fed = torch.cat(calls, dim=1)
+    torch.manual_seed(0)
+    calls.clear()
+    with torch.no_grad():
+        model(**batch)
+    assert torch.equal(torch.cat(calls, dim=1), fed), "a seeded run feeds the same tokens"
+
+    predicted = torch.cat([gold[:, :1], trained.logits[:, :-1].argmax(-1)], dim=1)
+    assert torch.equal(fed[:, 0], gold[:, 0])
+    assert bool(((fed == gold) | (fed == predicted)).all())
+    differ = gold != predicted
+    assert bool((fed == gold)[differ].any()) and bool((fed == predicted)[differ].any())
+
+    calls.clear()
+    with torch.no_grad():
+        forced = model.eval()(**batch, decoder_input_ids=fed, **flags)
+    torch.testing.assert_close(trained.logits, forced.logits, rtol=0, atol=1e-5)
+    torch.testing.assert_close(trained.loss, forced.loss, rtol=0, atol=1e-6)
+    for name in ("cross_attentions", "decoder_hidden_states", "decoder_attentional_states", "encoder_hidden_states"):
+        torch.testing.assert_close(getattr(trained, name), getattr(forced, name), rtol=0, atol=1e-5)
+    trained.loss.backward()
+    assert all(param.grad is not None for param in model.parameters())
+
+
+def test_scheduled_sampling_refuses_decoder_inputs_embeds():
+    model = AttentionSeq2SeqForConditionalGeneration(tiny_config(teacher_forcing_ratio=0.5)).train()
+    embeds = torch.zeros(2, 3, 6)
+    with pytest.raises(ValueError, match="`decoder_inputs_embeds` cannot be trained with `teacher_forcing_ratio` < 1"):
+        model(input_ids=torch.tensor([[5, 3], [4, 6]]), decoder_inputs_embeds=embeds, labels=torch.ones(2, 3).long())
