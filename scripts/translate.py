@@ -1,0 +1,51 @@
+#!/usr/bin/env python
+"""Translate sentences, one a line, with a model folder saved by scripts/run_translation.py: from standard input (or
+--input) to standard output (or --output), in batches, in the order read; an empty line gives an empty line.
+
+    echo "Two dogs are running through the snow." | python scripts/translate.py outputs/multi30k-gru
+    python scripts/translate.py outputs/multi30k-gru --input sentences.en --output sentences.de --num_beams 5
+    python scripts/translate.py outputs/multi30k-gru --input sentences.en --num_beams 5 --num_return_sequences 3
+
+With --num_return_sequences N > 1 each sentence gives N lines, best first: `<sentence number from 0>\t<score>\t
+<translation>` (the score is beam search's: log-probability / length ** length_penalty). --attention_dir DIR draws
+the attention of each sentence into DIR/<line number from 1>.png. Options left out take the model's saved
+generation defaults.
+"""
+
+import argparse
+
+import hf_seqmodels  # noqa: F401  (registers the models with the Auto classes)
+from hf_seqmodels.tasks import inference
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("model_dir", help="A folder saved by scripts/run_translation.py.")
+    parser.add_argument("--input", default=None, help="A UTF-8 file of sentences, one a line (default: stdin).")
+    parser.add_argument("--output", default=None, help="The file to write the translations to (default: stdout).")
+    parser.add_argument("--num_beams", type=int, default=None, help="Beam size (default: the model's own).")
+    parser.add_argument("--num_return_sequences", type=int, default=1,
+                        help="Translations per sentence, with their scores (at most --num_beams).")
+    parser.add_argument("--max_new_tokens", type=int, default=None, help="Longest translation, in tokens.")
+    parser.add_argument("--batch_size", type=int, default=64, help="Sentences translated together.")
+    parser.add_argument("--attention_dir", default=None, help="A folder for each sentence's attention picture.")
+    args = parser.parse_args()
+
+    model, tokenizers = inference.load_translator(args.model_dir)
+    options = inference.given(num_beams=args.num_beams, max_new_tokens=args.max_new_tokens)
+    sentences = inference.read_lines(args.input)
+    translations = inference.translate_nbest(model, tokenizers, sentences, args.num_return_sequences,
+                                             args.batch_size, **options)
+    text = "".join(f"{line}\n" for line in
+                   inference.format_translations(translations, nbest=args.num_return_sequences > 1))
+    if args.output is None:
+        print(text, end="")
+    else:
+        with open(args.output, "w", encoding="utf-8") as file:
+            file.write(text)
+    if args.attention_dir is not None:
+        inference.save_attention_pictures(model, tokenizers, sentences, args.attention_dir, **options)
+
+
+if __name__ == "__main__":
+    main()
