@@ -49,8 +49,8 @@ def vectors_dimension(path: str, format: str = "auto") -> int:
         with _open(path) as file:
             return _header(file.readline().decode("utf-8", "replace").split(), path)[1]
     with _open_text(path) as lines:
-        fields = _fields(next(lines, ""))
-    return _header(fields, path)[1] if format == "word2vec" else len(fields) - 1
+        line = next(lines, "")
+    return _header(_fields(line), path)[1] if format == "word2vec" else _glove_dimension(line, path)
 
 
 def read_word_vectors(path: str, format: str = "auto",
@@ -77,8 +77,7 @@ def read_word_vectors(path: str, format: str = "auto",
         if keep is None or keep(word):
             words.append(word)
             vectors.append(values())
-    dimension = vectors_dimension(path, format)
-    return words, np.stack(vectors) if vectors else np.zeros((0, dimension), np.float32)
+    return words, np.stack(vectors) if vectors else np.zeros((0, vectors_dimension(path, format)), np.float32)
 
 
 def _open(path: str, mode: str = "rb"):
@@ -101,6 +100,14 @@ def _header(fields: list, path: str) -> tuple[int, int]:
                          f"positive integers), got {' '.join(map(str, fields))!r}; a GloVe file has no header: "
                          "pass --word_vectors_format glove (or auto).")
     return int(fields[0]), int(fields[1])
+
+
+def _glove_dimension(first_line: str, path: str) -> int:
+    """The dimension of a GloVe file: the number of values after the word of its first line."""
+    dimension = len(_fields(first_line)) - 1
+    if dimension < 1:
+        raise ValueError(f"{path}, line 1: {first_line.strip()!r} is not a word followed by its vector.")
+    return dimension
 
 
 def _vector(values: list[str] | bytes, path: str, where: str) -> np.ndarray:
@@ -127,9 +134,7 @@ def _text_records(path: str, has_header: bool) -> Iterator[tuple[str, Callable[[
                     count, dimension = _header(fields, path)
                     continue
                 if dimension is None:
-                    dimension = len(fields) - 1
-                    if dimension < 1:
-                        raise ValueError(f"{path}, line 1: {line.strip()!r} is not a word followed by its vector.")
+                    dimension = _glove_dimension(line, path)
                 if len(fields) != dimension + 1:
                     raise ValueError(
                         f"{path}, line {number}: {len(fields) - 1} values after the word {fields[0]!r}, expected "

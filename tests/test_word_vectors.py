@@ -94,6 +94,12 @@ def test_a_header_the_file_does_not_match_is_refused(tmp_path, reference):
     glove.write_text("\n".join(lines[1:3] + [lines[3] + " 1.0"]) + "\n", encoding="utf-8")
     with pytest.raises(ValueError, match="line 3: 6 values .* expected 5 \\(the dimension of the first line\\)"):
         read_word_vectors(str(glove), "glove")
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    with pytest.raises(ValueError, match="empty.txt is empty"):
+        read_word_vectors(str(empty))
+    with pytest.raises(ValueError, match="line 1: '' is not a word followed by its vector"):
+        vectors_dimension(str(empty), "glove")
 
 
 def test_a_truncated_binary_file_is_refused_naming_the_word(tmp_path, reference):
