@@ -2,6 +2,7 @@
 
 from .configuration_utils import CELL_TYPES, CheckedConfig, check_choice, check_dropouts, check_flags
 from .configuration_utils import check_initializer_range, check_sizes, check_token_ids, is_integer
+from .crf import check_crf_fields
 
 NONLINEARITIES = ("tanh", "relu")
 POOLINGS = ("last", "mean", "max", "attention")
@@ -49,6 +50,15 @@ class RecurrentConfig(CheckedConfig):
         classifier_pooling (`str`, *optional*, defaults to `"last"`):
             How sequence classification turns the outputs into one vector: `"last"` (final state of each
             direction), `"mean"` or `"max"` over real tokens, or `"attention"` (learned attention weights).
+        use_crf (`bool`, *optional*, defaults to `False`):
+            Token classification: put a linear-chain CRF over the per-token scores (Lample et al., 2016). The loss
+            is the CRF's negative log-likelihood over each row's labelled positions, `logits` stay the per-token
+            scores, and the tags are the Viterbi path (`viterbi_tags`, and the saved folder's token-classification
+            pipeline). Other heads ignore it.
+        crf_constrain_bio (`bool`, *optional*, defaults to `False`):
+            Forbid the CRF the transitions no BIO (IOB2) tag sequence has (`O` -> `I-x`, `B-x`/`I-x` -> `I-y` for
+            another type y, starting with `I-x`), in training and decoding. Needs `use_crf=True` and `id2label`
+            naming BIO tags (`O`, `B-<type>`, `I-<type>`).
         use_cache (`bool`, *optional*, defaults to `True`):
             Return the final recurrent states in a `RecurrentCache`, one cache layer per recurrent layer (as `cache`;
             `past_key_values` before transformers 5.24), outside training, so that generation feeds one new token
@@ -95,6 +105,8 @@ class RecurrentConfig(CheckedConfig):
         spelling_kernel_size: int = 3,
         max_spelling_length: int = 20,
         classifier_pooling: str = "last",
+        use_crf: bool = False,
+        crf_constrain_bio: bool = False,
         initializer_range: float = 0.02,
         use_cache: bool = True,
         pad_token_id: int | None = None,
@@ -142,6 +154,9 @@ class RecurrentConfig(CheckedConfig):
             tie_word_embeddings=tie_word_embeddings,
             **kwargs,
         )
+        check_crf_fields(use_crf, crf_constrain_bio, self.id2label)
+        self.use_crf = use_crf
+        self.crf_constrain_bio = crf_constrain_bio
 
     @property
     def input_size(self) -> int:

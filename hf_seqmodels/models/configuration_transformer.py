@@ -11,6 +11,7 @@ from .configuration_utils import (
     check_token_ids,
     decoder_start_token_id as start_token_rule,
 )
+from .crf import check_crf_fields
 
 ACTIVATIONS = ("relu", "gelu", "gelu_new", "silu")
 NORM_POSITIONS = ("post", "pre")
@@ -76,6 +77,15 @@ class TransformerConfig(CheckedConfig):
             `"max"` over real tokens, or `"attention"` (learned attention weights).
         classifier_dropout (`float`, *optional*, defaults to 0.0):
             Dropout before the classifier of the classification heads.
+        use_crf (`bool`, *optional*, defaults to `False`):
+            Token classification: put a linear-chain CRF over the per-token scores (Lample et al., 2016). The loss
+            is the CRF's negative log-likelihood over each row's labelled positions, `logits` stay the per-token
+            scores, and the tags are the Viterbi path (`viterbi_tags`, and the saved folder's token-classification
+            pipeline). Other heads ignore it.
+        crf_constrain_bio (`bool`, *optional*, defaults to `False`):
+            Forbid the CRF the transitions no BIO (IOB2) tag sequence has (`O` -> `I-x`, `B-x`/`I-x` -> `I-y` for
+            another type y, starting with `I-x`), in training and decoding. Needs `use_crf=True` and `id2label`
+            naming BIO tags (`O`, `B-<type>`, `I-<type>`).
         use_cache (`bool`, *optional*, defaults to `True`):
             Return the decoder's keys and values as `past_key_values` (outside training), so that generation feeds
             one new token per step.
@@ -135,6 +145,8 @@ class TransformerConfig(CheckedConfig):
         layer_norm_eps: float = 1e-5,
         classifier_pooling: str = "mean",
         classifier_dropout: float = 0.0,
+        use_crf: bool = False,
+        crf_constrain_bio: bool = False,
         use_cache: bool = True,
         pad_token_id: int | None = None,
         bos_token_id: int | None = None,
@@ -199,6 +211,9 @@ class TransformerConfig(CheckedConfig):
             tie_word_embeddings=tie_word_embeddings,
             **kwargs,
         )
+        check_crf_fields(use_crf, crf_constrain_bio, self.id2label)
+        self.use_crf = use_crf
+        self.crf_constrain_bio = crf_constrain_bio
 
     @property
     def encoder_vocab_size(self) -> int:

@@ -1,13 +1,16 @@
-"""Pooling and the classifier heads' losses, shared by the sequence and token classification heads of the recurrent
-and Transformer families."""
+"""Pooling, the classifier heads' losses and the CRF output layer of the taggers, shared by the sequence and token
+classification heads of the recurrent and Transformer families."""
 
 import torch
 from torch import nn
 from torch.nn import functional as F
+from transformers import initialization as init
 from transformers.utils import is_tracing
 
+from .crf import LinearChainCRF, bio_constraints, gather_to_front
 from .masks import check_tensor
 from .modeling_utils import cross_entropy
+from .pipeline_token_classification import CUSTOM_PIPELINES as CRF_PIPELINES
 
 _CLASS_ID_DTYPES = (torch.long, torch.int)
 
@@ -80,10 +83,96 @@ def sequence_classification_loss(logits: torch.Tensor, labels: torch.Tensor, con
 
 def token_classification_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     """Cross-entropy over tokens; positions labelled -100 (padding, continuation sub-words) are ignored."""
+    check_tagger_labels(logits, labels)
+    return cross_entropy(logits.flatten(0, 1), labels.flatten().long())
+
+
+def check_tagger_labels(logits: torch.Tensor, labels: torch.Tensor) -> None:
+    """Raise unless ``labels`` are ``(batch, length)`` tag ids of the head, or -100."""
     check_tensor(labels, "labels")
     _check_label_shape(labels, {tuple(logits.shape[:2])})
     _check_class_ids(labels, logits.shape[-1], "tokens")
-    return cross_entropy(logits.flatten(0, 1), labels.flatten().long())
+
+
+class TaggerOutputMixin:
+    """The output layer of the token-classification heads beyond their classifier: with ``config.use_crf`` a
+    `LinearChainCRF` over the classifier's scores (the emissions), optionally BIO-constrained
+    (``config.crf_constrain_bio``). The head's ``logits`` stay the emissions; the loss is the CRF's negative
+    log-likelihood and the tags are its Viterbi path (`viterbi_tags`). A head calls `_init_crf` in its ``__init__``
+    and `tagging_loss` in its ``forward``."""
+
+    def _init_crf(self, config) -> None:
+        self.crf = None
+        if config.use_crf:
+            constraints = bio_constraints(config.id2label) if config.crf_constrain_bio else ()
+            self.crf = LinearChainCRF(config.num_labels, *constraints)
+            # pipeline("token-classification", ...) then decodes with Viterbi (see pipeline_token_classification).
+            config.custom_pipelines = {**(getattr(config, "custom_pipelines", None) or {}), **CRF_PIPELINES}
+
+    def _init_weights(self, module):
+        if isinstance(module, LinearChainCRF):  # pytorch-crf's start; the penalties follow the constraints
+            for param in (module.start_transitions, module.end_transitions, module.transitions):
+                init.uniform_(param, -0.1, 0.1)
+            start_penalty, transition_penalty = module.penalties()
+            init.copy_(module.start_penalty, start_penalty)
+            init.copy_(module.transition_penalty, transition_penalty)
+        else:
+            super()._init_weights(module)
+
+    def tagging_loss(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """Cross-entropy over the labelled tokens, or with a CRF its negative log-likelihood averaged over the rows:
+        each row's chain is its labelled positions (labels other than -100), in order. Rows with no labelled
+        position are left out."""
+        if self.crf is None:
+            return token_classification_loss(logits, labels)
+        check_tagger_labels(logits, labels)
+        emissions, mask, _ = gather_to_front(logits, labels != -100)
+        tags, _, _ = gather_to_front(labels, labels != -100)
+        rows = mask[:, 0] if mask.shape[1] else mask.new_zeros(mask.shape[0])
+        if is_tracing(rows) or bool(rows.all()):
+            return self.crf.neg_log_likelihood(emissions, tags, mask).mean()
+        if not bool(rows.any()):
+            return logits.sum() * 0.0  # nothing to score; keeps the graph
+        return self.crf.neg_log_likelihood(emissions[rows], tags[rows], mask[rows]).mean()
+
+    def tags_from_emissions(self, logits: torch.Tensor, tag_mask: torch.Tensor) -> torch.Tensor:
+        """The Viterbi tags ``(batch, length)`` of emission scores ``logits`` ``(batch, length, num_labels)``, the
+        chain of each row running over its positions where ``tag_mask`` ``(batch, length)`` is True; -100 at the
+        other positions."""
+        if self.crf is None:
+            raise ValueError("This model has no CRF (config.use_crf=False): its tags are logits.argmax(-1).")
+        check_tensor(tag_mask, "tag_mask")
+        if tuple(tag_mask.shape) != tuple(logits.shape[:2]):
+            raise ValueError(f"`tag_mask` has shape {tuple(tag_mask.shape)}, expected {tuple(logits.shape[:2])}: "
+                             "True at each position to tag (the first token of each word).")
+        tag_mask = tag_mask.bool()
+        tags = torch.full(tag_mask.shape, -100, dtype=torch.long, device=logits.device)
+        emissions, mask, order = gather_to_front(logits, tag_mask)
+        rows = mask[:, 0] if mask.shape[1] else mask.new_zeros(mask.shape[0])
+        if bool(rows.any()):
+            paths, _ = self.crf.decode(emissions[rows], mask[rows])
+            tags[rows] = tags[rows].scatter(1, order[rows], paths)
+        return tags
+
+    @torch.no_grad()
+    def viterbi_tags(self, input_ids: torch.Tensor | None = None, attention_mask: torch.Tensor | None = None,
+                     inputs_embeds: torch.Tensor | None = None, tag_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """The best tag sequence of each row under the CRF (Viterbi), as tag ids ``(batch, length)``, -100 at the
+        positions not tagged.
+
+        Args:
+            input_ids, attention_mask, inputs_embeds: the inputs, as for ``forward``.
+            tag_mask: ``(batch, length)``, True at the positions the chain runs over: in training those labelled
+                (the first sub-token of each word; not special tokens). Default: every real token
+                (``attention_mask``), which suits inputs with one token per word and no special tokens.
+        """
+        logits = self(input_ids=input_ids, attention_mask=attention_mask, inputs_embeds=inputs_embeds).logits
+        if tag_mask is None:
+            tag_mask = torch.ones(logits.shape[:2], dtype=torch.bool, device=logits.device) \
+                if attention_mask is None else attention_mask.bool()
+        elif attention_mask is not None:
+            tag_mask = tag_mask.bool() & attention_mask.bool()
+        return self.tags_from_emissions(logits, tag_mask)
 
 
 def _check_label_shape(labels: torch.Tensor, expected: set[tuple[int, ...]]) -> None:

@@ -17,7 +17,7 @@ from transformers.modeling_outputs import (
 from .cache import RecurrentCache, RecurrentGenerationMixin, recurrent_cache
 from .cache_names import cache_argument, cache_field, output_cache
 from .configuration_recurrent import RecurrentConfig
-from .heads import SequencePooler, sequence_classification_loss, token_classification_loss
+from .heads import SequencePooler, TaggerOutputMixin, sequence_classification_loss
 from .masks import check_no_empty_rows, padding_or_none, prepare_padding_mask
 from .modeling_utils import (
     CausalLMLossKwargs,
@@ -316,8 +316,9 @@ class RecurrentForSequenceClassification(RecurrentPreTrainedModel):
         return result if return_dict else result.to_tuple()
 
 
-class RecurrentForTokenClassification(RecurrentPreTrainedModel):
-    """A recurrent encoder (usually bidirectional) with a per-token classifier, for tagging."""
+class RecurrentForTokenClassification(TaggerOutputMixin, RecurrentPreTrainedModel):
+    """A recurrent encoder (usually bidirectional) with a per-token classifier, for tagging; with `use_crf` a CRF
+    over the classifier's scores (the BiLSTM-CRF), whose tags `viterbi_tags` decodes (see `TaggerOutputMixin`)."""
 
     def __init__(self, config: RecurrentConfig):
         super().__init__(config)
@@ -325,6 +326,7 @@ class RecurrentForTokenClassification(RecurrentPreTrainedModel):
         self.model = RecurrentModel(config)
         self.dropout = nn.Dropout(config.output_dropout)
         self.classifier = nn.Linear(config.output_size, config.num_labels)
+        self._init_crf(config)
         self.post_init()
 
     def forward(
@@ -347,7 +349,7 @@ class RecurrentForTokenClassification(RecurrentPreTrainedModel):
             return_dict=True,
         )
         logits = self.classifier(self.dropout(outputs.last_hidden_state))
-        loss = None if labels is None else token_classification_loss(logits, labels)
+        loss = None if labels is None else self.tagging_loss(logits, labels)
         result = TokenClassifierOutput(loss=loss, logits=logits, hidden_states=outputs.hidden_states)
         return result if return_dict else result.to_tuple()
 

@@ -35,7 +35,7 @@ from .multi_head_attention import MultiHeadAttention
 from .cache_names import cache_argument, cache_field, output_cache
 from .configuration_transformer import TransformerConfig
 from .embeddings import TransformerEmbeddings, sinusoidal_positions
-from .heads import SequencePooler, sequence_classification_loss, token_classification_loss
+from .heads import SequencePooler, TaggerOutputMixin, sequence_classification_loss
 from .masks import build_attention_mask, check_no_empty_rows, check_tensor, padding_or_none, prepare_padding_mask
 from .modeling_utils import (
     CausalLMLossKwargs,
@@ -817,11 +817,13 @@ class TransformerForSequenceClassification(_TransformerEncoderClassifier):
         return result if return_dict else result.to_tuple()
 
 
-class TransformerForTokenClassification(_TransformerEncoderClassifier):
-    """A Transformer encoder with a per-token classifier, for tagging."""
+class TransformerForTokenClassification(TaggerOutputMixin, _TransformerEncoderClassifier):
+    """A Transformer encoder with a per-token classifier, for tagging; with ``use_crf`` a CRF over the classifier's
+    scores, whose tags ``viterbi_tags`` decodes (see ``TaggerOutputMixin``)."""
 
     def __init__(self, config: TransformerConfig):
         super().__init__(config)
+        self._init_crf(self.config)
         self.post_init()
 
     def forward(
@@ -838,7 +840,7 @@ class TransformerForTokenClassification(_TransformerEncoderClassifier):
         return_dict = self._flag(return_dict, "return_dict")
         outputs = self.model(input_ids, attention_mask, inputs_embeds, output_attentions, output_hidden_states, True)
         logits = self.classifier(self.dropout(outputs.last_hidden_state))
-        loss = None if labels is None else token_classification_loss(logits, labels)
+        loss = None if labels is None else self.tagging_loss(logits, labels)
         result = TokenClassifierOutput(
             loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
         )
