@@ -407,6 +407,21 @@ def make_train_dataloader(dataset, collate_fn, args: TrainingArguments, sampler=
                       generator=torch.Generator(), **order)
 
 
+def check_mixed_precision(model: torch.nn.Module, accelerator: Accelerator) -> None:
+    """Refuse bf16 autocast of an LSTM on a CPU whose kernels lack it (torch's oneDNN LSTM without AVX-512 BF16)
+    with a ValueError naming the option, rather than a crash deep in the first step."""
+    if accelerator.mixed_precision != "bf16" or accelerator.device.type != "cpu":
+        return
+    if not any(isinstance(module, torch.nn.LSTM) for module in model.modules()):
+        return
+    try:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            torch.nn.LSTM(1, 1)(torch.zeros(1, 1, 1))
+    except RuntimeError as error:
+        raise ValueError("--mixed_precision bf16: torch on this CPU has no bf16 LSTM kernel; train the LSTM in "
+                         "float32 (--mixed_precision no), on a GPU, or choose --cell_type gru.") from error
+
+
 def make_optimizer(model: torch.nn.Module, args: TrainingArguments) -> torch.optim.Optimizer:
     if args.optimizer == "sgd":
         return torch.optim.SGD(model.parameters(), lr=args.learning_rate, weight_decay=args.weight_decay)
@@ -569,6 +584,7 @@ def train(
                          "fixes the trained parameters when it wraps the model): drop it or run one process.")
     if args.freeze_embeddings:  # before DistributedDataParallel wraps the model
         set_embeddings_trainable(model, False)
+    check_mixed_precision(model, accelerator)
     train_dataloader = make_train_dataloader(train_dataset, collate_fn, args, train_sampler)
     optimizer = make_optimizer(model, args)
     model, optimizer, train_dataloader = accelerator.prepare(model, optimizer, train_dataloader)

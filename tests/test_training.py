@@ -7,11 +7,15 @@ import math
 import datasets
 import pytest
 import torch
-from transformers import AutoModelForCausalLM, default_data_collator
+from accelerate.state import AcceleratorState
+from transformers import AutoModelForCausalLM, SchedulerType, default_data_collator, get_scheduler
 
 from hf_seqmodels import RecurrentConfig, RecurrentForCausalLM, RecurrentForSequenceClassification
 from hf_seqmodels.tokenization import train_tokenizer
 from hf_seqmodels.training import (
+    METRIC_SCHEDULERS,
+    MIN_LR_SCHEDULERS,
+    TRACKER_PACKAGES,
     TrainingArguments,
     check_earlier_run,
     evaluate_loss,
@@ -216,3 +220,162 @@ def test_bad_best_model_arguments_raise(options, message):
 def test_greater_is_better_defaults_by_metric_name():
     assert not TrainingArguments(output_dir="out", metric_for_best_model="eval_loss").greater_is_better
     assert TrainingArguments(output_dir="out", metric_for_best_model="eval_bleu").greater_is_better
+
+
+@pytest.fixture
+def fresh_accelerate_state():
+    """Accelerate keeps one process-wide state that refuses another --mixed_precision: start and end afresh."""
+    AcceleratorState._reset_state(reset_partial_state=True)
+    yield
+    AcceleratorState._reset_state(reset_partial_state=True)
+
+
+def plain_model(seed: int = 0) -> RecurrentForCausalLM:
+    torch.manual_seed(seed)
+    return RecurrentForCausalLM(RecurrentConfig(vocab_size=VOCAB, embedding_size=8, hidden_size=8))  # no dropout
+
+
+def train_plain(tmp_path, data, **options) -> tuple[RecurrentForCausalLM, dict]:
+    args = TrainingArguments(output_dir=str(tmp_path / "out"), learning_rate=1e-2, logging_steps=1, **options)
+    accelerator = make_accelerator(args)
+    model = plain_model()
+    results = train(accelerator, model, data, blocks(4, seed=1), default_data_collator, args)
+    return accelerator.unwrap_model(model), results
+
+
+def test_gradient_accumulation_gives_the_weights_of_the_larger_batch(tmp_path):
+    """4 steps (2 epochs) of 2 batches of 4 rows each, accumulated, against 4 steps of batches of 8 rows: the same
+    rows per step (the seeded shuffle), equal-length rows (the mean loss of the batch of 8 is the mean of the two)."""
+    data = blocks(16)
+    accumulated, results = train_plain(tmp_path / "a", data, per_device_train_batch_size=4, num_train_epochs=2,
+                                       gradient_accumulation_steps=2)
+    larger, larger_results = train_plain(tmp_path / "b", data, per_device_train_batch_size=8, num_train_epochs=2)
+    assert results["steps"] == larger_results["steps"] == 4
+    assert results["train_loss"] == pytest.approx(larger_results["train_loss"], rel=1e-5)
+    for (name, expected), actual in zip(larger.state_dict().items(), accumulated.state_dict().values()):
+        torch.testing.assert_close(actual, expected, rtol=1e-5, atol=1e-6, msg=name)
+    untrained = plain_model()
+    assert not torch.equal(untrained.state_dict()["lm_head.weight"], larger.state_dict()["lm_head.weight"])
+
+
+def test_resume_mid_epoch_with_gradient_accumulation_matches_an_uninterrupted_run(tmp_path):
+    # 5 batches per epoch in steps of 2: 3 steps per epoch (the last of one batch), 6 in all; resumed from step 4.
+    straight, results = run(tmp_path, checkpointing_steps="4", gradient_accumulation_steps=2)
+    assert results["steps"] == 6 and results["epochs"] == 2
+    resumed, resumed_results = run(tmp_path / "resumed", gradient_accumulation_steps=2,
+                                   resume_from_checkpoint=str(tmp_path / "out-checkpoints" / "step_4"))
+    assert resumed_results["steps"] == 6 and resumed_results["resumed_from_step"] == 4
+    for (name, expected), actual in zip(straight.state_dict().items(), resumed.state_dict().values()):
+        torch.testing.assert_close(actual, expected, msg=name)
+
+
+@pytest.mark.parametrize("cell_type", ["gru", "lstm"])
+def test_bf16_mixed_precision_trains_or_is_refused_clearly(tmp_path, fresh_accelerate_state, cell_type):
+    """bf16 autocast on the CPU: the evaluation loss falls; an LSTM where torch's CPU kernels lack bf16 is refused."""
+    data = blocks(16)
+    torch.manual_seed(0)
+    model = RecurrentForCausalLM(RecurrentConfig(vocab_size=VOCAB, embedding_size=8, hidden_size=8,
+                                                 cell_type=cell_type))
+    before = evaluate_loss(make_accelerator(TrainingArguments(output_dir="x")), model, data, default_data_collator,
+                           batch_size=8)
+    AcceleratorState._reset_state(reset_partial_state=True)
+    args = TrainingArguments(output_dir=str(tmp_path / "out"), learning_rate=3e-2, per_device_train_batch_size=4,
+                             num_train_epochs=3, mixed_precision="bf16")
+    accelerator = make_accelerator(args)
+    assert accelerator.mixed_precision == "bf16"
+    try:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            torch.nn.LSTM(1, 1)(torch.zeros(1, 1, 1))
+        runs = True
+    except RuntimeError:
+        runs = cell_type != "lstm"
+    if not runs:
+        with pytest.raises(ValueError, match="--mixed_precision bf16: torch on this CPU has no bf16 LSTM kernel"):
+            train(accelerator, model, data, data, default_data_collator, args)
+        return
+    results = train(accelerator, model, data, data, default_data_collator, args)
+    assert results["eval_loss"] < before - 0.02
+
+
+@pytest.mark.skipif(torch.accelerator.is_available(), reason="fp16 runs where there is a GPU")
+def test_fp16_without_a_gpu_is_refused(tmp_path, fresh_accelerate_state):
+    with pytest.raises(ValueError, match="--mixed_precision fp16 needs a GPU.*bf16"):
+        make_accelerator(TrainingArguments(output_dir=str(tmp_path), mixed_precision="fp16"))
+
+
+def scheduler_case(name: str) -> dict:
+    """Options that make ``name`` change the LR within 10 steps and 2 evaluations."""
+    options = {"num_warmup_steps": 0 if name in METRIC_SCHEDULERS else 2}
+    if name in MIN_LR_SCHEDULERS:
+        options["min_lr"] = 1e-3
+    if name in METRIC_SCHEDULERS:  # the same score twice: no progress, so the LR changes at the 2nd evaluation
+        options.update(metric_for_best_model="eval_score",
+                       lr_scheduler_kwargs='{"patience": 0, "factor": 0.5, "min_lr": 0.0001}')
+    return options
+
+
+@pytest.mark.parametrize("name", [member.value for member in SchedulerType])
+def test_every_scheduler_type_follows_transformers_and_resumes(tmp_path, name):
+    """The LR after each evaluation (2 epochs of 5 steps) is that of transformers' get_scheduler stepped as often on
+    the same optimizer (a metric scheduler: at each evaluation, on its score); a run resumed mid-epoch ends alike."""
+    options = scheduler_case(name)
+
+    def score(model):
+        return {"eval_score": 1.0}
+
+    def run_with(folder, **more):
+        args = TrainingArguments(output_dir=str(folder / "out"), per_device_train_batch_size=4, learning_rate=1e-2,
+                                 num_train_epochs=2, lr_scheduler_type=name, **options, **more)
+        results = train(make_accelerator(args), tiny_model(), blocks(20), blocks(6, seed=1), default_data_collator,
+                        args, evaluate_fn=score)
+        return args, results
+
+    args, results = run_with(tmp_path, checkpointing_steps="7")
+    optimizer = torch.optim.AdamW(tiny_model().parameters(), lr=1e-2)
+    reference = get_scheduler(name, optimizer, options["num_warmup_steps"], 10, scheduler_options(args, 10))
+    expected, initial = [], reference.get_last_lr()[0]
+    for entry in results["eval_history"]:
+        for _ in range(5):
+            optimizer.step()  # no gradients: only the order torch expects
+            if name not in METRIC_SCHEDULERS:
+                reference.step()
+        if name in METRIC_SCHEDULERS:
+            reference.step(entry["eval_score"])
+        expected.append(reference.get_last_lr()[0])
+    assert [entry["learning_rate"] for entry in results["eval_history"]] == pytest.approx(expected, rel=1e-9)
+    assert results["learning_rate"] == pytest.approx(expected[-1], rel=1e-9)
+    assert len({initial, *expected}) > 1 or name == "constant"  # the type changes the LR in this run
+    _, resumed = run_with(tmp_path / "resumed", resume_from_checkpoint=str(tmp_path / "out-checkpoints" / "step_7"))
+    assert resumed["learning_rate"] == pytest.approx(results["learning_rate"], rel=1e-9)
+    assert resumed["eval_loss"] == pytest.approx(results["eval_loss"])
+
+
+def scheduler_options(args: TrainingArguments, max_steps: int) -> dict:
+    from hf_seqmodels.training import scheduler_options as options_of
+    return options_of(args, args.lr_scheduler_kwargs, max_steps)
+
+
+def test_tensorboard_holds_the_logged_training_loss(tmp_path):
+    _, results = train_plain(tmp_path, blocks(16), per_device_train_batch_size=8, max_train_steps=2,
+                             report_to="tensorboard")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = list((tmp_path / "out-runs").rglob("events.out.tfevents.*"))
+    assert events
+    scalars = {}
+    for event_file in events:
+        accumulator = EventAccumulator(str(event_file))
+        accumulator.Reload()
+        for tag in accumulator.Tags()["scalars"]:
+            scalars[tag] = [(event.step, event.value) for event in accumulator.Scalars(tag)]
+    assert [step for step, _ in scalars["train_loss"]] == [1, 2]
+    assert scalars["train_loss"][-1][1] == pytest.approx(results["train_loss"], rel=1e-6)
+    assert scalars["eval_loss"] == [(2, pytest.approx(results["eval_loss"], rel=1e-6))]
+    assert scalars["learning_rate"][0][1] == pytest.approx(1e-2 / 2)  # linear decay over 2 steps, after the first
+
+
+def test_a_missing_tracker_package_names_the_install(tmp_path, monkeypatch):
+    monkeypatch.setitem(TRACKER_PACKAGES, "tensorboard", "no_such_tracker_package")
+    with pytest.raises(ValueError, match="--report_to tensorboard needs the no_such_tracker_package package: pip "
+                                         "install no_such_tracker_package"):
+        make_accelerator(TrainingArguments(output_dir=str(tmp_path), report_to="tensorboard"))
