@@ -243,7 +243,7 @@ def translation_demo(model_dir):
         sentence = gr.Textbox(label="Sentence")
         button = gr.Button("Translate")
         translation = gr.Textbox(label="Translation", interactive=False)
-        picture = gr.Image(label="Attention", type="pil", interactive=False)
+        picture = gr.Image(label="Attention", type="pil", interactive=False, elem_id="attention")
         for trigger in (button.click, sentence.submit):
             trigger(translate_sentence, inputs=sentence, outputs=[translation, picture])
     demo.translate_sentence = translate_sentence
