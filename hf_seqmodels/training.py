@@ -397,14 +397,15 @@ def make_train_dataloader(dataset, collate_fn, args: TrainingArguments, sampler=
     ``--per_device_train_batch_size``; or ``sampler``'s batches when it is a `data.TokenBatchSampler`
     (``--max_tokens``), which no other task makes."""
     if isinstance(sampler, TokenBatchSampler):
-        return DataLoader(dataset, batch_sampler=sampler, collate_fn=collate_fn)
-    if args.max_tokens is not None:
+        batches = {"batch_sampler": sampler}
+    elif args.max_tokens is not None:
         raise ValueError("--max_tokens batches translation pairs by their source and target lengths; this task "
                          "batches rows: drop it and set --per_device_train_batch_size.")
-    order = {"shuffle": True} if sampler is None else {"sampler": sampler}
+    else:
+        batches = {"batch_size": args.per_device_train_batch_size,
+                   **({"shuffle": True} if sampler is None else {"sampler": sampler})}
     # Its own generator keeps the global RNG (dropout) untouched by starting an epoch, so a resumed run matches.
-    return DataLoader(dataset, batch_size=args.per_device_train_batch_size, collate_fn=collate_fn,
-                      generator=torch.Generator(), **order)
+    return DataLoader(dataset, collate_fn=collate_fn, generator=torch.Generator(), **batches)
 
 
 def check_mixed_precision(model: torch.nn.Module, accelerator: Accelerator) -> None:

@@ -7,6 +7,7 @@ import torch
 
 from hf_seqmodels.data import (
     LengthGroupedSampler,
+    TokenBatchSampler,
     check_column_files,
     first_rows,
     group_texts,
@@ -120,6 +121,31 @@ def test_length_grouped_sampler():
 
     shuffled = torch.randperm(1000, generator=torch.Generator().manual_seed(1)).tolist()
     assert padding(first) < padding(shuffled) / 5
+
+
+def test_token_batch_sampler():
+    """Every batch within the budget (padding counted: rows x (longest source + longest target)), every pair once per
+    epoch, the same batches for a seed and epoch and a new order for the next epoch, few rows alone."""
+    generator = torch.Generator().manual_seed(0)
+    source, target = (torch.randint(1, 40, (500,), generator=generator).tolist() for _ in range(2))
+    sampler = TokenBatchSampler(source, target, max_tokens=300, seed=3)
+    first = list(sampler)
+    assert len(first) == len(sampler)
+    for batch in first:
+        assert len(batch) * (max(source[i] for i in batch) + max(target[i] for i in batch)) <= 300
+    assert sorted(row for batch in first for row in batch) == list(range(500))
+    assert list(sampler) == first
+    assert list(TokenBatchSampler(source, target, max_tokens=300, seed=3)) == first
+    sampler.set_epoch(1)
+    again = list(sampler)
+    assert again != first and sorted(map(sorted, again)) == sorted(map(sorted, first))  # the same batches, reordered
+    assert sum(map(len, first)) / len(first) > 300 / 80 * 1.2  # fuller than batches sized for the longest pair
+
+
+def test_token_batch_sampler_refuses_a_pair_longer_than_the_budget():
+    with pytest.raises(ValueError, match="Training pair 1 has 30 source \\+ 12 target tokens, more than "
+                                         "--max_tokens=40 hold"):
+        TokenBatchSampler([3, 30], [4, 12], max_tokens=40)
 
 
 def test_check_values_names_the_row_and_column_of_a_value_of_the_wrong_kind():

@@ -8,9 +8,22 @@ import datasets
 import pytest
 import torch
 from accelerate.state import AcceleratorState
-from transformers import AutoModelForCausalLM, SchedulerType, default_data_collator, get_scheduler
+from transformers import (
+    AutoModelForCausalLM,
+    DataCollatorForSeq2Seq,
+    SchedulerType,
+    default_data_collator,
+    get_scheduler,
+)
 
-from hf_seqmodels import RecurrentConfig, RecurrentForCausalLM, RecurrentForSequenceClassification
+from hf_seqmodels import (
+    AttentionSeq2SeqConfig,
+    AttentionSeq2SeqForConditionalGeneration,
+    RecurrentConfig,
+    RecurrentForCausalLM,
+    RecurrentForSequenceClassification,
+)
+from hf_seqmodels.data import TokenBatchSampler
 from hf_seqmodels.tokenization import train_tokenizer
 from hf_seqmodels.training import (
     METRIC_SCHEDULERS,
@@ -379,3 +392,42 @@ def test_a_missing_tracker_package_names_the_install(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="--report_to tensorboard needs the no_such_tracker_package package: pip "
                                          "install no_such_tracker_package"):
         make_accelerator(TrainingArguments(output_dir=str(tmp_path), report_to="tensorboard"))
+
+
+def test_max_tokens_batches_train_a_translation_model_and_resume(tmp_path):
+    """--max_tokens through TokenBatchSampler: each batch within the budget, every pair once per epoch, and a run
+    resumed mid-epoch ends with the weights of an uninterrupted one."""
+    generator = torch.Generator().manual_seed(0)
+    lengths = torch.randint(2, 9, (24, 2), generator=generator).tolist()
+    pairs = datasets.Dataset.from_dict({
+        "input_ids": [torch.randint(4, VOCAB, (s,), generator=generator).tolist() for s, _ in lengths],
+        "labels": [torch.randint(4, VOCAB, (t,), generator=generator).tolist() + [2] for _, t in lengths]})
+    seen, pad = [], DataCollatorForSeq2Seq(train_tokenizer(["a b c"], "word"), label_pad_token_id=-100)
+
+    def collate(rows):
+        seen.append(len(rows) * (max(len(row["input_ids"]) for row in rows) + max(len(row["labels"]) for row in rows)))
+        return pad(rows)
+
+    def run_pairs(folder, **options):
+        args = TrainingArguments(output_dir=str(folder / "out"), learning_rate=1e-2, num_train_epochs=2, max_tokens=40,
+                                 checkpoint_dir=str(tmp_path / "checkpoints"), **options)
+        torch.manual_seed(0)
+        model = AttentionSeq2SeqForConditionalGeneration(AttentionSeq2SeqConfig(
+            vocab_size=VOCAB, embedding_size=8, hidden_size=8, dropout=0.2, pad_token_id=0, bos_token_id=1,
+            eos_token_id=2))
+        sampler = TokenBatchSampler([len(ids) for ids in pairs["input_ids"]], [len(ids) for ids in pairs["labels"]],
+                                    40, seed=args.seed)
+        results = train(make_accelerator(args), model, pairs, pairs, collate, args, train_sampler=sampler)
+        return model, results, len(sampler)
+
+    straight, results, batches = run_pairs(tmp_path / "straight", checkpointing_steps="3")
+    assert results["steps"] == 2 * batches and max(seen[:batches]) <= 40  # the first epoch (then evaluation)
+    resumed, _, _ = run_pairs(tmp_path / "resumed", resume_from_checkpoint=str(tmp_path / "checkpoints" / "step_3"))
+    for (name, expected), got in zip(straight.state_dict().items(), resumed.state_dict().values()):
+        torch.testing.assert_close(got, expected, msg=name)
+
+
+def test_max_tokens_is_refused_where_rows_are_batched(tmp_path):
+    args = TrainingArguments(output_dir=str(tmp_path / "out"), max_tokens=100)
+    with pytest.raises(ValueError, match="--max_tokens batches translation pairs .* drop it"):
+        train(make_accelerator(args), tiny_model(), blocks(8), blocks(4), default_data_collator, args)

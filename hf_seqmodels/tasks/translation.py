@@ -40,7 +40,7 @@ from transformers import (
 from transformers.models.auto.modeling_auto import MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING
 
 from ..cli import check_at_least, check_choice, check_different, check_range
-from ..data import LengthGroupedSampler, check_column_files
+from ..data import LengthGroupedSampler, TokenBatchSampler, check_column_files
 from ..evaluation import translation_metrics
 from ..models import pipeline_translation
 from ..models.pipeline_translation import CUSTOM_PIPELINES, SOURCE_TOKENIZER_DIR
@@ -402,8 +402,13 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Tra
         return scores
 
     train_rows = tokenized["train"]
-    sampler = LengthGroupedSampler([len(ids) for ids in train_rows["input_ids"]],
-                                   training_args.per_device_train_batch_size, seed=training_args.seed)
+    source_lengths = [len(ids) for ids in train_rows["input_ids"]]
+    if training_args.max_tokens is None:
+        sampler = LengthGroupedSampler(source_lengths, training_args.per_device_train_batch_size,
+                                       seed=training_args.seed)
+    else:
+        sampler = TokenBatchSampler(source_lengths, [len(ids) for ids in train_rows["labels"]],
+                                    training_args.max_tokens, seed=training_args.seed)
     collator = DataCollatorForSeq2Seq(tokenizers.source, label_pad_token_id=-100)
     results = train(accelerator, model, train_rows, tokenized["validation"], collator, training_args,
                     evaluate_fn=validation_bleu, train_sampler=sampler, tokenizer=tokenizers, checkpoints=checkpoints)
