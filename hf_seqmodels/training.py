@@ -39,6 +39,7 @@ from .data import TokenBatchSampler
 from .cli import check_at_least, check_choice, check_range
 from .evaluation import perplexity
 from .files import lock_folders, remove_temporaries_of, replacing, unlock_folders
+from .nt_asgd import NTASGD, evaluate_with_averages
 from .scheduled_sampling import SCHEDULES, TeacherForcing, check_arguments as check_scheduled_sampling
 from .tokenization import save_tokenizer
 from .training_state import TrainingState
@@ -46,7 +47,7 @@ from .word_vectors import set_embeddings_trainable
 
 logger = get_logger(__name__)
 
-OPTIMIZERS = ("adamw", "sgd")
+OPTIMIZERS = ("adamw", "sgd", "nt_asgd")
 # The transformers SchedulerType names stepped after each optimizer step, and those stepped on the validation metric
 # (metric_for_best_model, else eval_loss) after each evaluation.
 STEP_SCHEDULERS = ("linear", "cosine", "cosine_with_restarts", "polynomial", "constant", "constant_with_warmup",
@@ -76,7 +77,10 @@ class TrainingArguments:
     )
     per_device_train_batch_size: int = field(default=20, metadata={"help": "Training batch size per process."})
     per_device_eval_batch_size: int = field(default=64, metadata={"help": "Evaluation batch size per process."})
-    optimizer: str = field(default="adamw", metadata={"help": f"One of {OPTIMIZERS}."})
+    optimizer: str = field(default="adamw", metadata={"help": f"One of {OPTIMIZERS} (nt_asgd: SGD that switches to "
+                                                              "weight averaging, AWD-LSTM's; see --nonmono)."})
+    nonmono: int = field(default=5, metadata={"help": "nt_asgd: start averaging when an evaluation's loss is worse "
+                                                      "than the best before the last this many evaluations."})
     learning_rate: float = field(default=2e-3, metadata={"help": "Peak learning rate."})
     weight_decay: float = field(default=0.0, metadata={"help": "Weight decay (decoupled for AdamW)."})
     max_grad_norm: float = field(default=0.25, metadata={"help": "Clip the gradient norm to this; 0 = no clipping."})
@@ -213,6 +217,7 @@ class TrainingArguments:
                      "max_train_steps", "early_stopping_patience", "save_total_limit", "gradient_accumulation_steps",
                      "max_tokens"):
             check_at_least(self, name, 1)
+        check_at_least(self, "nonmono", 1)
         for name in ("num_warmup_steps", "seed"):
             check_at_least(self, name, 0)
         check_range(self, "seed", 0, 2**32 - 1)  # what numpy's seeding takes
@@ -424,6 +429,8 @@ def check_mixed_precision(model: torch.nn.Module, accelerator: Accelerator) -> N
 
 
 def make_optimizer(model: torch.nn.Module, args: TrainingArguments) -> torch.optim.Optimizer:
+    if args.optimizer == "nt_asgd":
+        return NTASGD(model.parameters(), lr=args.learning_rate, weight_decay=args.weight_decay, nonmono=args.nonmono)
     if args.optimizer == "sgd":
         return torch.optim.SGD(model.parameters(), lr=args.learning_rate, weight_decay=args.weight_decay)
     return torch.optim.AdamW(model.parameters(), lr=args.learning_rate, weight_decay=args.weight_decay)
@@ -618,7 +625,8 @@ def train(
     )
 
     def evaluate() -> dict:
-        loss = evaluate_loss(accelerator, model, eval_dataset, collate_fn, args.per_device_eval_batch_size)
+        loss = evaluate_with_averages(optimizer, model, lambda: evaluate_loss(
+            accelerator, model, eval_dataset, collate_fn, args.per_device_eval_batch_size))
         entry = {"step": step, "epoch": step / steps_per_epoch, "eval_loss": loss, "eval_perplexity": perplexity(loss)}
         if evaluate_fn is not None:
             entry.update(evaluate_fn(unwrapped))

@@ -220,6 +220,14 @@ class RecurrentCache(Cache):
         super().batch_select_indices(indices)
         self._map_batch(lambda t: t[indices])
 
+    def detach_(self) -> None:
+        """Cut the state (and extras) off the graph that computed them, keeping their values: truncated
+        backpropagation through time carries the state from one window of a stream to the next, and the next
+        window's backward pass then stops at its start instead of running back through every earlier window."""
+        for layer in self.layers:
+            layer._map(torch.Tensor.detach)
+        self.extras = {name: t.detach() for name, t in self.extras.items()}
+
     def reset(self) -> None:
         """Forget every state and extra; the layers stay, empty."""
         super().reset()

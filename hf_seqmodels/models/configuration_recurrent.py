@@ -1,11 +1,21 @@
 """Configuration of the recurrent family: Elman RNN, LSTM and GRU language models, classifiers and taggers."""
 
+import math
+
 from .configuration_utils import CELL_TYPES, CheckedConfig, check_choice, check_dropouts, check_flags
-from .configuration_utils import check_initializer_range, check_sizes, check_token_ids, is_integer
+from .configuration_utils import check_initializer_range, check_sizes, check_token_ids, is_integer, is_number
 from .crf import check_crf_fields
 
 NONLINEARITIES = ("tanh", "relu")
 POOLINGS = ("last", "mean", "max", "attention")
+
+
+def check_penalties(**penalties) -> None:
+    """Raise unless each penalty weight is a finite number >= 0 (0 = off)."""
+    for name, value in penalties.items():
+        if not is_number(value) or not 0 <= value < math.inf:
+            raise ValueError(f"`{name}`={value!r} must be a finite number >= 0: the weight of its term in the loss "
+                             "(0 = off).")
 
 
 class RecurrentConfig(CheckedConfig):
@@ -34,6 +44,24 @@ class RecurrentConfig(CheckedConfig):
             Dropout between stacked recurrent layers.
         output_dropout (`float`, *optional*, defaults to 0.0):
             Dropout on the top layer's outputs, before a head.
+        locked_dropout (`bool`, *optional*, defaults to `False`):
+            Make `embedding_dropout`, `dropout` and the language model's `output_dropout` variational ("locked",
+            Gal & Ghahramani 2016): one mask per sequence, the same features dropped at every position (AWD-LSTM's
+            `dropouti`, `dropouth` and `dropout`, Merity et al. 2017).
+        weight_drop (`float`, *optional*, defaults to 0.0):
+            DropConnect (Wan et al., 2013) on every layer's hidden-to-hidden weights in training: each forward call
+            zeroes entries of `weight_hh` with this probability (one mask for all positions of the batch) and scales
+            the rest; the fused kernel runs on the dropped weights (AWD-LSTM's `wdrop`).
+        word_type_dropout (`float`, *optional*, defaults to 0.0):
+            Embedding dropout in training (Gal & Ghahramani 2016; AWD-LSTM's `dropoute`): each forward call drops
+            whole word types with this probability, so every occurrence of a dropped id gets a zero embedding, and
+            scales the other embeddings.
+        activation_regularization (`float`, *optional*, defaults to 0.0):
+            Activation regularisation (AR, Merity et al. 2017): in training, the causal LM's loss adds this times the
+            mean square of the top layer's outputs after output dropout.
+        temporal_activation_regularization (`float`, *optional*, defaults to 0.0):
+            Temporal activation regularisation (TAR): in training, the causal LM's loss adds this times the mean
+            square of the change of the top layer's outputs (before dropout) from one position to the next.
         tie_word_embeddings (`bool`, *optional*, defaults to `True`):
             Share the input embedding matrix with the language-model output layer (Press & Wolf, 2017). When
             `hidden_size != embedding_size`, a linear projection maps the outputs to the embedding size first.
@@ -99,6 +127,11 @@ class RecurrentConfig(CheckedConfig):
         embedding_dropout: float = 0.0,
         dropout: float = 0.0,
         output_dropout: float = 0.0,
+        locked_dropout: bool = False,
+        weight_drop: float = 0.0,
+        word_type_dropout: float = 0.0,
+        activation_regularization: float = 0.0,
+        temporal_activation_regularization: float = 0.0,
         tie_word_embeddings: bool = True,
         spelling_features: int = 0,
         spelling_embedding_size: int = 16,
@@ -126,8 +159,12 @@ class RecurrentConfig(CheckedConfig):
         if spelling_kernel_size % 2 == 0:
             raise ValueError(f"`spelling_kernel_size`={spelling_kernel_size} must be odd, so that the window is "
                              "centred on a byte.")
-        check_dropouts(embedding_dropout=embedding_dropout, dropout=dropout, output_dropout=output_dropout)
-        check_flags(bidirectional=bidirectional, tie_word_embeddings=tie_word_embeddings, use_cache=use_cache)
+        check_dropouts(embedding_dropout=embedding_dropout, dropout=dropout, output_dropout=output_dropout,
+                       weight_drop=weight_drop, word_type_dropout=word_type_dropout)
+        check_flags(bidirectional=bidirectional, tie_word_embeddings=tie_word_embeddings, use_cache=use_cache,
+                    locked_dropout=locked_dropout)
+        check_penalties(activation_regularization=activation_regularization,
+                        temporal_activation_regularization=temporal_activation_regularization)
         check_initializer_range(initializer_range)
         check_token_ids(vocab_size, pad_token_id=pad_token_id, bos_token_id=bos_token_id, eos_token_id=eos_token_id)
         self.vocab_size = vocab_size
@@ -140,6 +177,11 @@ class RecurrentConfig(CheckedConfig):
         self.embedding_dropout = embedding_dropout
         self.dropout = dropout
         self.output_dropout = output_dropout
+        self.locked_dropout = locked_dropout
+        self.weight_drop = weight_drop
+        self.word_type_dropout = word_type_dropout
+        self.activation_regularization = activation_regularization
+        self.temporal_activation_regularization = temporal_activation_regularization
         self.spelling_features = spelling_features
         self.spelling_embedding_size = spelling_embedding_size
         self.spelling_kernel_size = spelling_kernel_size

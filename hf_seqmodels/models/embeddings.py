@@ -1,6 +1,7 @@
 """The Transformer's input embeddings: tokens (optionally scaled by sqrt(d_model)) plus positions, Vaswani et al.
 (2017), sections 3.4 and 3.5. Positions are either the fixed sinusoidal encodings or a learned table; both are a
-``(max_positions, d_model)`` table built once, from which every forward takes rows."""
+``(max_positions, d_model)`` table built once, from which every forward takes rows. And the embedding dropout that
+drops whole word types (the recurrent models' ``word_type_dropout``)."""
 
 import math
 
@@ -82,3 +83,12 @@ class TransformerEmbeddings(nn.Module):
         else:
             positions = table[(key_mask.cumsum(dim=1) - 1).clamp(min=0)[:, -length:]]
         return self.dropout(embeds * self.scale + positions)
+
+
+def word_type_dropout(embedding: nn.Embedding, input_ids: torch.LongTensor, p: float) -> torch.FloatTensor:
+    """Embed ``input_ids`` after dropping whole rows of the embedding matrix with probability ``p`` and scaling the
+    others by ``1 / (1 - p)``: every occurrence of a dropped word type gets a zero vector (Gal & Ghahramani 2016,
+    AWD-LSTM's ``embedded_dropout``). One mask per call; the gradient reaches the kept rows only."""
+    weight = embedding.weight
+    mask = weight.new_empty(weight.shape[0], 1).bernoulli_(1 - p) / (1 - p)
+    return nn.functional.embedding(input_ids, weight * mask, embedding.padding_idx)

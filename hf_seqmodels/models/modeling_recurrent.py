@@ -17,6 +17,7 @@ from transformers.modeling_outputs import (
 from .cache import RecurrentCache, RecurrentGenerationMixin, recurrent_cache
 from .cache_names import cache_argument, cache_field, output_cache
 from .configuration_recurrent import RecurrentConfig
+from .embeddings import word_type_dropout
 from .heads import SequencePooler, TaggerOutputMixin, sequence_classification_loss
 from .masks import check_no_empty_rows, padding_or_none, prepare_padding_mask
 from .modeling_utils import (
@@ -28,7 +29,7 @@ from .modeling_utils import (
     lm_output_layers,
     shift_labels_of,
 )
-from .recurrent_layers import RecurrentStack
+from .recurrent_layers import RecurrentStack, make_dropout
 from .spelling import SpellingFeatures
 from .step_graphs import GraphedSteps, replays_step
 
@@ -82,7 +83,7 @@ class RecurrentModel(GraphedSteps, RecurrentPreTrainedModel):
             self.spelling = SpellingFeatures(config.vocab_size, config.spelling_features,
                                              config.spelling_embedding_size, config.spelling_kernel_size,
                                              config.max_spelling_length)
-        self.embedding_dropout = nn.Dropout(config.embedding_dropout)
+        self.embedding_dropout = make_dropout(config.embedding_dropout, config.locked_dropout)
         self.rnn = RecurrentStack(
             config.cell_type,
             config.input_size,
@@ -91,6 +92,8 @@ class RecurrentModel(GraphedSteps, RecurrentPreTrainedModel):
             bidirectional=config.bidirectional,
             dropout=config.dropout,
             nonlinearity=config.nonlinearity,
+            weight_drop=config.weight_drop,
+            locked=config.locked_dropout,
         )
         self.post_init()
 
@@ -136,7 +139,7 @@ class RecurrentModel(GraphedSteps, RecurrentPreTrainedModel):
         """
         check_token_inputs(input_ids, inputs_embeds, self.config.vocab_size, self.config.input_size, self.dtype)
         if input_ids is not None:
-            inputs_embeds = self.embed_tokens(input_ids)
+            inputs_embeds = self._embed(input_ids)
             if self.spelling is not None:
                 inputs_embeds = torch.cat([inputs_embeds, self.spelling(input_ids)], dim=-1)
         batch_size, length = inputs_embeds.shape[:2]
@@ -172,6 +175,12 @@ class RecurrentModel(GraphedSteps, RecurrentPreTrainedModel):
             **cache_field(cache),
         )
         return result if return_dict else result.to_tuple()
+
+    def _embed(self, input_ids: torch.LongTensor) -> torch.FloatTensor:
+        """The token embeddings, with whole word types dropped in training (``word_type_dropout``)."""
+        if self.training and self.config.word_type_dropout > 0:
+            return word_type_dropout(self.embed_tokens, input_ids, self.config.word_type_dropout)
+        return self.embed_tokens(input_ids)
 
     def _step(self, inputs: torch.Tensor, cache: RecurrentCache, mask: torch.Tensor | None) -> tuple[torch.Tensor]:
         """A decoding step as ``step_graphs`` replays it: the layers continue from ``cache``, which keeps the state."""
@@ -210,7 +219,7 @@ class RecurrentForCausalLM(RecurrentGenerationMixin, RecurrentPreTrainedModel, G
             )
         super().__init__(config)
         self.model = RecurrentModel(config)
-        self.dropout = nn.Dropout(config.output_dropout)
+        self.dropout = make_dropout(config.output_dropout, config.locked_dropout)
         self.projection, self.lm_head = lm_output_layers(
             config.hidden_size, config.embedding_size, config.vocab_size, config.tie_word_embeddings
         )
@@ -259,17 +268,31 @@ class RecurrentForCausalLM(RecurrentGenerationMixin, RecurrentPreTrainedModel, G
             output_hidden_states=output_hidden_states,
             return_dict=True,
         )
-        hidden = outputs.last_hidden_state
-        hidden = self.dropout(keep_logits_positions(hidden, logits_to_keep))
-        if self.projection is not None:
-            hidden = self.projection(hidden)
-        logits = self.lm_head(hidden)
+        top = keep_logits_positions(outputs.last_hidden_state, logits_to_keep)
+        hidden = self.dropout(top)
+        logits = self.lm_head(hidden if self.projection is None else self.projection(hidden))
 
         loss = lm_loss(logits, labels, shift=True, num_items_in_batch=num_items_in_batch, shift_labels=shift_labels)
+        if loss is not None and self.training:
+            loss = loss + self.activation_penalty(top, hidden)
         result = CausalLMOutputWithPast(
             loss=loss, logits=logits, hidden_states=outputs.hidden_states, **cache_field(output_cache(outputs))
         )
         return result if return_dict else result.to_tuple()
+
+
+    def activation_penalty(self, outputs: torch.Tensor, dropped: torch.Tensor) -> torch.Tensor | float:
+        """AR and TAR (Merity et al. 2017) of the top layer's ``outputs`` ``(batch, length, hidden_size)``:
+        ``activation_regularization * mean(dropped ** 2)`` on the outputs after output dropout, plus
+        ``temporal_activation_regularization * mean((outputs[:, t] - outputs[:, t - 1]) ** 2)``; 0 when both are
+        off. Means over every position and feature (language-model training batches hold no padding)."""
+        config, penalty = self.config, 0.0
+        if config.activation_regularization > 0:
+            penalty = penalty + config.activation_regularization * dropped.pow(2).mean()
+        if config.temporal_activation_regularization > 0 and outputs.shape[1] > 1:
+            change = outputs[:, 1:] - outputs[:, :-1]
+            penalty = penalty + config.temporal_activation_regularization * change.pow(2).mean()
+        return penalty
 
 
 class RecurrentForSequenceClassification(RecurrentPreTrainedModel):

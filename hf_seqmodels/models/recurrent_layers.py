@@ -15,6 +15,7 @@ training forward keeps only each layer's inputs and runs the layer again in the 
 
 import torch
 from torch import nn
+from torch.nn.utils.stateless import _reparametrize_module
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.utils import is_tracing
@@ -47,6 +48,26 @@ def _last_real(outputs: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     return outputs.gather(1, last)
 
 
+class LockedDropout(nn.Module):
+    """Variational ("locked") dropout (Gal & Ghahramani, 2016; AWD-LSTM's ``LockedDropout``): one mask per sequence,
+    so the same features are dropped at every position of a row. Inputs are ``(batch, length, size)``."""
+
+    def __init__(self, p: float):
+        super().__init__()
+        self.p = p
+
+    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
+        if not self.training or self.p == 0:
+            return inputs
+        mask = inputs.new_empty(inputs.shape[0], 1, inputs.shape[2]).bernoulli_(1 - self.p) / (1 - self.p)
+        return inputs * mask
+
+
+def make_dropout(p: float, locked: bool) -> nn.Module:
+    """``LockedDropout(p)`` when ``locked``, else ``nn.Dropout(p)`` (a fresh mask at every position)."""
+    return LockedDropout(p) if locked else nn.Dropout(p)
+
+
 class RecurrentLayer(GradientCheckpointingLayer):
     """One recurrent layer (optionally bidirectional) on the fused torch kernel.
 
@@ -56,13 +77,26 @@ class RecurrentLayer(GradientCheckpointingLayer):
         hidden_size: size of the state of each direction.
         bidirectional: run a second, backward, direction and concatenate the outputs.
         nonlinearity: "tanh" or "relu"; only used by the Elman RNN.
+        weight_drop: DropConnect on the hidden-to-hidden weights in training (Wan et al., 2013; AWD-LSTM's
+            ``WeightDrop``): each forward call drops entries of ``weight_hh`` with this probability (one mask for
+            every position of the batch) and runs the fused kernel on the dropped weights, swapped in for the call
+            as ``torch.func.functional_call`` swaps them (``nn.RNNBase`` then hands them to its kernel): the
+            parameters and their names stay those of a plain layer, and the gradient reaches them through the mask.
     """
 
-    def __init__(self, cell_type: str, input_size: int, hidden_size: int, bidirectional: bool, nonlinearity: str):
+    def __init__(self, cell_type: str, input_size: int, hidden_size: int, bidirectional: bool, nonlinearity: str,
+                 weight_drop: float = 0.0):
         super().__init__()
         extra = {"nonlinearity": nonlinearity} if cell_type == "rnn" else {}
         self.rnn = _CELLS[cell_type](input_size, hidden_size, batch_first=True, bidirectional=bidirectional, **extra)
         self.is_lstm = cell_type == "lstm"
+        self.weight_drop = weight_drop
+
+    def dropped_hidden_weights(self) -> dict[str, torch.Tensor]:
+        """The hidden-to-hidden weights with DropConnect applied, by name (each direction its own mask)."""
+        names = [name for name in self.rnn._flat_weights_names if name.startswith("weight_hh")]
+        return {name: nn.functional.dropout(getattr(self.rnn, name), self.weight_drop, training=True)
+                for name in names}
 
     def forward(
         self, inputs: torch.Tensor, mask: torch.Tensor | None = None, *state: torch.Tensor, need_state: bool = True
@@ -81,7 +115,11 @@ class RecurrentLayer(GradientCheckpointingLayer):
             outputs ``(batch, length, num_directions * hidden_size)`` (zeros at padded positions), followed by the
             state's tensors after each row's last real token (a row with no real token keeps ``state``, zeros if none).
         """
-        outputs, new = self._run(inputs, mask, state or None, need_state)
+        if self.training and self.weight_drop > 0:
+            with _reparametrize_module(self.rnn, self.dropped_hidden_weights()):
+                outputs, new = self._run(inputs, mask, state or None, need_state)
+        else:
+            outputs, new = self._run(inputs, mask, state or None, need_state)
         return (outputs, *new) if need_state else (outputs,)
 
     def _run(
@@ -207,7 +245,8 @@ class RecurrentLayer(GradientCheckpointingLayer):
 
 
 class RecurrentStack(nn.Module):
-    """``num_layers`` recurrent layers with dropout between them.
+    """``num_layers`` recurrent layers with dropout between them (``locked``: one mask per sequence) and
+    ``weight_drop`` on each layer's hidden-to-hidden weights (see `RecurrentLayer`).
 
     Layers are separate modules (rather than one multi-layer kernel) so that every layer's outputs can be
     returned (``output_hidden_states``) and decoders can feed extra inputs to the first layer.
@@ -222,15 +261,17 @@ class RecurrentStack(nn.Module):
         bidirectional: bool = False,
         dropout: float = 0.0,
         nonlinearity: str = "tanh",
+        weight_drop: float = 0.0,
+        locked: bool = False,
     ):
         super().__init__()
         directions = 2 if bidirectional else 1
         self.layers = nn.ModuleList(
             RecurrentLayer(cell_type, input_size if i == 0 else directions * hidden_size, hidden_size, bidirectional,
-                           nonlinearity)
+                           nonlinearity, weight_drop)
             for i in range(num_layers)
         )
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = make_dropout(dropout, locked)
         self.output_size = directions * hidden_size
 
     def forward(
