@@ -11,6 +11,10 @@ pretrained encoder:
         --learning_rate 5e-5 --output_dir outputs/upos-minilm
     python scripts/run_ner.py --train_file ner/train.jsonl --validation_file ner/dev.jsonl \\
         --label_column_name ner_tags --bidirectional --output_dir outputs/ner-bilstm
+    python scripts/run_ner.py --dataset_name wnut17 --label_column_name ner_tags --bidirectional \\
+        --use_crf --crf_constrain_bio --output_dir outputs/wnut17-bilstm-crf   # BiLSTM-CRF, Viterbi tags
+
+A labelled test split (UD English-EWT, WNUT-17, or --test_file) scores the final model too (`test_*` in results.json).
 """
 
 import hf_seqmodels  # noqa: F401  (registers the models with the Auto classes)

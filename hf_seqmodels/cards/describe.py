@@ -22,8 +22,8 @@ def describe_architecture(run: dict) -> str:
         return f"A pretrained encoder ({base}) fine-tuned with a new {run['task']} head; {parameters}."
     if args.get("model_type") == "transformer":
         return (f"A Transformer encoder (Vaswani et al., 2017) trained from scratch: {args['num_layers']} layers, "
-                f"d_model {args['hidden_size']}, {args['num_heads']} heads, feed-forward {args['ffn_dim']}; "
-                f"{parameters}.")
+                f"d_model {args['hidden_size']}, {args['num_heads']} heads, feed-forward {args['ffn_dim']}"
+                f"{_crf(args)}; {parameters}.")
     cell = CELLS[args.get("cell_type", "lstm")]
     direction = "bidirectional " if args.get("bidirectional") else ""
     if pretrained := args.get("embeddings_from"):
@@ -36,7 +36,15 @@ def describe_architecture(run: dict) -> str:
     spelling = (f", plus {args['spelling_features']} character-CNN features of each token's spelling"
                 if args.get("spelling_features") else "")
     return (f"{_a(direction + cell)} {start}: {args['num_layers']} layer(s) of {args['hidden_size']} units"
-            f"{embeddings}{spelling}; {parameters}.")
+            f"{embeddings}{spelling}{_crf(args)}; {parameters}.")
+
+
+def _crf(args: dict) -> str:
+    """What a tagger's ``--use_crf`` adds to the sentence, or nothing."""
+    if not args.get("use_crf"):
+        return ""
+    return (", and a linear-chain CRF over the tag scores, trained on the sentence likelihood and decoded with "
+            "Viterbi" + (" (BIO transitions only)" if args.get("crf_constrain_bio") else ""))
 
 
 def _a(phrase: str) -> str:

@@ -54,6 +54,10 @@ def render_card(run: dict, model_name: str | None = None, license: str | None = 
     data = card_data(run, model_name, license)
     dataset = dataset_of(run)
     template = Path(template_dir or TEMPLATE_DIR) / f"{task}.md"
+
+    def table(split: str) -> list[tuple[str, str]]:
+        return [(metric.name, format_metric(value, metric.percent)) for metric, value in run_scores(run, split)]
+
     return ModelCard.from_template(
         data,
         template_path=str(template),
@@ -64,8 +68,10 @@ def render_card(run: dict, model_name: str | None = None, license: str | None = 
         limitations=dataset["limitations"],
         labels=run.get("labels", []),
         tag_scheme=run.get("tag_scheme"),
+        crf=run.get("arguments", {}).get("use_crf", False),
         hyperparameters=hyperparameters(run),
-        scores=[(metric.name, format_metric(value, metric.percent)) for metric, value in run_scores(run)],
+        scores=table("eval"),
+        test_scores=table("test"),
         num_parameters=f"{run['num_parameters'] / 1e6:.2f}M",
         train_minutes=f"{run['train_runtime_s'] / 60:.1f}",
         throughput=f"{run['eval_samples_per_second']:.0f}" if "eval_samples_per_second" in run else "n/a",

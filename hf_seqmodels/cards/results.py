@@ -51,9 +51,11 @@ def load_run(results_file: str | Path, model: str | None = None) -> dict:
     return data["runs"][names.index(model)]
 
 
-def run_scores(run: dict) -> list[tuple[Metric, float]]:
-    """The scores of the run's task that the run holds, in the task's order."""
-    return [(metric, run[metric.key]) for metric in TASKS[run["task"]].metrics if metric.key in run]
+def run_scores(run: dict, split: str = "eval") -> list[tuple[Metric, float]]:
+    """The scores of the run's task that the run holds, in the task's order: those of the validation split
+    (``eval_*``), or with ``split="test"`` those of the test split (``test_*``)."""
+    keys = {metric: split + metric.key.removeprefix("eval") for metric in TASKS[run["task"]].metrics}
+    return [(metric, run[key]) for metric, key in keys.items() if key in run]
 
 
 def load_benchmarks(path: str | Path | None = None) -> dict | None:

@@ -44,7 +44,8 @@ class CRFTokenClassificationPipeline(TokenClassificationPipeline):
     def _forward(self, model_inputs):
         word_index = model_inputs.pop("word_index")
         outputs = super()._forward(model_inputs)
-        starts = (word_index >= 0) & torch.cat([word_index.new_ones(1, 1), word_index[:, 1:] != word_index[:, :-1]], 1)
+        changes = torch.cat([torch.ones(1, 1, dtype=torch.bool), word_index[:, 1:] != word_index[:, :-1]], dim=1)
+        starts = (word_index >= 0) & changes  # the first token of each word
         tags = self.model.tags_from_emissions(outputs["logits"], starts.to(outputs["logits"].device))
         # Each token takes the tag of its word's first token: the last word start at or before it.
         opened = torch.cummax(torch.where(starts, torch.arange(starts.shape[1]), 0), dim=1).values

@@ -130,21 +130,23 @@ class DataArguments(arguments.DataArguments):
         for name in ("max_train_samples", "max_eval_samples"):
             check_at_least(self, name, 1, " (leave it out for all rows)")
         check_different(self, "text_column_name", "label_column_name")
-        if self.test_file:
-            raise ValueError("--test_file: this task scores the validation split (GLUE test labels are hidden); "
-                             "pass labelled data with --validation_file.")
 
     def column_kinds(self) -> dict[str, str]:
         return {self.text_column_name: "text", self.label_column_name: "label"}
 
     def load_labelled(self) -> datasets.DatasetDict:
-        """The ``train`` and ``validation`` splits (a ``test`` split is dropped), cut to ``--max_train_samples`` /
-        ``--max_eval_samples``; refused unless both have the columns and a labelled row."""
+        """The ``train`` and ``validation`` splits, and the ``test`` split when it has labels, cut to
+        ``--max_train_samples`` / ``--max_eval_samples``; refused unless each has the columns and a labelled row.
+        A data set's test split without labels (GLUE's hidden ones, -1) is dropped with a warning; a --test_file
+        without labels is refused."""
         raw = self.load()
-        raw.pop("test", None)
         check_columns(raw, (self.text_column_name, self.label_column_name))
+        if "test" in raw and not self.test_file and not has_labels(raw["test"], self.label_column_name):
+            logger.warning(f"The test split of {self.dataset_name} has no labels: only the validation split is "
+                           "scored.")
+            raw.pop("test")
         for split, rows in raw.items():
-            if not any(label != -1 for label in rows[self.label_column_name]):
+            if not has_labels(rows, self.label_column_name):
                 raise ValueError(
                     f"The {split!r} split has no labelled rows ({len(rows)} rows; a {self.label_column_name!r} of "
                     f"-1 marks an unlabelled row, as in GLUE test splits), so there is nothing to "
@@ -154,20 +156,25 @@ class DataArguments(arguments.DataArguments):
         return raw
 
 
+def has_labels(rows: datasets.Dataset, column: str) -> bool:
+    """Whether any row of ``rows`` is labelled (-1 marks an unlabelled row, as in GLUE test splits)."""
+    return any(label != -1 for label in rows[column])
+
+
 def label_names(raw: datasets.DatasetDict, column: str) -> list[str]:
     """The label set of ``column`` (class labels, or tag sequences), in id order.
 
     A `datasets.ClassLabel` column (e.g. Hub NER sets with integer tags) keeps its own names; otherwise the
-    sorted distinct values of the ``train`` and ``validation`` splits, as strings (a validation-only label still
-    gets an id, so scoring never fails on it). ``-1`` marks an unlabelled row, as in GLUE test splits. Numbers
-    must be integers (see `_label_name`).
+    sorted distinct values of the ``train``, ``validation`` and ``test`` splits, as strings (a label found only
+    in the scored splits still gets an id, so scoring never fails on it). ``-1`` marks an unlabelled row, as in
+    GLUE test splits. Numbers must be integers (see `_label_name`).
     """
     feature = raw["train"].features[column]
     feature = getattr(feature, "feature", feature)  # the element type of a sequence column
     if isinstance(feature, datasets.ClassLabel):
         return list(feature.names)
     values = set()
-    for split in ("train", "validation"):
+    for split in ("train", "validation", "test"):
         for value in raw[split][column] if split in raw else []:
             values.update(value if isinstance(value, list) else [value])
     values.discard(-1)
@@ -304,7 +311,7 @@ def predict(accelerator: Accelerator, model: PreTrainedModel, dataset, collate_f
     start = time.monotonic()
     for batch in loader:
         labels = batch.pop("labels")
-        predicted = model(**batch).logits.argmax(-1)
+        predicted = predicted_labels(model, batch, labels)
         if predicted.dim() == 2:  # tokens: pad to the longest row of any process before gathering
             predicted = accelerator.pad_across_processes(predicted, dim=1, pad_index=-100)
             labels = accelerator.pad_across_processes(labels, dim=1, pad_index=-100)
@@ -321,8 +328,22 @@ def predict(accelerator: Accelerator, model: PreTrainedModel, dataset, collate_f
     return {"predictions": predictions, "references": references, "seconds": seconds, "rows": len(dataset)}
 
 
-def eval_prefixed(scores: dict) -> dict:
-    return {f"eval_{key}": value for key, value in scores.items()}
+def predicted_labels(model: PreTrainedModel, batch: dict, labels: torch.Tensor) -> torch.Tensor:
+    """The model's predictions for ``batch``: the arg-max of the logits, or for a tagger with a CRF
+    (``config.use_crf``) its Viterbi path over the labelled positions, as in training."""
+    if getattr(model.config, "use_crf", False):
+        return model.viterbi_tags(**batch, tag_mask=labels != -100)
+    return model(**batch).logits.argmax(-1)
+
+
+def eval_prefixed(scores: dict, prefix: str = "eval") -> dict:
+    return {f"{prefix}_{key}": value for key, value in scores.items()}
+
+
+def sorted_by_length(dataset: datasets.Dataset) -> datasets.Dataset:
+    """``dataset``'s rows in length order, which batch with little padding; no score depends on the order."""
+    lengths = [len(ids) for ids in dataset["input_ids"]]
+    return dataset.select(sorted(range(len(lengths)), key=lengths.__getitem__))
 
 
 def evaluation_results(accelerator: Accelerator, output: dict, scores: dict, model: PreTrainedModel) -> dict:
@@ -367,14 +388,16 @@ def check_metric_for_best_model(metric: str | None, task: LabellingTask, labels:
 
 def run(task: LabellingTask, model_args: ModelArguments, data_args: DataArguments,
         training_args: TrainingArguments) -> dict:
-    """Load the data, make the tokenizer and model, train with `training.train`, score the validation split and
-    save model, tokenizer and ``results.json`` to ``training_args.output_dir``. Every evaluation during training
-    scores the validation split too, so ``--metric_for_best_model`` can be any of the results' scores (e.g.
-    ``eval_accuracy``, or ``eval_seqeval_f1`` for BIO tags).
+    """Load the data, make the tokenizer and model, train with `training.train`, score the validation split (and
+    the test split when the data has a labelled one) and save model, tokenizer and ``results.json`` to
+    ``training_args.output_dir``. Every evaluation during training scores the validation split too, so
+    ``--metric_for_best_model`` can be any of the results' scores (e.g. ``eval_accuracy``, or ``eval_seqeval_f1``
+    for BIO tags); the validation split alone chooses the model, the test split scores only the final one.
 
     Returns:
-        The results written to ``results.json``: `training.train`'s fields, ``eval_<metric>`` scores,
-        ``num_parameters``, ``eval_samples_per_second``, ``device``, ``labels`` and the ``arguments``.
+        The results written to ``results.json``: `training.train`'s fields, ``eval_<metric>`` scores (and
+        ``test_<metric>`` with ``test_rows``), ``num_parameters``, ``eval_samples_per_second``, ``device``,
+        ``labels`` and the ``arguments``.
     """
     start = time.monotonic()
     accelerator, checkpoints = start_run(training_args)
@@ -389,9 +412,7 @@ def run(task: LabellingTask, model_args: ModelArguments, data_args: DataArgument
     vectors_coverage = model_args.load_word_vectors(model, tokenizer)
     tokenized = keep_model_inputs(tokenized, tokenizer, model)
     collator = task.collator_class(tokenizer)
-    # Validation rows in length order batch with little padding; no score depends on the order.
-    lengths = [len(ids) for ids in tokenized["validation"]["input_ids"]]
-    validation = tokenized["validation"].select(sorted(range(len(lengths)), key=lengths.__getitem__))
+    validation = sorted_by_length(tokenized["validation"])
 
     sampler = None
     if data_args.group_by_length:
@@ -406,6 +427,10 @@ def run(task: LabellingTask, model_args: ModelArguments, data_args: DataArgument
                     evaluate_fn=validation_scores, train_sampler=sampler, tokenizer=tokenizer, checkpoints=checkpoints)
     output = predict(accelerator, model, validation, collator, training_args.per_device_eval_batch_size)
     results.update(evaluation_results(accelerator, output, task.score(output, labels), model))
+    if "test" in tokenized:
+        test = predict(accelerator, model, sorted_by_length(tokenized["test"]), collator,
+                       training_args.per_device_eval_batch_size)
+        results.update(eval_prefixed(task.score(test, labels), "test"), test_rows=test["rows"])
     results.update(
         task=task.name,
         model_type=model.config.model_type,

@@ -10,21 +10,57 @@ rest (model options, labels, tokenizer, model, prediction) is `tasks.labelling`'
 tokenized with ``is_split_into_words=True``, and the fast tokenizer's ``word_ids()`` tell which word each sub-token
 comes from. The first sub-token of a word carries the word's tag; later sub-tokens and special tokens get -100, so
 each word is trained on and scored exactly once. With BIO tags the scores include seqeval's entity F1.
+
+``--use_crf`` puts a linear-chain CRF over a new model's tag scores (the BiLSTM-CRF of Lample et al., 2016): it
+trains on the CRF's likelihood over each sentence's words and predicts their Viterbi path; ``--crf_constrain_bio``
+forbids it the tag sequences BIO does not allow (``O`` followed by ``I-x``). A data set with a labelled test split
+(UD English-EWT, WNUT-17) is also scored on it (``test_*`` in results.json); the validation split alone chooses the
+model.
 """
 
 import re
 from dataclasses import dataclass, field
 
 import datasets
-from transformers import AutoModelForTokenClassification, DataCollatorForTokenClassification, PreTrainedTokenizerBase
+from transformers import (
+    AutoModelForTokenClassification,
+    DataCollatorForTokenClassification,
+    PretrainedConfig,
+    PreTrainedTokenizerBase,
+)
 
 from ..evaluation import classification_metrics, tagging_metrics
 from ..training import TrainingArguments
 from . import arguments, labelling
-from .labelling import ModelArguments
 
 TRAINING_DEFAULTS = {}
 BIO_TAG = re.compile(r"^[BIES]-.+$")
+
+
+@dataclass
+class ModelArguments(labelling.ModelArguments):
+    use_crf: bool = field(
+        default=False,
+        metadata={"help": "A new model: put a linear-chain CRF over the tag scores (BiLSTM-CRF), trained on the "
+                          "likelihood of each sentence's tags and predicting their Viterbi path."},
+    )
+    crf_constrain_bio: bool = field(
+        default=False,
+        metadata={"help": "With --use_crf and BIO tags: forbid the CRF the tag sequences BIO does not allow (I-x "
+                          "after O or after another type, I-x first), in training and prediction."},
+    )
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.crf_constrain_bio and not self.use_crf:
+            raise ValueError("--crf_constrain_bio constrains the CRF of --use_crf: pass --use_crf too.")
+        if self.use_crf and self.model_name_or_path:
+            raise ValueError("--use_crf adds a CRF to a new model; --model_name_or_path fine-tunes a pretrained "
+                             "checkpoint with its own softmax head: pass one or the other.")
+
+    def config(self, tokenizer: PreTrainedTokenizerBase, **fields) -> PretrainedConfig:
+        """`arguments.ModelArguments.config` with the CRF options (``use_crf``, ``crf_constrain_bio``)."""
+        return super().config(tokenizer, use_crf=self.use_crf, crf_constrain_bio=self.crf_constrain_bio, **fields)
 
 
 @dataclass
@@ -118,5 +154,5 @@ TASK = labelling.LabellingTask(
 
 
 def run(model_args: ModelArguments, data_args: DataArguments, training_args: TrainingArguments) -> dict:
-    """Train a tagger and score it on the validation split; see `labelling.run`."""
+    """Train a tagger and score it on the validation split (and a labelled test split); see `labelling.run`."""
     return labelling.run(TASK, model_args, data_args, training_args)

@@ -64,8 +64,24 @@ TRAINING = {
     "output_dir blank": (["--output_dir", "  "], r"--output_dir must name a folder, got '  '"),
     **{f"scheduler {name}": (["--lr_scheduler_type", name], rf"--lr_scheduler_type='{name}' is not a SchedulerType "
                                                             r"this training loop runs.*choose one of \('linear'")
-       for name in ("reduce_lr_on_plateau", "cosine_with_min_lr", "cosine_warmup_with_min_lr", "warmup_stable_decay",
-                    "greedy", "sometimes")},
+       for name in ("sometimes", "Linear")},
+    "accumulation 0": (["--gradient_accumulation_steps", "0"], r"--gradient_accumulation_steps must be at least 1"),
+    "max tokens 0": (["--max_tokens", "0"], r"--max_tokens must be at least 1, got 0"),
+    "mixed precision fp32": (["--mixed_precision", "fp32"],
+                             r"--mixed_precision='fp32' is not supported; choose one of \('no', 'fp16', 'bf16'\)"),
+    "report_to wandb": (["--report_to", "wandb"], r"--report_to='wandb' is not supported; choose one of \('none', "
+                                                  r"'tensorboard'\)"),
+    "report_to trackio": (["--report_to", "trackio"], r"--report_to='trackio' is not supported"),
+    "min_lr missing": (["--lr_scheduler_type", "cosine_with_min_lr"],
+                       r"--lr_scheduler_type cosine_with_min_lr needs the learning rate it ends at: pass --min_lr"),
+    "min_lr of linear": (["--min_lr", "1e-5"], r"--min_lr is the end of the .* not of --lr_scheduler_type linear"),
+    "min_lr -1": (["--lr_scheduler_type", "cosine_with_min_lr", "--min_lr=-1"], rf"--min_lr {FINITE} .* got -1.0"),
+    "scheduler kwargs not JSON": (["--lr_scheduler_kwargs", "{num_cycles: 2}"], r"--lr_scheduler_kwargs=.* is not JSON"),
+    "scheduler kwargs a list": (["--lr_scheduler_kwargs", "[2]"], r"--lr_scheduler_kwargs=\[2\] is not a JSON object"),
+    "scheduler kwargs unknown": (["--lr_scheduler_kwargs", '{"num_cycles": 2}'],
+                                 r"--lr_scheduler_kwargs=\{\"num_cycles\": 2\} does not fit --lr_scheduler_type linear"),
+    "plateau with warmup": (["--lr_scheduler_type", "reduce_lr_on_plateau", "--num_warmup_steps", "10"],
+                            r"--num_warmup_steps: --lr_scheduler_type reduce_lr_on_plateau has no warmup"),
 }
 
 # Options of one task's argument classes: (the tasks, the options, the message's pattern).
@@ -107,7 +123,8 @@ TASK_OPTIONS = [
     (LABELLING, "--vocab_size 3", r"--vocab_size must be at least 5"),
     (LABELLING, "--max_seq_length 1", r"--max_seq_length must be at least 2"),
     (LABELLING, "--label_column_name x --text_column_name x", r"--text_column_name and --label_column_name are both"),
-    (LABELLING, "--test_file test.jsonl", r"--test_file: this task scores the validation split"),
+    (("token_classification",), "--crf_constrain_bio", r"--crf_constrain_bio constrains the CRF of --use_crf"),
+    (("token_classification",), "--use_crf --model_name_or_path .", r"--use_crf adds a CRF to a new model"),
     (LABELLING, "--max_train_samples 0", r"--max_train_samples must be at least 1 \(leave it out for all rows\)"),
     (LABELLING, "--max_eval_samples -1", r"--max_eval_samples must be at least 1"),
     (LABELLING, "--model_type attention_seq2seq", r"--model_type='attention_seq2seq' is not supported"),
@@ -140,6 +157,14 @@ def test_a_bad_option_is_refused_when_parsed(task, name, options, message):
 
 GOOD = {  # options that must parse, and what they must give
     "scheduler cosine": (["--lr_scheduler_type", "cosine"], lambda parsed: parsed[2].lr_scheduler_type == "cosine"),
+    "scheduler plateau": (["--lr_scheduler_type", "reduce_lr_on_plateau", "--lr_scheduler_kwargs", '{"factor": 0.5}'],
+                          lambda parsed: parsed[2].lr_scheduler_kwargs == {"factor": 0.5}),
+    "scheduler min_lr": (["--lr_scheduler_type", "cosine_with_min_lr", "--min_lr", "1e-5"],
+                         lambda parsed: parsed[2].min_lr == 1e-5),
+    "scheduler wsd": (["--lr_scheduler_type", "warmup_stable_decay"], lambda parsed: parsed[2].lr_scheduler_kwargs == {}),
+    "accumulation": (["--gradient_accumulation_steps", "4"], lambda parsed: parsed[2].gradient_accumulation_steps == 4),
+    "bf16": (["--mixed_precision", "bf16"], lambda parsed: parsed[2].mixed_precision == "bf16"),
+    "tensorboard": (["--report_to", "tensorboard"], lambda parsed: parsed[2].logging_dir == "out-runs"),
     "checkpointing epoch": (["--checkpointing_steps", "epoch"], lambda p: p[2].checkpointing_steps == "epoch"),
     "no clipping": (["--max_grad_norm", "0"], lambda parsed: parsed[2].max_grad_norm == 0),
     "frozen": (["--learning_rate", "0"], lambda parsed: parsed[2].learning_rate == 0),

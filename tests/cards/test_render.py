@@ -135,3 +135,15 @@ def test_pyproject_ships_the_templates():
     package = TEMPLATE_DIR.parent
     assert {path for pattern in package_data["hf_seqmodels.cards"] for path in package.glob(pattern)} == set(
         TEMPLATE_DIR.iterdir())
+
+
+def test_a_crf_tagger_card_states_the_crf_and_the_test_scores():
+    run = {**NER_RUN, "model_type": "recurrent", "test_accuracy": 0.9123, "test_seqeval_f1": 0.41234,
+           "arguments": {**ARGUMENTS, "use_crf": True, "crf_constrain_bio": True}}
+    text = str(render_card(run))
+    assert "a linear-chain CRF over the tag scores, trained on the sentence likelihood and decoded with Viterbi " \
+           "(BIO transitions only)" in text and "model.viterbi_tags(" in text
+    validation, test = text.split("Test split, scored once with the final model")
+    assert "| Entity F1 (seqeval) | 87.65 |" in validation and "| Token accuracy | 96.12 |" in validation
+    assert "| Entity F1 (seqeval) | 41.23 |" in test.split("##")[0] and "| Token accuracy | 91.23 |" in test
+    assert "Test split" not in str(render_card(NER_RUN)) and "viterbi_tags" not in str(render_card(NER_RUN))

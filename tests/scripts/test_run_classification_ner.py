@@ -51,13 +51,24 @@ def first_piece_predictions(model, tokenizer, words: list[str]) -> list[int]:
     return result
 
 
-def write_ner_files(folder):
-    for split in ("train", "validation"):
+def write_ner_files(folder, splits=("train", "validation")):
+    for split in splits:
         with open(folder / f"{split}.jsonl", "w") as handle:
-            for words, tags in NER_ROWS:
+            for words, tags in NER_ROWS if split != "test" else NER_ROWS[::-1]:
                 handle.write(json.dumps({"tokens": words, "ner_tags": tags}) + "\n")
-    return ["--train_file", str(folder / "train.jsonl"), "--validation_file", str(folder / "validation.jsonl"),
+    return [*(option for split in splits for option in (f"--{split}_file", str(folder / f"{split}.jsonl"))),
             "--label_column_name", "ner_tags"]
+
+
+def crf_predictions(model, tokenizer, words: list[str]) -> list[int]:
+    """The reference tagging of a CRF model: the Viterbi path over the first sub-token of each word."""
+    encoded = tokenizer([words], is_split_into_words=True, return_tensors="pt")
+    word_ids = encoded.word_ids(0)
+    first = torch.tensor([[word is not None and word != previous for previous, word in zip([None, *word_ids],
+                                                                                            word_ids)]])
+    emissions = model(input_ids=encoded["input_ids"], attention_mask=encoded["attention_mask"]).logits
+    path, _ = model.crf.decode(emissions[first][None])  # the chain alone, decoded by the CRF itself
+    return path[0].tolist()
 
 
 def write_classification_files(folder, train_labels: list, validation_labels: list) -> list[str]:
@@ -68,6 +79,42 @@ def write_classification_files(folder, train_labels: list, validation_labels: li
                 sentence = f"word{i % 5} {'good' if i % 2 else 'bad'}"
                 handle.write(json.dumps({"sentence": sentence, "label": label}) + "\n")
     return ["--train_file", str(folder / "train.jsonl"), "--validation_file", str(folder / "validation.jsonl")]
+
+
+def test_a_bilstm_crf_through_the_script_and_the_pipeline(tmp_path):
+    output = tmp_path / "ner-crf"
+    results = script("run_ner").main(
+        ["--model_type", "recurrent", "--bidirectional", "--use_crf", "--crf_constrain_bio", "--learning_rate", "0.05",
+         "--output_dir", str(output), *write_ner_files(tmp_path, ("train", "validation", "test")), *TINY])
+    assert results["arguments"]["use_crf"] and results["arguments"]["crf_constrain_bio"]
+    model = AutoModelForTokenClassification.from_pretrained(output).eval()
+    tokenizer = AutoTokenizer.from_pretrained(output)
+    assert model.config.use_crf and model.config.crf_constrain_bio
+    # Both splits' scores are those of the Viterbi paths of the saved model (the test split holds the rows reversed).
+    for prefix, rows in (("eval", NER_ROWS), ("test", NER_ROWS[::-1])):
+        correct = total = 0
+        for words, tags in rows:
+            predicted = crf_predictions(model, tokenizer, words)
+            correct += sum(model.config.id2label[p] == tag for p, tag in zip(predicted, tags))
+            total += len(tags)
+        assert results[f"{prefix}_accuracy"] == pytest.approx(correct / total)
+    assert results["test_rows"] == len(NER_ROWS) and "test_seqeval_f1" in results
+    # The saved folder's pipeline tags with Viterbi, one tag per word, each word's pieces with its tag.
+    words = ["Mary", "visited", "New", "York", "."]
+    tagger = pipeline("token-classification", model=str(output), trust_remote_code=True, ignore_labels=[])
+    assert type(tagger).__name__ == "CRFTokenClassificationPipeline"
+    expected = [model.config.id2label[tag] for tag in crf_predictions(model, tokenizer, words)]
+    word_ids = tokenizer([words], is_split_into_words=True).word_ids(0)
+    found = {entity["index"]: entity["entity"] for entity in tagger(" ".join(words))}
+    assert found == {i: expected[word] for i, word in enumerate(word_ids) if word is not None}
+
+
+def test_wnut17_with_entity_f1_on_the_test_split(tmp_path):
+    results = script("run_ner").main(
+        ["--dataset_name", "wnut17", "--label_column_name", "ner_tags", "--max_train_samples", "32",
+         "--max_eval_samples", "8", "--output_dir", str(tmp_path / "wnut"), *TINY])
+    assert results["tag_scheme"] == "BIO" and "B-person" in results["labels"] and results["test_rows"] == 8
+    assert {"eval_seqeval_f1", "test_seqeval_f1", "test_accuracy"} <= set(results)
 
 
 def test_sst2_with_a_bidirectional_gru(tmp_path, data_dir):
@@ -91,6 +138,12 @@ def test_sst2_with_a_bidirectional_gru(tmp_path, data_dir):
         correct += int(logits.argmax(-1).item() == row["label"])
     assert results["eval_accuracy"] == pytest.approx(correct / 24)
     assert 0 <= results["eval_f1"] <= 1 and results["num_parameters"] == model.num_parameters()
+    # SST-2's test split is labelled: the final model is scored on its first 24 rows too.
+    test = datasets.load_dataset("json", data_files=str(data_dir / "sst2" / "test.jsonl.gz"))["train"]
+    with torch.no_grad():
+        correct = sum(int(model(**tokenizer(row["sentence"], return_tensors="pt")).logits.argmax(-1).item()
+                          == row["label"]) for row in test.select(range(24)))
+    assert results["test_rows"] == 24 and results["test_accuracy"] == pytest.approx(correct / 24)
 
 
 def test_upos_with_a_bilstm(tmp_path, data_dir):

@@ -2,6 +2,8 @@
 label alignment, label sets, tag schemes, label mapping, prediction and the metrics, on hand-made examples with
 hand-computed answers; the model options, and new models that start from pretrained word embeddings."""
 
+import json
+
 import datasets
 import pytest
 import torch
@@ -16,6 +18,7 @@ from transformers import (
 
 from hf_seqmodels import RecurrentConfig, RecurrentForTokenClassification
 from hf_seqmodels.tasks.labelling import (
+    DataArguments,
     ModelArguments,
     label_names,
     make_model,
@@ -112,6 +115,8 @@ def test_label_names():
         "validation": datasets.Dataset.from_dict({"label": [1, -1]}),  # -1 = unlabelled (GLUE test)
     })
     assert label_names(ints, "label") == ["0", "1"]
+    ints["test"] = datasets.Dataset.from_dict({"label": [2]})  # a label of the test split alone still gets an id
+    assert label_names(ints, "label") == ["0", "1", "2"]
     features = datasets.Features({"tags": datasets.Sequence(datasets.ClassLabel(names=["O", "B-X", "I-X"]))})
     class_labels = datasets.DatasetDict({"train": datasets.Dataset.from_dict({"tags": [[0, 1]]}, features=features)})
     assert label_names(class_labels, "tags") == ["O", "B-X", "I-X"]
@@ -258,3 +263,21 @@ def test_a_new_model_starts_from_pretrained_word_embeddings(tiny_bert, model_typ
     torch.testing.assert_close(weight[vocab["Paris"]], table[pretrained_vocab["paris"]], rtol=0, atol=0)
     torch.testing.assert_close(weight[vocab["paris"]], table[pretrained_vocab["paris"]], rtol=0, atol=0)
     assert "zzqx" not in pretrained_vocab and not any(torch.equal(weight[vocab["Zzqx"]], row) for row in table)
+
+
+def write_split_files(folder, test_labels: list[int]) -> None:
+    for split, labels in (("train", [0, 1]), ("validation", [1, 0]), ("test", test_labels)):
+        with open(folder / f"{split}.jsonl", "w") as handle:
+            for label in labels:
+                handle.write(json.dumps({"sentence": "a b", "label": label}) + "\n")
+
+
+def test_a_labelled_test_split_is_kept_and_an_unlabelled_one_dropped_or_refused(tmp_path):
+    write_split_files(tmp_path, [1, 1, 0])
+    raw = DataArguments(dataset_name=str(tmp_path), max_eval_samples=2).load_labelled()
+    assert set(raw) == {"train", "validation", "test"} and raw["test"]["label"] == [1, 1]
+    write_split_files(tmp_path, [-1, -1])  # GLUE's hidden test labels
+    assert set(DataArguments(dataset_name=str(tmp_path)).load_labelled()) == {"train", "validation"}
+    files = {f"{split}_file": str(tmp_path / f"{split}.jsonl") for split in ("train", "validation", "test")}
+    with pytest.raises(ValueError, match=r"The 'test' split has no labelled rows .*pass a --test_file"):
+        DataArguments(**files).load_labelled()
