@@ -269,8 +269,8 @@ def check_scheduler_options(args: TrainingArguments) -> dict:
         raise ValueError(f"--lr_scheduler_type {name} needs the learning rate it ends at: pass --min_lr (or "
                          f"min_lr_rate, a share of --learning_rate, in --lr_scheduler_kwargs).")
     if name in METRIC_SCHEDULERS and args.num_warmup_steps:
-        raise ValueError(f"--num_warmup_steps: --lr_scheduler_type {name} has no warmup (it steps on the "
-                         f"validation metric); drop one of them.")
+        raise ValueError(f"--num_warmup_steps={args.num_warmup_steps}: --lr_scheduler_type {name} has no warmup (it "
+                         f"steps on the validation metric); pass --num_warmup_steps 0.")
     stand_in = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=1.0)
     planned = args.num_warmup_steps + 100  # any plan longer than the warmup
     try:
