@@ -3,7 +3,8 @@
 A checkpoint is a `training_state.TrainingState` (weights, optimizer, scheduler, the run's extra objects and each
 process's RNG states, as safetensors and JSON: nothing in it is ever unpickled) in ``<folder>/step_<n>``, plus the
 run's tokenizer in ``step_<n>/tokenizer/`` (so a resumed run uses exactly the vocabulary its model was trained
-with). Each is written to a hidden temporary folder and renamed into place once complete, so a killed run never
+with) and the model's ``config.json`` (and ``generation_config.json``), so that `averaging` can make a model folder
+of checkpoints. Each is written to a hidden temporary folder and renamed into place once complete, so a killed run never
 leaves half a checkpoint behind.
 
 `Checkpoints` finds the latest, saves, keeps at most ``limit`` (all when None), resumes, and loads the tokenizer of
@@ -28,6 +29,17 @@ logger = get_logger(__name__)
 
 TOKENIZER_DIR = "tokenizer"  # the run's tokenizer, inside every step_<n> checkpoint
 PREFIX = "step_"
+
+
+def save_config(model, folder: Path) -> None:
+    """The config (naming the model's class, as ``save_pretrained`` does) and generation config of ``model`` (a
+    `transformers.PreTrainedModel`; other modules have none) in ``folder``."""
+    if not hasattr(model, "config"):
+        return
+    model.config.architectures = [type(model).__name__]
+    model.config.save_pretrained(folder)
+    if model.can_generate():
+        model.generation_config.save_pretrained(folder)
 
 
 class Checkpoints:
@@ -101,6 +113,7 @@ class Checkpoints:
         accelerator.wait_for_everyone()
         if accelerator.is_main_process:
             with saving(temp, target):
+                save_config(state.model, temp)
                 if tokenizer is not None:
                     save_tokenizer(tokenizer, temp / TOKENIZER_DIR)
                 replace_dir(temp, target)

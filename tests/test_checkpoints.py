@@ -4,16 +4,28 @@ pickle in one is never loaded unless asked."""
 
 import pickle
 import random
+import runpy
+import sys
+from pathlib import Path
 
+import datasets
 import numpy as np
 import pytest
 import torch
 from accelerate import PartialState
-from transformers import get_scheduler
+from safetensors.torch import load_file, save_model
+from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, DataCollatorForSeq2Seq, get_scheduler
 
-from hf_seqmodels import RecurrentConfig, RecurrentForCausalLM
+from hf_seqmodels import (
+    AttentionSeq2SeqConfig,
+    AttentionSeq2SeqForConditionalGeneration,
+    RecurrentConfig,
+    RecurrentForCausalLM,
+)
+from hf_seqmodels.averaging import average_checkpoints, average_weights, last_checkpoints
 from hf_seqmodels.checkpoints import TOKENIZER_DIR, Checkpoints
-from hf_seqmodels.training import BestModel, TrainingArguments, make_accelerator
+from hf_seqmodels.tokenization import train_tokenizer
+from hf_seqmodels.training import BestModel, TrainingArguments, make_accelerator, train
 from hf_seqmodels.training_state import TrainingState, pickle_files
 
 
@@ -192,3 +204,57 @@ def test_trust_pickled_checkpoint_resumes_an_old_format_checkpoint(tmp_path):
     assert checkpoints.resume(accelerator, fresh) == 2
     torch.testing.assert_close(fresh.model.state_dict(), state.model.state_dict())
     assert fresh.scheduler.state_dict() == state.scheduler.state_dict()
+
+
+def test_averaged_checkpoints_are_the_mean_and_load_and_translate(tmp_path, monkeypatch):
+    """Three checkpoints of a tiny attention seq2seq run averaged over the last two: each tensor is the mean of the
+    two files' tensors, and the folder loads with AutoModelForSeq2SeqLM and generates with the saved tokenizer."""
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    tokenizer = train_tokenizer(["a b c d e f g"], "word")
+    ids = torch.randint(4, len(tokenizer), (12, 5), generator=torch.Generator().manual_seed(0)).tolist()
+    pairs = datasets.Dataset.from_dict({"input_ids": ids, "labels": [row[::-1] for row in ids]})
+    args = TrainingArguments(output_dir=str(tmp_path / "out"), per_device_train_batch_size=4, learning_rate=1e-2,
+                             max_train_steps=6, checkpointing_steps="2")
+    torch.manual_seed(0)
+    model = AttentionSeq2SeqForConditionalGeneration(AttentionSeq2SeqConfig(
+        vocab_size=len(tokenizer), embedding_size=8, hidden_size=8, pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id))
+    train(make_accelerator(args), model, pairs, pairs, DataCollatorForSeq2Seq(tokenizer, label_pad_token_id=-100),
+          args, tokenizer=tokenizer)
+    folders = last_checkpoints(tmp_path / "out-checkpoints", 2)
+    assert [folder.name for folder in folders] == ["step_4", "step_6"]
+    average_checkpoints(folders, tmp_path / "avg")
+
+    inputs = [load_file(str(folder / "model.safetensors")) for folder in folders]
+    averaged = AutoModelForSeq2SeqLM.from_pretrained(tmp_path / "avg")
+    state = averaged.state_dict()
+    for name in inputs[0]:
+        torch.testing.assert_close(state[name], (inputs[0][name] + inputs[1][name]) / 2, msg=name)
+    assert not torch.equal(inputs[0][name], inputs[1][name])
+    loaded_tokenizer = AutoTokenizer.from_pretrained(tmp_path / "avg")
+    batch = loaded_tokenizer(["a b c"], return_tensors="pt")
+    output = averaged.generate(**batch, max_new_tokens=4)
+    assert isinstance(loaded_tokenizer.decode(output[0], skip_special_tokens=True), str) and output.shape[1] > 1
+    with pytest.raises(ValueError, match="avg exists; averaging writes a new folder"):
+        average_checkpoints(folders, tmp_path / "avg")
+    script = Path(__file__).parents[1] / "scripts" / "average_checkpoints.py"
+    monkeypatch.setattr(sys, "argv", [str(script), "--checkpoint_dir", str(tmp_path / "out-checkpoints"), "--last",
+                                      "2", "--output_dir", str(tmp_path / "by_script")])
+    runpy.run_path(str(script), run_name="__main__")
+    by_script = load_file(str(tmp_path / "by_script" / "model.safetensors"))
+    assert by_script.keys() == load_file(str(tmp_path / "avg" / "model.safetensors")).keys()
+    torch.testing.assert_close(by_script, load_file(str(tmp_path / "avg" / "model.safetensors")), rtol=0, atol=0)
+
+
+def test_averaging_refuses_checkpoints_of_other_models(tmp_path):
+    for name, hidden_size in (("step_1", 10), ("step_2", 12), ("step_3", 8)):  # 8: no projection to the embeddings
+        folder = tmp_path / name
+        folder.mkdir()
+        save_model(tiny_state(hidden_size=hidden_size).model, str(folder / "model.safetensors"))
+    with pytest.raises(ValueError, match=r"step_2: \S+ is torch.float32 \(.*\), .*step_1 has torch.float32 \(.*\): "
+                                         r"average checkpoints of one model"):
+        average_weights([tmp_path / "step_1", tmp_path / "step_2"])
+    with pytest.raises(ValueError, match=r"step_3 and .*step_1 hold different tensors \(projection.weight\)"):
+        average_weights([tmp_path / "step_1", tmp_path / "step_3"])
+    with pytest.raises(ValueError, match="--last 4: .* holds 3 step_<n> checkpoint"):
+        last_checkpoints(tmp_path, 4)
