@@ -209,6 +209,10 @@ class TrainingArguments:
     def __post_init__(self):
         check_choice(self, "optimizer", OPTIMIZERS)
         check_choice(self, "mixed_precision", MIXED_PRECISIONS)
+        if self.report_to == "trackio":
+            raise ValueError("--report_to trackio is not supported: trackio keeps its runs in its own database under "
+                             "the Hugging Face cache, not in --logging_dir beside the run; pass --report_to "
+                             "tensorboard (offline event files in --logging_dir) or none.")
         check_choice(self, "report_to", TRACKERS)
         if self.lr_scheduler_type not in LR_SCHEDULERS:
             raise ValueError(f"--lr_scheduler_type={self.lr_scheduler_type!r} is not a SchedulerType this training "

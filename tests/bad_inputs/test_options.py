@@ -71,7 +71,8 @@ TRAINING = {
                              r"--mixed_precision='fp32' is not supported; choose one of \('no', 'fp16', 'bf16'\)"),
     "report_to wandb": (["--report_to", "wandb"], r"--report_to='wandb' is not supported; choose one of \('none', "
                                                   r"'tensorboard'\)"),
-    "report_to trackio": (["--report_to", "trackio"], r"--report_to='trackio' is not supported"),
+    "report_to trackio": (["--report_to", "trackio"], r"--report_to trackio is not supported: .* pass --report_to "
+                                                      r"tensorboard"),
     "min_lr missing": (["--lr_scheduler_type", "cosine_with_min_lr"],
                        r"--lr_scheduler_type cosine_with_min_lr needs the learning rate it ends at: pass --min_lr"),
     "min_lr of linear": (["--min_lr", "1e-5"], r"--min_lr is the end of the .* not of --lr_scheduler_type linear"),
