@@ -325,11 +325,15 @@ def check_earlier_run(args: TrainingArguments) -> None:
             raise ValueError(f"--output_dir={output} is not empty and holds no earlier run (no "
                              f"{' or '.join(RUN_OUTPUT_FILES)}), so even --overwrite_output_dir does not replace "
                              f"it; pass the path of a new or empty folder.")
-    checkpoints = Path(os.path.abspath(args.checkpoint_dir))
-    if Path(os.path.abspath(output)) in (checkpoints, *checkpoints.parents):
-        raise ValueError(f"--checkpoint_dir={args.checkpoint_dir} lies inside --output_dir={output}, which the end of "
-                         f"the run replaces whole (deleting the checkpoints); pass a folder outside it (the default "
-                         f"is '<output_dir>-checkpoints').")
+    written = [("--checkpoint_dir", args.checkpoint_dir, "checkpoints")]
+    if args.report_to != "none":
+        written.append(("--logging_dir", args.logging_dir, "runs"))
+    for option, folder, default in written:
+        inside = Path(os.path.abspath(folder))
+        if Path(os.path.abspath(output)) in (inside, *inside.parents):
+            raise ValueError(f"{option}={folder} lies inside --output_dir={output}, which the end of the run replaces "
+                             f"whole (deleting what is there); pass a folder outside it (the default is "
+                             f"'<output_dir>-{default}').")
     if not (args.resume_from_checkpoint or args.overwrite_output_dir) and Checkpoints(args.checkpoint_dir).all():
         raise ValueError(f"--checkpoint_dir {args.checkpoint_dir} holds the step_<n> checkpoints of an earlier "
                          f"run; resume it with --resume_from_checkpoint latest, or pass --overwrite_output_dir to "

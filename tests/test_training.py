@@ -431,3 +431,14 @@ def test_max_tokens_is_refused_where_rows_are_batched(tmp_path):
     args = TrainingArguments(output_dir=str(tmp_path / "out"), max_tokens=100)
     with pytest.raises(ValueError, match="--max_tokens batches translation pairs .* drop it"):
         train(make_accelerator(args), tiny_model(), blocks(8), blocks(4), default_data_collator, args)
+
+
+def test_folders_the_run_writes_must_lie_outside_the_output_dir(tmp_path):
+    output = tmp_path / "out"
+    with pytest.raises(ValueError, match=r"--checkpoint_dir=.*out/checkpoints lies inside --output_dir=.* "
+                                         r"'<output_dir>-checkpoints'"):
+        check_earlier_run(TrainingArguments(output_dir=str(output), checkpoint_dir=str(output / "checkpoints")))
+    with pytest.raises(ValueError, match=r"--logging_dir=.*out/runs lies inside --output_dir=.* '<output_dir>-runs'"):
+        check_earlier_run(TrainingArguments(output_dir=str(output), logging_dir=str(output / "runs"),
+                                            report_to="tensorboard"))
+    check_earlier_run(TrainingArguments(output_dir=str(output), logging_dir=str(output / "runs")))  # nothing logged
