@@ -115,10 +115,11 @@ class TrainingArguments:
                           "tokens, padding counted (fairseq's --max-tokens), in place of "
                           "--per_device_train_batch_size rows."},
     )
-    mixed_precision: str = field(
-        default="no",
+    mixed_precision: str | None = field(
+        default=None,
         metadata={"help": f"One of {MIXED_PRECISIONS} (Accelerate's autocast; bf16 also on the CPU, fp16 needs a "
-                          f"GPU). The weights stay float32."},
+                          f"GPU); default: the accelerate launch configuration's, else no. The weights stay "
+                          f"float32."},
     )
     report_to: str = field(
         default="none",
@@ -208,7 +209,8 @@ class TrainingArguments:
 
     def __post_init__(self):
         check_choice(self, "optimizer", OPTIMIZERS)
-        check_choice(self, "mixed_precision", MIXED_PRECISIONS)
+        if self.mixed_precision is not None:
+            check_choice(self, "mixed_precision", MIXED_PRECISIONS)
         if self.report_to == "trackio":
             raise ValueError("--report_to trackio is not supported: trackio keeps its runs in its own database under "
                              "the Hugging Face cache, not in --logging_dir beside the run; pass --report_to "
@@ -379,9 +381,6 @@ def make_accelerator(args: TrainingArguments) -> Accelerator:
     Without a GPU (or other accelerator) it asks for the CPU explicitly: only then does Accelerate join the
     processes started by ``torchrun`` / ``accelerate launch --multi_gpu`` into one gloo process group.
     """
-    if args.mixed_precision == "fp16" and not torch.accelerator.is_available():
-        raise ValueError("--mixed_precision fp16 needs a GPU (without one Accelerate would train in float32 "
-                         "unawares); pass --mixed_precision bf16, which the CPU runs, or no.")
     tracker = None if args.report_to == "none" else args.report_to
     if tracker is not None and importlib.util.find_spec(TRACKER_PACKAGES[tracker]) is None:
         raise ValueError(f"--report_to {tracker} needs the {TRACKER_PACKAGES[tracker]} package: pip install "
@@ -394,6 +393,10 @@ def make_accelerator(args: TrainingArguments) -> Accelerator:
         log_with=tracker,
         project_dir=args.logging_dir,
     )
+    if accelerator.mixed_precision == "fp16" and accelerator.device.type == "cpu":
+        raise ValueError("--mixed_precision fp16 (or the accelerate launch configuration's) needs a GPU (on the CPU "
+                         "Accelerate would train in float32 unawares); pass --mixed_precision bf16, which the CPU "
+                         "runs, or no.")
     set_seed(args.seed)
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
     if not accelerator.is_local_main_process:
@@ -604,7 +607,8 @@ def train(
     train_dataloader = make_train_dataloader(train_dataset, collate_fn, args, train_sampler)
     optimizer = make_optimizer(model, args)
     model, optimizer, train_dataloader = accelerator.prepare(model, optimizer, train_dataloader)
-    accumulation = args.gradient_accumulation_steps  # batches per optimizer step (fewer at an epoch's end)
+    # Batches per optimizer step (fewer at an epoch's end): the option's, or the accelerate launch configuration's.
+    accumulation = accelerator.gradient_accumulation_steps
     steps_per_epoch = math.ceil(len(train_dataloader) / accumulation)
     max_steps = args.max_train_steps or args.num_train_epochs * steps_per_epoch
     # Stepped once per optimizer step, so the schedule does not depend on the number of processes.

@@ -282,6 +282,12 @@ def test_resume_mid_epoch_with_gradient_accumulation_matches_an_uninterrupted_ru
         torch.testing.assert_close(actual, expected, msg=name)
 
 
+def test_the_launch_configuration_s_gradient_accumulation_counts_too(tmp_path, monkeypatch):
+    monkeypatch.setenv("ACCELERATE_GRADIENT_ACCUMULATION_STEPS", "2")  # what accelerate launch sets from its config
+    _, results = run(tmp_path)
+    assert results["steps"] == 6  # 5 batches per epoch in steps of 2, 2 epochs
+
+
 @pytest.mark.parametrize("cell_type", ["gru", "lstm"])
 def test_bf16_mixed_precision_trains_or_is_refused_clearly(tmp_path, fresh_accelerate_state, cell_type):
     """bf16 autocast on the CPU: the evaluation loss falls; an LSTM where torch's CPU kernels lack bf16 is refused."""
@@ -312,7 +318,8 @@ def test_bf16_mixed_precision_trains_or_is_refused_clearly(tmp_path, fresh_accel
 
 @pytest.mark.skipif(torch.accelerator.is_available(), reason="fp16 runs where there is a GPU")
 def test_fp16_without_a_gpu_is_refused(tmp_path, fresh_accelerate_state):
-    with pytest.raises(ValueError, match="--mixed_precision fp16 needs a GPU.*bf16"):
+    with pytest.raises(ValueError, match=r"--mixed_precision fp16 \(or the accelerate launch configuration's\) needs a "
+                                         r"GPU.*bf16"):
         make_accelerator(TrainingArguments(output_dir=str(tmp_path), mixed_precision="fp16"))
 
 
