@@ -17,6 +17,8 @@ from hf_seqmodels import (
     TransformerForConditionalGeneration,
 )
 from hf_seqmodels.scheduled_sampling import SCHEDULES, TeacherForcing, teacher_forcing_ratio
+from hf_seqmodels.tasks import translation
+from hf_seqmodels.tasks.arguments import task_parser
 from hf_seqmodels.training import TrainingArguments, make_accelerator, train
 
 PAD, BOS, EOS = 0, 1, 2
@@ -95,7 +97,8 @@ def test_models_without_a_ratio_are_refused(options):
     transformer = TransformerForConditionalGeneration(TransformerConfig(
         vocab_size=12, d_model=8, ffn_dim=16, num_heads=2, encoder_layers=1, decoder_layers=1, pad_token_id=PAD,
         bos_token_id=BOS, eos_token_id=EOS))
-    with pytest.raises(ValueError, match=r"two-pass scheduled sampling \(Mihaylova & Martins 2019\) is not implemented"):
+    two_pass = r"two-pass scheduled sampling \(Mihaylova & Martins 2019\) is not implemented"
+    with pytest.raises(ValueError, match=two_pass):
         TeacherForcing.for_run(arguments(**options), transformer)
     with pytest.raises(ValueError, match="RecurrentForCausalLM does not: use --model_type attention_seq2seq"):
         TeacherForcing.for_run(arguments(**options), RecurrentForCausalLM(RecurrentConfig(vocab_size=12)))
@@ -131,3 +134,12 @@ def test_the_train_loop_sets_the_ratio_of_each_optimizer_step(tmp_path, monkeypa
                                                                       module.config.teacher_forcing_ratio)))
     train(make_accelerator(args), model, pairs(24, 0), pairs(2, 1), default_data_collator, args)
     assert [ratio for training, ratio in seen if training] == expected
+
+
+def test_the_scripts_parse_the_options():
+    parse = task_parser(translation).parse_args_into_dataclasses
+    training = parse(["--output_dir", "out", "--scheduled_sampling", "inverse_sigmoid", "--scheduled_sampling_k", "50",
+                      "--scheduled_sampling_floor", "0.2"])[2]
+    assert TeacherForcing.for_run(training, tiny_seq2seq()).ratio_at(0) == pytest.approx(50 / 51)
+    with pytest.raises(ValueError, match="--scheduled_sampling linear needs --scheduled_sampling_k"):
+        parse(["--output_dir", "out", "--scheduled_sampling", "linear"])

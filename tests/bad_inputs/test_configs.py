@@ -59,6 +59,8 @@ def field_kind(config_class, name: str) -> str:
         return "choice"
     annotation = inspect.signature(config_class.__init__).parameters[name].annotation
     if annotation is float:
+        if name == "teacher_forcing_ratio":
+            return "probability"
         return "dropout" if name.endswith("dropout") else "positive number"
     if annotation is int:
         return "count" if name == "spelling_features" else "size"
@@ -75,6 +77,8 @@ BAD_VALUES = {  # kind: values it must refuse
                          st.integers().filter(lambda p: p != 0)),
     "positive number": st.one_of(WRONG_TYPES, st.none(), st.booleans(), st.integers(max_value=0),
                                  st.floats().filter(lambda x: not 0 < x < math.inf)),
+    "probability": st.one_of(WRONG_TYPES, st.none(), st.booleans(), st.floats().filter(lambda p: not 0 <= p <= 1),
+                             st.integers().filter(lambda p: p not in (0, 1))),
     "flag": st.one_of(WRONG_TYPES, st.sampled_from(["false", "False", "true", "0", "no"]), st.none(), st.integers(),
                       st.floats()),
     "token id": st.one_of(st.integers(max_value=-1), st.integers(min_value=VOCAB), st.integers(0, VOCAB - 1).map(float),
@@ -88,6 +92,7 @@ GOOD_VALUES = {  # kind: values it must keep
     "count": st.integers(0, 1024),
     "dropout": st.one_of(st.just(0), st.floats(0, 1, exclude_max=True)),
     "positive number": st.one_of(st.integers(1, 10), st.floats(0, 1e300, exclude_min=True)),
+    "probability": st.one_of(st.sampled_from([0, 1]), st.floats(0, 1)),
     "flag": st.booleans(),
     "token id": st.one_of(st.none(), st.integers(0, VOCAB - 1)),
 }
@@ -98,8 +103,8 @@ GOOD_FIELD_VALUES = {  # fields whose good values are narrower than their kind's
     "eos_token_id": st.one_of(st.none(), st.integers(0, VOCAB - 1), st.lists(st.integers(0, VOCAB - 1), min_size=1)),
 }
 TYPICAL_MISTAKES = {  # kind: the mistake a hand-edited config.json typically makes
-    "size": 8.0, "optional size": 0, "count": -1, "dropout": "0.1", "positive number": math.inf, "flag": "false",
-    "choice": "LSTM", "token id": 5.0,
+    "size": 8.0, "optional size": 0, "count": -1, "dropout": "0.1", "positive number": math.inf, "probability": "0.5",
+    "flag": "false", "choice": "LSTM", "token id": 5.0,
 }
 
 
