@@ -583,8 +583,10 @@ def train(
 
     Returns:
         ``steps``, ``resumed_from_step`` (0 for a new run), ``epochs`` (fractional), ``train_runtime_s``,
-        ``stopped_by_time_budget``, ``train_loss`` (mean over the last logging window), the final ``eval_loss``
-        and ``eval_perplexity``, and ``eval_history`` (one entry per evaluation); with ``metric_for_best_model``
+        ``stopped_by_time_budget``, ``train_loss`` (mean over the last logging window), the final
+        ``learning_rate``, the ``gradient_accumulation_steps`` and ``mixed_precision`` it ran with, the final
+        ``eval_loss`` and ``eval_perplexity``, and ``eval_history`` (one entry per evaluation, with its
+        ``learning_rate``); with ``metric_for_best_model``
         the ``eval_*`` values are those of the best evaluation, whose step is ``best_step``.
     """
     _require_rows(train_dataset, "training", "--max_train_samples, --max_source_length, --block_size and the "
@@ -715,7 +717,8 @@ def train(
     progress.close()
     if not history:  # resumed from a checkpoint of a finished run
         history.append(evaluate())
-    accelerator.end_training()
+    for tracker in accelerator.trackers:  # not accelerator.end_training(), which ends the process group too
+        tracker.finish()
     final = history[-1]
     if best is not None:
         unwrapped.load_state_dict(best.weights)
@@ -730,6 +733,8 @@ def train(
         "best_step": final["step"],
         "train_loss": train_loss,
         "learning_rate": scheduler.get_last_lr()[0],
+        "gradient_accumulation_steps": accumulation,  # these two as run: an accelerate launch config may set them
+        "mixed_precision": accelerator.mixed_precision,
         **{key: value for key, value in final.items() if key.startswith("eval_")},
         "eval_history": history,
     }

@@ -285,7 +285,7 @@ def test_resume_mid_epoch_with_gradient_accumulation_matches_an_uninterrupted_ru
 def test_the_launch_configuration_s_gradient_accumulation_counts_too(tmp_path, monkeypatch):
     monkeypatch.setenv("ACCELERATE_GRADIENT_ACCUMULATION_STEPS", "2")  # what accelerate launch sets from its config
     _, results = run(tmp_path)
-    assert results["steps"] == 6  # 5 batches per epoch in steps of 2, 2 epochs
+    assert results["steps"] == 6 and results["gradient_accumulation_steps"] == 2  # 5 batches an epoch, 2 epochs
 
 
 @pytest.mark.parametrize("cell_type", ["gru", "lstm"])
