@@ -101,6 +101,7 @@ GOOD_FIELD_VALUES = {  # fields whose good values are narrower than their kind's
     "spelling_kernel_size": st.integers(0, 2**20).map(lambda n: 2 * n + 1),  # odd
     "num_heads": st.sampled_from([1, 2, 4, 8]),  # divides d_model
     "eos_token_id": st.one_of(st.none(), st.integers(0, VOCAB - 1), st.lists(st.integers(0, VOCAB - 1), min_size=1)),
+    "crf_constrain_bio": st.just(False),  # True needs use_crf and BIO labels: tests/models/test_heads.py
 }
 TYPICAL_MISTAKES = {  # kind: the mistake a hand-edited config.json typically makes
     "size": 8.0, "optional size": 0, "count": -1, "dropout": "0.1", "positive number": math.inf, "probability": "0.5",
