@@ -195,10 +195,14 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Tra
     unwrapped = accelerator.unwrap_model(model)
     results["eval_protocol"] = eval_protocol(unwrapped, data_args, training_args)
     for split, prefix in (("validation", "eval"), ("test", "test")):
-        if split in streams:
+        if stateful and split == "validation":  # training's last evaluation scored it so, with the final weights
+            loss, tokens = results["eval_loss"], len(streams[split]) - 1
+        elif split in streams:
             loss, tokens = score_stream(unwrapped, streams[split], data_args, training_args)
-            results.update({f"{prefix}_loss": loss, f"{prefix}_perplexity": perplexity(loss),
-                            f"{prefix}_tokens_scored": tokens})
+        else:
+            continue
+        results.update({f"{prefix}_loss": loss, f"{prefix}_perplexity": perplexity(loss),
+                        f"{prefix}_tokens_scored": tokens})
     results.update(
         task="text-generation",
         lm_protocol=data_args.lm_protocol,

@@ -15,6 +15,7 @@ each moved on by ``stride`` positions and scoring only its new targets (transfor
 models").
 """
 
+import logging
 import math
 import time
 from collections.abc import Callable, Iterator
@@ -25,6 +26,8 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase, get_scheduler
 from ..models.cache_names import output_cache
 from ..nt_asgd import evaluate_with_averages
 from ..training import TrainingArguments, make_optimizer
+
+logger = logging.getLogger(__name__)
 
 SHORT_WINDOW_CHANCE = 0.05  # AWD-LSTM: a window of about bptt/2 this often, else about bptt
 WINDOW_LENGTH_STD = 5
@@ -161,6 +164,10 @@ def train_stateful(
             optimizer.zero_grad()
             step += 1
             window_losses.append(loss.item())
+            if step % args.logging_steps == 0:
+                recent = window_losses[-args.logging_steps:]
+                logger.info(f"step {step}/{max_steps}: loss {sum(recent) / len(recent):.3f}, "
+                            f"{time.monotonic() - start:.0f} s")
             stopped_by_time_budget = (args.time_budget_minutes is not None
                                       and time.monotonic() - start > 60 * args.time_budget_minutes)
             if step >= max_steps or stopped_by_time_budget:
@@ -168,6 +175,7 @@ def train_stateful(
         loss = evaluate_with_averages(optimizer, model, lambda: evaluate(model))
         history.append({"step": step, "epoch": step / steps_per_epoch, "eval_loss": loss,
                         "eval_perplexity": math.exp(loss)})
+        logger.info(f"step {step}: eval_loss {loss:.4f}, eval_perplexity {math.exp(loss):.2f}")
     recent = window_losses[-args.logging_steps:]
     return {
         "steps": step,
