@@ -9,6 +9,11 @@ and test perplexity, and samples from the saved folder).
         --config_overrides d_model=256,ffn_dim=1024,decoder_layers=3,num_heads=4
 
 The defaults (a 1-layer LSTM, 256 units, tied embeddings, 1 epoch) train on 2 CPU cores in a few minutes.
+`--lm_protocol stateful` trains a recurrent model as the published PTB figures were trained (the state carried
+through the text, truncated BPTT; `--variable_bptt` for AWD-LSTM's window lengths); the AWD-LSTM regularisers are
+`--locked_dropout --weight_drop P --word_type_dropout P --activation_regularization A
+--temporal_activation_regularization B` with `--optimizer nt_asgd`. Validation and test perplexity always score
+every token (see `hf_seqmodels.tasks.language_modeling`).
 `accelerate launch --cpu --num_processes 2` starts only one process (huggingface/accelerate#2741); `torchrun` or
 `accelerate launch --multi_gpu --num_processes 2` start two, which `training.make_accelerator` puts on the CPU.
 """
