@@ -61,7 +61,9 @@ def field_kind(config_class, name: str) -> str:
     if annotation is float:
         if name == "teacher_forcing_ratio":
             return "probability"
-        return "dropout" if name.endswith("dropout") else "positive number"
+        if name.endswith("regularization"):
+            return "penalty"
+        return "dropout" if name.endswith(("dropout", "weight_drop")) else "positive number"
     if annotation is int:
         return "count" if name == "spelling_features" else "size"
     return {bool: "flag", int | None: "optional size"}[annotation]
@@ -79,6 +81,8 @@ BAD_VALUES = {  # kind: values it must refuse
                                  st.floats().filter(lambda x: not 0 < x < math.inf)),
     "probability": st.one_of(WRONG_TYPES, st.none(), st.booleans(), st.floats().filter(lambda p: not 0 <= p <= 1),
                              st.integers().filter(lambda p: p not in (0, 1))),
+    "penalty": st.one_of(WRONG_TYPES, st.none(), st.booleans(), st.integers(max_value=-1),
+                         st.floats().filter(lambda x: not 0 <= x < math.inf)),
     "flag": st.one_of(WRONG_TYPES, st.sampled_from(["false", "False", "true", "0", "no"]), st.none(), st.integers(),
                       st.floats()),
     "token id": st.one_of(st.integers(max_value=-1), st.integers(min_value=VOCAB), st.integers(0, VOCAB - 1).map(float),
@@ -93,6 +97,7 @@ GOOD_VALUES = {  # kind: values it must keep
     "dropout": st.one_of(st.just(0), st.floats(0, 1, exclude_max=True)),
     "positive number": st.one_of(st.integers(1, 10), st.floats(0, 1e300, exclude_min=True)),
     "probability": st.one_of(st.sampled_from([0, 1]), st.floats(0, 1)),
+    "penalty": st.one_of(st.integers(0, 10), st.floats(0, 1e300)),
     "flag": st.booleans(),
     "token id": st.one_of(st.none(), st.integers(0, VOCAB - 1)),
 }
@@ -105,7 +110,7 @@ GOOD_FIELD_VALUES = {  # fields whose good values are narrower than their kind's
 }
 TYPICAL_MISTAKES = {  # kind: the mistake a hand-edited config.json typically makes
     "size": 8.0, "optional size": 0, "count": -1, "dropout": "0.1", "positive number": math.inf, "probability": "0.5",
-    "flag": "false", "choice": "LSTM", "token id": 5.0,
+    "penalty": -1.0, "flag": "false", "choice": "LSTM", "token id": 5.0,
 }
 
 
