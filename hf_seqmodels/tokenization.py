@@ -11,18 +11,30 @@ Kinds:
   followed by the decoded new tokens, and without the space they would be glued to the prompt's last word.
 * ``"bpe"``: byte-pair encoding over ``Metaspace`` pre-tokens (SentencePiece style: "▁" marks a word start,
   so decoding restores the spaces).
-* ``"wordpiece"``: BERT-style WordPiece (``##`` marks a word continuation) over ``BertPreTokenizer`` words.
+* ``"wordpiece"``: BERT-style WordPiece (``##`` marks a word continuation) over ``BertPreTokenizer`` words, with
+  BERT's CJK handling: every Chinese/Japanese/Korean ideograph is a word of its own (``BertNormalizer``, case and
+  accents kept). Decoding joins the words with spaces, except next to a CJK character or CJK punctuation: a Chinese
+  sentence decodes back to itself, without the spaces BERT's own Chinese tokenizer leaves between characters.
+* ``"unigram"``: a SentencePiece-style unigram language model over ``Metaspace`` pre-tokens (as Marian's
+  SentencePiece vocabularies; a text without spaces, such as Chinese, is one pre-token that the model segments).
+* ``"char"``: one token per character, spaces included (the ``vocab_size`` most frequent characters; the rest map
+  to ``unk``); decoding concatenates them.
 
-The same texts give byte-identical tokenizer files in every process (see `_continuation_tokens`).
+The same texts give byte-identical tokenizer files in every process (see `_continuation_tokens`), except with
+``"unigram"``: its trainer walks hash maps whose order changes from process to process, and the vocabulary it keeps
+differs slightly from run to run (`REPRODUCIBLE_KINDS` are the others).
 """
 
 from collections.abc import Iterable
 
-from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
 
 DEFAULT_SPECIAL_TOKENS = {"pad_token": "<pad>", "unk_token": "<unk>", "bos_token": "<s>", "eos_token": "</s>"}
-KINDS = ("word", "bpe", "wordpiece")
+KINDS = ("word", "bpe", "wordpiece", "unigram", "char")
+REPRODUCIBLE_KINDS = ("word", "bpe", "wordpiece", "char")
+# CJK ideographs and CJK / full-width punctuation: no space is written next to them when decoding WordPiece.
+CJK = r"\p{Han}\u3000-\u303f\uff00-\uffef"
 
 
 def train_tokenizer(
@@ -50,25 +62,31 @@ def train_tokenizer(
         raise ValueError(f"vocab_size (--vocab_size) must be larger than the {len(tokens)} special tokens {tokens}, "
                          f"got {vocab_size}.")
     options = {"vocab_size": vocab_size, "min_frequency": min_frequency, "special_tokens": tokens}
-    if kind == "word":
+    if kind in ("word", "char"):
         tokenizer = Tokenizer(models.WordLevel(unk_token=unk))
-        tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-        tokenizer.decoder = word_decoder()
+        tokenizer.pre_tokenizer = (pre_tokenizers.WhitespaceSplit() if kind == "word"
+                                   else pre_tokenizers.Split(Regex("."), behavior="isolated"))
+        tokenizer.decoder = word_decoder() if kind == "word" else decoders.Fuse()
         trainer = trainers.WordLevelTrainer(**options)
     elif kind == "bpe":
         tokenizer = Tokenizer(models.BPE(unk_token=unk))
         tokenizer.pre_tokenizer = pre_tokenizers.Metaspace()
         tokenizer.decoder = decoders.Metaspace()
         trainer = trainers.BpeTrainer(**options)
+    elif kind == "unigram":
+        tokenizer = Tokenizer(models.Unigram())
+        tokenizer.pre_tokenizer = pre_tokenizers.Metaspace()
+        tokenizer.decoder = decoders.Metaspace()
+        trainer = trainers.UnigramTrainer(vocab_size=vocab_size, special_tokens=tokens, unk_token=unk)
     elif kind == "wordpiece":
         texts = list(texts)
         tokenizer = _wordpiece(models.WordPiece(unk_token=unk))
-        continuations = _continuation_tokens(texts, tokenizer.pre_tokenizer)
+        continuations = _continuation_tokens(texts, tokenizer)
         trainer = trainers.WordPieceTrainer(**{**options, "special_tokens": tokens + continuations})
     else:
         raise ValueError(f"Unknown tokenizer kind {kind!r}; valid options: {KINDS}.")
     tokenizer.train_from_iterator(texts, trainer)
-    if kind == "word":
+    if kind in ("word", "char"):
         # WordLevelTrainer gives a special token that also occurs in the data (PTB's "<unk>") a second id and
         # leaves unused ids behind (huggingface/tokenizers#1616): renumber, special tokens first.
         trained = tokenizer.get_vocab(with_added_tokens=False)
@@ -86,22 +104,29 @@ def word_decoder() -> decoders.Decoder:
 
 
 def _wordpiece(model: models.WordPiece) -> Tokenizer:
-    """A BERT-style tokenizer around ``model``: BERT's pre-tokenizer and the WordPiece decoder."""
+    """A BERT-style tokenizer around ``model``: BERT's normalizer (CJK ideographs split off; case and accents kept),
+    its pre-tokenizer, and the WordPiece decoder without spaces next to CJK characters (see the module docstring)."""
     tokenizer = Tokenizer(model)
+    tokenizer.normalizer = normalizers.BertNormalizer(handle_chinese_chars=True, strip_accents=False, lowercase=False)
     tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tokenizer.decoder = decoders.WordPiece()
+    # Fuse first: a Replace decoder sees one token at a time, and the fused text lets it look at both neighbours.
+    tokenizer.decoder = decoders.Sequence([
+        decoders.WordPiece(), decoders.Fuse(),
+        decoders.Replace(Regex(f"(?<=[{CJK}]) | (?=[{CJK}])"), ""),
+        decoders.Replace(Regex(r"(?<=\w) (?=['’-] ?\w)|(?<=\w['’-]|\w ['’-]|\d[,.]) (?=\w)"), ""),  # Mary's, well-known, 5,000
+    ])
     return tokenizer
 
 
-def _continuation_tokens(texts: list[str], pre_tokenizer) -> list[str]:
+def _continuation_tokens(texts: list[str], tokenizer: Tokenizer) -> list[str]:
     """The ``##c`` tokens that WordPiece training makes: each character that continues a pre-tokenized word, sorted.
 
     The trainer numbers these tokens in the order it walks its hash map of words, which changes from process to
     process, and it breaks ties between equally frequent merges by the lower ids: the same texts gave another
     vocabulary in every run. Passed to the trainer as leading special tokens, they get fixed ids.
     """
-    pieces = {piece for text in texts for piece in text.split(" ")}
-    return sorted({f"##{char}" for piece in pieces for word, _ in pre_tokenizer.pre_tokenize_str(piece)
+    pieces = {piece for text in texts for piece in tokenizer.normalizer.normalize_str(text).split(" ")}
+    return sorted({f"##{char}" for piece in pieces for word, _ in tokenizer.pre_tokenizer.pre_tokenize_str(piece)
                    for char in word[1:]})
 
 
