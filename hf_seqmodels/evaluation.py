@@ -1,10 +1,13 @@
-"""Metrics: perplexity from a mean loss, and thin wrappers over `evaluate` metrics.
+"""Metrics: perplexity from a mean loss, thin wrappers over `evaluate` metrics, and sacreBLEU's BLEU and chrF.
 
-The metric code is `evaluate`'s own (loaded through `paths.load_metric`, offline from the local copies when
-``HF_SEQMODELS_METRICS`` points at them); these functions only adapt the inputs and name the outputs.
+Translation is scored by the `sacrebleu` package itself, which gives each score's signature (``evaluate``'s wrapper
+does not). The other metric code is `evaluate`'s own (loaded through `paths.load_metric`, offline from the local
+copies when ``HF_SEQMODELS_METRICS`` points at them); these functions only adapt the inputs and name the outputs.
 """
 
 import math
+
+from sacrebleu.metrics import BLEU, CHRF
 
 from .paths import load_metric
 
@@ -25,14 +28,34 @@ def classification_metrics(predictions: list[int], references: list[int], averag
     }
 
 
-def translation_metrics(predictions: list[str], references: list[str]) -> dict:
-    """Corpus ``bleu`` (sacreBLEU, default 13a tokenization) and ``chrf``, on detokenized strings, one
-    reference per prediction."""
-    references = [[reference] for reference in references]
-    return {
-        "bleu": load_metric("sacrebleu").compute(predictions=predictions, references=references)["score"],
-        "chrf": load_metric("chrf").compute(predictions=predictions, references=references)["score"],
-    }
+# sacreBLEU's tokenization for BLEU by target language: Chinese is written without spaces, and 13a would see each
+# sentence as one word (BLEU 0 for any translation but an exact one); Japanese, Korean and Thai go by character.
+BLEU_TOKENIZE_CHOICES = tuple(BLEU.TOKENIZERS)  # sacreBLEU's own list
+BLEU_TOKENIZATIONS = {**dict.fromkeys(("zh", "cmn", "yue", "wuu", "lzh"), "zh"),
+                      **dict.fromkeys(("ja", "ko", "th"), "char")}
+
+
+def bleu_tokenization(language: str) -> str:
+    """sacreBLEU's BLEU tokenization for text in ``language`` (a code such as "zh", "zh-Hant", "de"): "zh" for
+    Chinese, "char" for Japanese, Korean and Thai, "13a" (sacreBLEU's default) otherwise."""
+    return BLEU_TOKENIZATIONS.get(language.lower().replace("_", "-").split("-")[0], "13a")
+
+
+def translation_metrics(predictions: list[str], references: list[str], tokenize: str = "13a") -> dict:
+    """Corpus ``bleu`` (sacreBLEU with the ``tokenize`` tokenization, see `bleu_tokenization`) and ``chrf``, on
+    detokenized strings, one reference per prediction (`translation_signatures` names these settings)."""
+    return {"bleu": BLEU(tokenize=tokenize).corpus_score(predictions, [references]).score,
+            "chrf": CHRF().corpus_score(predictions, [references]).score}
+
+
+def translation_signatures(tokenize: str = "13a") -> dict:
+    """The sacreBLEU signatures of `translation_metrics`' ``bleu`` and ``chrf`` (``bleu_signature``,
+    ``chrf_signature``): the settings a published score must share to be compared with them."""
+    signatures = {}
+    for name, metric in (("bleu", BLEU(tokenize=tokenize)), ("chrf", CHRF())):
+        metric.corpus_score([""], [[""]])  # sacreBLEU knows the number of references (one) once it has scored
+        signatures[f"{name}_signature"] = str(metric.get_signature())
+    return signatures
 
 
 def tagging_metrics(predictions: list[list[str]], references: list[list[str]]) -> dict:

@@ -514,7 +514,11 @@ def describe_device(device: torch.device) -> str:
 
 class BestModel:
     """The best value of ``metric`` among the evaluations so far, the weights of ``model`` then (on the CPU) and
-    the number of evaluations since. Saved in the checkpoints (as ``best_model``), so a resumed run keeps them."""
+    the number of evaluations since. Saved in the checkpoints (as ``best_model``), so a resumed run keeps them.
+
+    An evaluation whose entry says ``eval_degenerate`` (the task judged its outputs unusable, e.g. translations empty
+    or all alike) never becomes the best, whatever its metric; it counts as one without progress only once there is
+    a best, so early stopping never ends a run before its outputs are usable."""
 
     def __init__(self, metric: str, greater_is_better: bool, model: torch.nn.Module):
         self.metric, self.greater_is_better, self.model = metric, greater_is_better, model
@@ -524,6 +528,9 @@ class BestModel:
         if self.metric not in entry:
             raise ValueError(f"--metric_for_best_model={self.metric!r} is not among the evaluation's metrics "
                              f"{sorted(entry)}.")
+        if entry.get("eval_degenerate"):
+            self.evaluations_since += self.entry is not None
+            return
         value, best = entry[self.metric], None if self.entry is None else self.entry[self.metric]
         if best is None or (value > best if self.greater_is_better else value < best):
             self.entry, self.evaluations_since = entry, 0
@@ -720,7 +727,7 @@ def train(
     for tracker in accelerator.trackers:  # not accelerator.end_training(), which ends the process group too
         tracker.finish()
     final = history[-1]
-    if best is not None:
+    if best is not None and best.entry is not None:  # else every evaluation was degenerate: the last model stays
         unwrapped.load_state_dict(best.weights)
         final = best.entry
     return {

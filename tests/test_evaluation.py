@@ -3,8 +3,16 @@
 import math
 
 import pytest
+import sacrebleu
 
-from hf_seqmodels.evaluation import classification_metrics, perplexity, tagging_metrics, translation_metrics
+from hf_seqmodels.evaluation import (
+    bleu_tokenization,
+    classification_metrics,
+    perplexity,
+    tagging_metrics,
+    translation_metrics,
+    translation_signatures,
+)
 from hf_seqmodels.paths import metrics_dir
 
 
@@ -35,3 +43,16 @@ def test_tagging_metrics():
     scores = tagging_metrics([["B-PER", "I-PER", "O"]], [["B-PER", "O", "O"]])
     assert scores["accuracy"] == pytest.approx(2 / 3)
     assert scores["f1"] == 0.0  # the predicted span is longer than the reference span
+
+
+def test_bleu_of_chinese_is_tokenized_for_chinese():
+    """sacreBLEU itself is the reference: 13a sees a Chinese sentence as one word, tok zh as characters."""
+    prediction, reference = ["我们明天去北京。"], ["我们明天去上海。"]
+    assert bleu_tokenization("zh") == "zh" and bleu_tokenization("zh-Hant") == "zh" and bleu_tokenization("de") == "13a"
+    scores = translation_metrics(prediction, reference, tokenize="zh")
+    assert scores["bleu"] == pytest.approx(sacrebleu.corpus_bleu(prediction, [reference], tokenize="zh").score)
+    assert scores["bleu"] > 30 and translation_metrics(prediction, reference)["bleu"] == 0
+    assert scores["chrf"] == pytest.approx(sacrebleu.corpus_chrf(prediction, [reference]).score)
+    signatures = translation_signatures("zh")
+    assert "tok:zh" in signatures["bleu_signature"] and "nrefs:1" in signatures["bleu_signature"]
+    assert signatures["chrf_signature"].startswith("nrefs:1|case:mixed|eff:yes|nc:6|nw:0")

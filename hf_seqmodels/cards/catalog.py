@@ -82,6 +82,29 @@ DATASETS = {
         "limitations": ["Image captions only: short descriptive sentences; other domains translate poorly.",
                         "Flickr30k captions are for non-commercial research use."],
     },
+    "tatoeba_en_zh": {
+        "hub_id": "tatoeba", "config": None, "name": "Tatoeba English-Mandarin (manythings cmn-eng)",
+        "language": ["en", "zh"],
+        "about": "Tatoeba's English-Mandarin sentence pairs as manythings.org distributes them (cmn-eng): 27,155 "
+                 "training pairs of short everyday sentences, 1,000 validation and 1,000 test pairs, split by English "
+                 "sentence; the Mandarin mixes simplified and traditional characters.",
+        "license": "cc-by-2.0",
+        "limitations": ["Short everyday sentences (6 English words on average); longer or domain text translates "
+                        "poorly.",
+                        "The Mandarin mixes simplified and traditional characters, as Tatoeba's does.",
+                        "CC BY 2.0 FR: credit tatoeba.org and manythings.org/anki (the data's attribution column "
+                        "names each sentence's contributors)."],
+    },
+    "wnut17": {
+        "hub_id": "wnut_17", "config": None, "name": "WNUT-17 emerging entities", "language": "en",
+        "about": "WNUT 2017 Emerging and Rare Entities (Derczynski et al., 2017): 3,394 training tweets, 1,009 "
+                 "validation and 1,287 test sentences from Reddit, YouTube, StackExchange and Twitter, BIO tags of "
+                 "six entity types chosen so that few surface forms repeat.",
+        "license": "cc-by-4.0",
+        "limitations": ["Raw social-media English, including offensive language; entities are rare and new by "
+                        "design, so F1 stays low for every model.",
+                        "Six types only (person, location, corporation, product, creative-work, group)."],
+    },
 }
 
 # Bundled pretrained checkpoints -> their Hub id (the card's base_model).
@@ -92,7 +115,8 @@ def dataset_of(run: dict) -> dict:
     """What the card says about the run's data set: the bundled one's entry in `DATASETS`, else a generic one."""
     name = run.get("dataset") or run.get("arguments", {}).get("dataset_name") or "custom"
     known = DATASETS.get(Path(str(name)).name)
-    return known or {"hub_id": str(name), "config": None, "name": str(name), "language": None,
+    languages = list(run.get("languages", {}).values()) or None  # a translation run names its two languages
+    return known or {"hub_id": str(name), "config": None, "name": str(name), "language": languages,
                      "about": f"The data set {name}.", "license": None,
                      "limitations": ["Only as good as its training data: check it on your own data before use."]}
 

@@ -105,8 +105,7 @@ def hyperparameters(run: dict) -> list[tuple[str, str]]:
     ]
     if "max_source_length" in args:  # translation
         rows.append(("max sequence length", f"source {args['max_source_length']}, target {args['max_target_length']}"))
-        rows.append(("tokenizer", f"BPE trained on the training texts, {args['vocabulary']} vocabulary, "
-                                  f"{run.get('vocab_size')} tokens"))
+        rows.append(("tokenizer", translation_tokenizers(run)))
     else:
         rows.append(("max sequence length", str(args.get("block_size", args.get("max_seq_length")))))
         if not args.get("model_name_or_path"):
@@ -132,3 +131,14 @@ def describe_embeddings(run: dict) -> str:
     if epochs := args.get("unfreeze_embeddings_after_epochs"):
         return f"{start}, frozen for {epochs} epoch(s), then fine-tuned"
     return f"{start}, frozen"
+
+
+def translation_tokenizers(run: dict) -> str:
+    """The tokenizers of a translation run: their kinds and sizes, one shared or one per language."""
+    args = run["arguments"]
+    kinds = run.get("tokenizer_types") or {"source": args.get("tokenizer_type", "bpe"),
+                                           "target": args.get("tokenizer_type", "bpe")}
+    if args["vocabulary"] == "joint":
+        return f"{kinds['target']} trained on the training texts of both languages, {run.get('vocab_size')} tokens"
+    return (f"trained on the training texts: source {kinds['source']}, {run.get('source_vocab_size')} tokens; "
+            f"target {kinds['target']}, {run.get('vocab_size')} tokens")

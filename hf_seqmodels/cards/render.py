@@ -72,6 +72,10 @@ def render_card(run: dict, model_name: str | None = None, license: str | None = 
         hyperparameters=hyperparameters(run),
         scores=table("eval"),
         test_scores=table("test"),
+        test_num_beams=run.get("test_num_beams"),
+        languages=run.get("languages"),
+        signatures=[(name.upper(), run[f"{name}_signature"]) for name in ("bleu", "chrf")
+                    if f"{name}_signature" in run],
         num_parameters=f"{run['num_parameters'] / 1e6:.2f}M",
         train_minutes=f"{run['train_runtime_s'] / 60:.1f}",
         throughput=f"{run['eval_samples_per_second']:.0f}" if "eval_samples_per_second" in run else "n/a",

@@ -41,12 +41,12 @@ from transformers.models.auto.modeling_auto import MODEL_FOR_SEQ_TO_SEQ_CAUSAL_L
 
 from ..cli import check_at_least, check_choice, check_different, check_range
 from ..data import LengthGroupedSampler, TokenBatchSampler, check_column_files
-from ..evaluation import translation_metrics
+from ..evaluation import BLEU_TOKENIZE_CHOICES, bleu_tokenization, translation_metrics, translation_signatures
 from ..models import pipeline_translation
 from ..models.pipeline_translation import CUSTOM_PIPELINES, SOURCE_TOKENIZER_DIR
 from ..paths import check_model_path
 from ..pretrained import load_pretrained
-from ..tokenization import DEFAULT_SPECIAL_TOKENS, save_tokenizer, train_tokenizer
+from ..tokenization import DEFAULT_SPECIAL_TOKENS, KINDS, save_tokenizer, train_tokenizer
 from ..training import TrainingArguments, describe_device, save_model, start_run, train
 from . import arguments
 
@@ -81,12 +81,33 @@ class DataArguments(arguments.DataArguments):
     target_lang: str = field(default="de", metadata={"help": "The column holding the target sentences."})
     max_source_length: int = field(default=64, metadata={"help": "Source tokens kept (eos included)."})
     max_target_length: int = field(default=64, metadata={"help": "Target tokens kept (eos included)."})
-    vocabulary: str = field(default="joint", metadata={"help": f"BPE vocabularies: one of {VOCABULARIES}."})
-    vocab_size: int = field(default=6000, metadata={"help": "BPE vocabulary size (of each, when separate)."})
+    vocabulary: str = field(default="joint", metadata={"help": f"Subword vocabularies: one of {VOCABULARIES}."})
+    vocab_size: int = field(default=6000, metadata={"help": "Vocabulary size (of each, when separate)."})
+    tokenizer_type: str = field(
+        default="bpe", metadata={"help": f"The tokenizer trained for both languages: one of {KINDS}; 'wordpiece' "
+                                         "or 'char' suit Chinese (see hf_seqmodels.tokenization)."})
+    source_tokenizer_type: str | None = field(
+        default=None, metadata={"help": "The source language's tokenizer, when not --tokenizer_type (needs "
+                                        "--vocabulary separate)."})
+    target_tokenizer_type: str | None = field(
+        default=None, metadata={"help": "The target language's tokenizer, when not --tokenizer_type (needs "
+                                        "--vocabulary separate)."})
+    bleu_tokenize: str | None = field(
+        default=None, metadata={"help": f"sacreBLEU's tokenization for BLEU, one of {BLEU_TOKENIZE_CHOICES}; "
+                                        "default: by --target_lang ('zh' for Chinese, '13a' for most languages)."})
 
     def __post_init__(self):
         super().__post_init__()
         check_choice(self, "vocabulary", VOCABULARIES)
+        for name in ("tokenizer_type", "source_tokenizer_type", "target_tokenizer_type"):
+            if getattr(self, name) is not None:
+                check_choice(self, name, KINDS)
+        if self.vocabulary == "joint" and self.tokenizer_types()[0] != self.tokenizer_types()[1]:
+            raise ValueError(f"--vocabulary joint trains one tokenizer for both languages, but the source and target "
+                             f"tokenizer types differ ({self.tokenizer_types()}): pass --vocabulary separate.")
+        if self.bleu_tokenize is None:
+            self.bleu_tokenize = bleu_tokenization(self.target_lang)
+        check_choice(self, "bleu_tokenize", BLEU_TOKENIZE_CHOICES)
         for name in ("max_source_length", "max_target_length"):
             check_at_least(self, name, 2, " (a token and the eos)")
         check_at_least(self, "vocab_size", len(DEFAULT_SPECIAL_TOKENS) + 1, " (more than the special tokens)")
@@ -95,6 +116,10 @@ class DataArguments(arguments.DataArguments):
 
     def column_kinds(self) -> dict[str, str]:
         return {self.source_lang: "text", self.target_lang: "text"}
+
+    def tokenizer_types(self) -> tuple[str, str]:
+        """The kinds of tokenizer of the source and the target language."""
+        return (self.source_tokenizer_type or self.tokenizer_type, self.target_tokenizer_type or self.tokenizer_type)
 
 
 @dataclass
@@ -146,16 +171,18 @@ class TranslationTokenizers:
 
 
 def train_tokenizers(
-    train: datasets.Dataset, source_lang: str, target_lang: str, vocab_size: int, joint: bool = True
+    train: datasets.Dataset, source_lang: str, target_lang: str, vocab_size: int, joint: bool = True,
+    kinds: tuple[str, str] = ("bpe", "bpe"),
 ) -> TranslationTokenizers:
-    """BPE tokenizers trained on the ``train`` split's columns ``source_lang`` and ``target_lang``: one on both
-    (``joint``, ``vocab_size`` tokens in all) or one per language (``vocab_size`` tokens each)."""
+    """Tokenizers trained on the ``train`` split's columns ``source_lang`` and ``target_lang``: one on both
+    (``joint``, ``vocab_size`` tokens in all; both ``kinds`` the same) or one per language (``vocab_size`` tokens
+    each), of the source's and the target's kind (`tokenization.KINDS`)."""
     if joint:
         texts = (text for row in train for text in (row[source_lang], row[target_lang]))
-        tokenizer = end_with_eos(train_tokenizer(texts, kind="bpe", vocab_size=vocab_size))
+        tokenizer = end_with_eos(train_tokenizer(texts, kind=kinds[0], vocab_size=vocab_size))
         return TranslationTokenizers(tokenizer, tokenizer)
-    source, target = (end_with_eos(train_tokenizer(train[lang], kind="bpe", vocab_size=vocab_size))
-                      for lang in (source_lang, target_lang))
+    source, target = (end_with_eos(train_tokenizer(list(train[lang]), kind=kind, vocab_size=vocab_size))
+                      for lang, kind in zip((source_lang, target_lang), kinds))
     return TranslationTokenizers(source, target)
 
 
@@ -246,13 +273,26 @@ def translate(
 
 
 def translation_scores(
-    model, tokenizers: TranslationTokenizers, sources: list[str], references: list[str], prefix: str = "", **kwargs
+    model, tokenizers: TranslationTokenizers, sources: list[str], references: list[str], prefix: str = "",
+    bleu_tokenize: str = "13a", **kwargs
 ) -> tuple[dict, list[str]]:
-    """Translate ``sources`` (see `translate`) and score them against ``references``: ``{prefix}bleu`` and
-    ``{prefix}chrf`` (sacreBLEU on detokenized text). Returns the scores and the translations."""
+    """Translate ``sources`` (see `translate`) and score them against ``references``: ``{prefix}bleu`` (sacreBLEU
+    with the ``bleu_tokenize`` tokenization) and ``{prefix}chrf`` on detokenized text, and ``{prefix}degenerate``
+    (`is_degenerate`). Returns the scores and the translations."""
     translations = translate(model, tokenizers, sources, **kwargs)
-    scores = translation_metrics(translations, references)
+    scores = {**translation_metrics(translations, references, bleu_tokenize), "degenerate": is_degenerate(translations)}
     return {f"{prefix}{name}": value for name, value in scores.items()}, translations
+
+
+def is_degenerate(translations: list[str]) -> bool:
+    """Whether a model's translations are unusable whatever they score: more than half of them empty, or one
+    translation given for more than half the sentences (a model that has not learned to translate yet, whose
+    validation BLEU can still beat that of an early model). Best-checkpoint selection skips such evaluations."""
+    if not translations:
+        return False
+    commonest = max(set(translations), key=translations.count)
+    return max(translations.count(""), translations.count(commonest) if translations.count(commonest) > 1 else 0) \
+        > len(translations) / 2
 
 
 # A test BLEU below this means a broken run (decoding without its state, mismatched tokenizers, a metric that does
@@ -385,7 +425,7 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Tra
         check_language_columns(raw, src, tgt)
         tokenizers = checkpoints.tokenizer(
             lambda: train_tokenizers(raw["train"], src, tgt, data_args.vocab_size,
-                                     joint=data_args.vocabulary == "joint"),
+                                     joint=data_args.vocabulary == "joint", kinds=data_args.tokenizer_types()),
             load_tokenizers,
         )
         tokenized = tokenize_pairs(raw, tokenizers, src, tgt, data_args.max_source_length,
@@ -394,7 +434,7 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Tra
     vectors_coverage = model_args.load_word_vectors(model, tokenizers.source, tokenizers.target)
 
     decode = {"batch_size": training_args.per_device_eval_batch_size, "max_source_length": data_args.max_source_length,
-              "max_new_tokens": generation_args.max_new_tokens}
+              "max_new_tokens": generation_args.max_new_tokens, "bleu_tokenize": data_args.bleu_tokenize}
 
     def validation_bleu(model) -> dict:
         scores, _ = translation_scores(model, tokenizers, raw["validation"][src], raw["validation"][tgt],
@@ -423,8 +463,17 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Tra
         results.update(scores, test_decoding_s=time.monotonic() - test_start, test_num_beams=generation_args.num_beams)
         if warning := implausible_bleu_warning(scores, translations):
             results["warnings"] = [warning]
+    if all(entry.get("eval_degenerate") for entry in results["eval_history"]):
+        results.setdefault("warnings", []).append(
+            "WARNING: every validation evaluation gave degenerate translations (more than half empty or alike), so "
+            "no best checkpoint was chosen and the model is the last one: train longer (--num_train_epochs, "
+            "--time_budget_minutes) or check the data and tokenizers.")
     results.update(
         task="translation",
+        dataset=data_args.dataset_name or data_args.train_file,
+        languages={"source": src, "target": tgt},
+        tokenizer_types=dict(zip(("source", "target"), data_args.tokenizer_types())),
+        **translation_signatures(data_args.bleu_tokenize),
         model_config=model.config.to_dict(),  # what the model card describes
         num_parameters=model.num_parameters(),
         vocab_size=len(tokenizers.target),

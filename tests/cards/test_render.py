@@ -62,7 +62,7 @@ def test_translation_card_describes_the_model_from_its_config(tmp_path):
             "128-dimensional embeddings, Bahdanau (additive) attention; 4.72M parameters") in card.text
     assert "| BLEU | 33.53 |" in card.text and "| chrF | 58.08 |" in card.text
     assert "| max sequence length | source 64, target 48 |" in card.text
-    assert "| tokenizer | BPE trained on the training texts, joint vocabulary, 6000 tokens |" in card.text
+    assert "| tokenizer | bpe trained on the training texts of both languages, 6000 tokens |" in card.text
     assert "| dropout | 0.2 |" in card.text  # the model's, not an argument's
     assert "AutoModelForSeq2SeqLM" in card.text and "{{" not in card.text
 

@@ -150,3 +150,24 @@ def test_run_translation_names_missing_language_columns(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="nested format .* flatten it"):
         run_script(RUN_TRANSLATION, ["--output_dir", str(tmp_path / "out"), "--train_file",
                                      str(tmp_path / "nested.jsonl")], monkeypatch)
+
+
+@pytest.mark.parametrize(("source", "target", "tokenization"), [("en", "zh", "zh"), ("zh", "en", "13a")])
+def test_run_translation_on_tatoeba_names_what_it_used(source, target, tokenization, tmp_path, monkeypatch):
+    """English<->Chinese: WordPiece on both sides, BLEU tokenized for the target language with its signature, and
+    results and card that name Tatoeba, the languages and the tokenizers (never the default Multi30k)."""
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    output_dir = tmp_path / f"{source}-{target}"
+    run_script(RUN_TRANSLATION, ["--output_dir", str(output_dir), *TINY, "--dataset_name", "tatoeba_en_zh",
+                                 "--source_lang", source, "--target_lang", target, "--vocabulary", "separate",
+                                 "--tokenizer_type", "wordpiece", "--checkpointing_steps", "4", *MODELS["gru-luong"]],
+               monkeypatch)
+    results = json.loads((output_dir / "results.json").read_text())
+    assert results["dataset"] == "tatoeba_en_zh" and results["languages"] == {"source": source, "target": target}
+    assert results["tokenizer_types"] == {"source": "wordpiece", "target": "wordpiece"}
+    assert f"|tok:{tokenization}|" in results["bleu_signature"] and "nrefs:1" in results["chrf_signature"]
+    assert load_tokenizers(output_dir).target.backend_tokenizer.model.__class__.__name__ == "WordPiece"
+    card = render_card(results).text
+    assert "Tatoeba English-Mandarin" in card and "Multi30k" not in card
+    assert f"({source} → {target})" in card and results["bleu_signature"] in card
+    assert "source wordpiece" in card and "| BLEU |" in card

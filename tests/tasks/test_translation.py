@@ -23,8 +23,10 @@ from hf_seqmodels.evaluation import translation_metrics
 from hf_seqmodels.paths import check_model_path
 from hf_seqmodels.tasks.translation import (
     CUSTOM_PIPELINES,
+    DataArguments,
     attention_matrix,
     implausible_bleu_warning,
+    is_degenerate,
     load_tokenizers,
     load_translation_model,
     tokenize_pairs,
@@ -32,7 +34,7 @@ from hf_seqmodels.tasks.translation import (
     translate,
     translation_scores,
 )
-from hf_seqmodels.training import TrainingArguments, make_accelerator, train
+from hf_seqmodels.training import BestModel, TrainingArguments, make_accelerator, train
 
 PAIRS = {
     "en": ["a dog runs", "two cats sit on a mat", "a man reads a book", "the girl sings", "a red car",
@@ -121,7 +123,8 @@ def test_translation_scores_against_the_references(tokenizers):
     model = tiny_model(tokenizers)
     scores, translations = translation_scores(model, tokenizers, PAIRS["en"], PAIRS["de"], prefix="test_",
                                               max_new_tokens=6)
-    assert set(scores) == {"test_bleu", "test_chrf"} and len(translations) == len(PAIRS["en"])
+    assert set(scores) == {"test_bleu", "test_chrf", "test_degenerate"} and len(translations) == len(PAIRS["en"])
+    assert scores["test_degenerate"] == is_degenerate(translations)
     perfect, _ = translation_scores(model, tokenizers, PAIRS["en"], translations, max_new_tokens=6)
     assert perfect["bleu"] == pytest.approx(100.0) or not any(t.split() for t in translations)
 
@@ -225,3 +228,35 @@ def test_resumed_run_with_bleu_checkpoints_matches_a_straight_run(raw, tokenizer
     assert resumed_results["eval_chrf"] == pytest.approx(results["eval_chrf"])
     for (name, expected), got in zip(straight.state_dict().items(), resumed.state_dict().values()):
         torch.testing.assert_close(got, expected, msg=name)
+
+
+def test_degenerate_translations():
+    """More than half empty, or one translation for more than half the sentences: unusable, whatever BLEU says."""
+    assert is_degenerate(["", "", "Ein Hund."])
+    assert is_degenerate(["Ein Mann.", "Ein Mann.", "Ein Mann.", "Zwei Hunde."])
+    assert not is_degenerate(["Ein Mann.", "Ein Mann.", "Zwei Hunde.", "Kinder spielen."])  # half is not more
+    assert not is_degenerate(["Ein Mann."])  # one sentence cannot repeat
+    assert is_degenerate([""]) and not is_degenerate([])
+
+
+def test_best_model_never_keeps_a_degenerate_evaluation():
+    model = torch.nn.Linear(2, 2)
+    best = BestModel("eval_bleu", True, model)
+    best.update({"step": 10, "eval_bleu": 3.0, "eval_degenerate": True})  # e.g. every translation "Ein Mann."
+    assert best.entry is None and best.evaluations_since == 0  # patience does not run before a usable model
+    best.update({"step": 20, "eval_bleu": 1.5, "eval_degenerate": False})
+    assert best.entry["step"] == 20
+    best.update({"step": 30, "eval_bleu": 9.0, "eval_degenerate": True})
+    assert best.entry["step"] == 20 and best.evaluations_since == 1
+
+
+def test_tokenizer_types_per_side_and_bleu_tokenization_by_target_language():
+    args = DataArguments(dataset_name="tatoeba_en_zh", source_lang="en", target_lang="zh", vocabulary="separate",
+                         tokenizer_type="bpe", target_tokenizer_type="wordpiece")
+    assert args.tokenizer_types() == ("bpe", "wordpiece") and args.bleu_tokenize == "zh"
+    assert DataArguments(source_lang="zh", target_lang="en").bleu_tokenize == "13a"
+    assert DataArguments(target_lang="zh-Hant", bleu_tokenize="char").bleu_tokenize == "char"
+    with pytest.raises(ValueError, match="pass --vocabulary separate"):
+        DataArguments(vocabulary="joint", source_tokenizer_type="char")
+    with pytest.raises(ValueError, match="bleu_tokenize"):
+        DataArguments(bleu_tokenize="moses")
