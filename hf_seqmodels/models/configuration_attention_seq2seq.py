@@ -108,6 +108,8 @@ class AttentionSeq2SeqConfig(CheckedConfig):
     """
 
     model_type = "attention_seq2seq"
+    # Their defaults compute what configs saved before these fields meant: such configs load without them.
+    fields_added_later = ("teacher_forcing_ratio",)
     attribute_map = {"num_hidden_layers": "decoder_layers"}
     keys_to_ignore_at_inference = ["cache", "past_key_values"]
 

@@ -112,6 +112,9 @@ class RecurrentConfig(CheckedConfig):
     """
 
     model_type = "recurrent"
+    # Their defaults compute what configs saved before these fields meant: such configs load without them.
+    fields_added_later = ("locked_dropout", "weight_drop", "word_type_dropout", "activation_regularization",
+                          "temporal_activation_regularization", "use_crf", "crf_constrain_bio")
     attribute_map = {"num_hidden_layers": "num_layers"}
     keys_to_ignore_at_inference = ["cache", "past_key_values"]
 

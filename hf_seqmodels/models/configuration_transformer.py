@@ -115,6 +115,8 @@ class TransformerConfig(CheckedConfig):
     """
 
     model_type = "vanilla_transformer"
+    # Their defaults compute what configs saved before these fields meant: such configs load without them.
+    fields_added_later = ("use_crf", "crf_constrain_bio")
     attribute_map = {
         "hidden_size": "d_model",
         "num_attention_heads": "num_heads",

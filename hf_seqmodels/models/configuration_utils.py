@@ -9,6 +9,7 @@ output flags, dtype, architectures), keys that no one knows, and, on loading (`f
 
 import dataclasses
 import difflib
+from typing import ClassVar
 import functools
 import inspect
 import math
@@ -142,7 +143,8 @@ def check_keys(cls, config: dict, loading: bool = False) -> None:
             hint = f" (did you mean `{close[0]}`?)" if close else ""
             raise ValueError(f"`{key}`={value!r} is not a field of {cls.__name__}{hint}; its fields are "
                              f"{', '.join(fields)}, and PretrainedConfig's own.")
-    if loading and (missing := [name for name in fields if name not in config]):
+    later = getattr(cls, "fields_added_later", ())
+    if loading and (missing := [name for name in fields if name not in config and name not in later]):
         raise ValueError(f"The config lacks {', '.join(f'`{name}`' for name in missing)} of {cls.__name__}: saving "
                          "writes every field, and a default in its place could change what the model computes; add "
                          "the value it was saved with.")
@@ -209,7 +211,12 @@ def check_pretrained_fields(config: dict) -> None:
 class CheckedConfig(PretrainedConfig):
     """The base of every family's configuration: it refuses keys that neither the family nor PretrainedConfig knows
     and checks PretrainedConfig's own fields on construction, and refuses a config dict that lacks a field or was
-    written for another model on loading. The family's `__init__` checks its own fields, then calls this one."""
+    written for another model on loading. The family's `__init__` checks its own fields, then calls this one.
+
+    A family lists in ``fields_added_later`` the fields it gained after configs were first saved and whose default
+    computes what the model computed before them: a config saved without them loads with their defaults."""
+
+    fields_added_later: ClassVar[tuple[str, ...]] = ()
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

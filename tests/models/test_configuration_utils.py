@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from hf_seqmodels import RecurrentConfig, TransformerConfig
+from hf_seqmodels import AttentionSeq2SeqConfig, RecurrentConfig, TransformerConfig
 from hf_seqmodels.models.configuration_utils import (
     check_architectures,
     check_choice,
@@ -166,3 +166,21 @@ def test_saved_code_refuses_a_bad_config_json(tmp_path):
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.count("refused") == len(cases) - 1 and result.stdout.count("loaded") == 1, result.stdout
+
+
+@pytest.mark.parametrize("config_class", [RecurrentConfig, AttentionSeq2SeqConfig, TransformerConfig])
+def test_a_config_saved_before_the_later_fields_loads_with_their_defaults(config_class, tmp_path):
+    """A config.json written before `fields_added_later` existed loads, with their defaults; any other missing
+    field is still refused."""
+    config_class().save_pretrained(tmp_path)
+    saved = json.loads((tmp_path / "config.json").read_text())
+    assert config_class.fields_added_later and set(config_class.fields_added_later) <= set(saved)
+    older = {key: value for key, value in saved.items() if key not in config_class.fields_added_later}
+    (tmp_path / "config.json").write_text(json.dumps(older))
+    loaded = config_class.from_pretrained(tmp_path)
+    for name in config_class.fields_added_later:
+        assert getattr(loaded, name) == getattr(config_class(), name)
+    del older["dropout"]
+    (tmp_path / "config.json").write_text(json.dumps(older))
+    with pytest.raises(ValueError, match="lacks `dropout`"):
+        config_class.from_pretrained(tmp_path)
