@@ -24,7 +24,11 @@ A run never drops saved runs: without ``--update``, a run whose ``--models`` lea
     python scripts/compare.py sentiment --full --jobs 7  # the same, all seven models at once on one GPU
 
 Suites: sentiment (SST-2, text classification), ner (UD English-EWT UPOS, token classification), lm (PTB, language
-modelling) and translation (Multi30k).
+modelling) and translation (Multi30k); and the walkthroughs of the course notes (the README's Recipes), scored on
+the test splits with the settings chosen on validation: en_zh and zh_en (Tatoeba English-Mandarin, attention GRU vs
+Transformer, WordPiece tokenizers, BLEU tokenized for the target language), wnut17 (BiLSTM vs BiLSTM-CRF vs BERT,
+entity F1), upos (the same taggers on UD English-EWT) and sst2_word_vectors (word2vec trained on SST-2 first, then
+a BiLSTM without them, with them frozen, with them fine-tuned).
 """
 
 import argparse
@@ -48,6 +52,7 @@ from hf_seqmodels.tasks import (  # noqa: E402
     text_classification,
     token_classification,
     translation,
+    word_vectors,
 )
 from hf_seqmodels.tasks.arguments import parse_dict  # noqa: E402
 from hf_seqmodels.tasks.spawned import run_in_process  # noqa: E402
@@ -67,6 +72,21 @@ TRANSFORMER = {"model_type": "transformer", "hidden_size": 128, "num_heads": 4, 
 PRETRAINED_EMBEDDINGS = {"embeddings_from": BERT}
 # The larger BiLSTM of each suite: two layers, wider, more dropout (for --full; slow on a CPU budget).
 WIDE = {"num_layers": 2, "embedding_size": 256, "dropout": 0.3}
+# Translation of the Tatoeba English-Mandarin pairs (tatoeba_en_zh, either direction): a WordPiece tokenizer per
+# language (each CJK character its own pre-token), as the course notes do.
+TATOEBA = {"dataset_name": "tatoeba_en_zh", "vocabulary": "separate", "tokenizer_type": "wordpiece",
+           "vocab_size": 8000, "per_device_train_batch_size": 64}
+TRANSLATORS = {
+    "Attention GRU": {"model_type": "attention_seq2seq"},
+    "Transformer": {"model_type": "transformer", "learning_rate": 1e-3, "num_warmup_steps": 200,
+                    "config_overrides": "d_model=256,ffn_dim=512,encoder_layers=2,decoder_layers=2,num_heads=4,"
+                                        "norm_position=pre,dropout=0.1"},
+}
+# The taggers of the walkthrough: a BiLSTM with a softmax per token, the same with a CRF (Viterbi decoding), BERT.
+TAGGERS = {"BiLSTM": {**RNN_TAGGER, **BILSTM}, "BiLSTM-CRF": {**RNN_TAGGER, **BILSTM, "use_crf": True}}
+# WNUT-17's 3,394 training tweets: a smaller vocabulary and model, a larger learning rate (from short validation runs).
+WNUT17_TAGGER = {"vocab_size": 8000, "hidden_size": 128, "dropout": 0.3, "learning_rate": 5e-3}
+WORD_VECTORS = "<the suite's word vectors>"  # a model field's value: the file the suite's word_vectors run wrote
 FINE_TUNED = {"model_name_or_path": BERT, "learning_rate": 1e-4, "num_warmup_steps": 10, "weight_decay": 0.01,
               "per_device_train_batch_size": 32}
 
@@ -88,6 +108,28 @@ class Suite:
     targets: dict[str, float] = field(default_factory=dict)  # per model: the score the issue asks for
     extra_columns: list[tuple[str, str]] = field(default_factory=list)  # (results key, header)
     common: dict = field(default_factory=dict)  # fields of every run
+    # Fields of a `tasks.word_vectors` run made before the models; a model field whose value is WORD_VECTORS gets
+    # the file it wrote.
+    word_vectors: dict | None = None
+
+
+def tatoeba_suite(source: str, target: str, tokenization: str) -> Suite:
+    """The attention GRU and the Transformer translating Tatoeba's ``source`` sentences into ``target``, scored by
+    test BLEU (``tokenization`` names the sacreBLEU tokenization the run picks for the target) and chrF."""
+    return Suite(
+        module=translation,
+        task="translation",
+        metric="test_bleu",
+        metric_label=f"Tatoeba {source}->{target} test BLEU ({tokenization})",
+        percent=False,
+        higher_is_better=True,
+        common={**TATOEBA, "source_lang": source, "target_lang": target},
+        models=TRANSLATORS,
+        cpu_budget={"time_budget_minutes": 8, "num_train_epochs": 3},
+        full_budget={"time_budget_minutes": 30, "num_train_epochs": 30},
+        cpu_steps={"Transformer": 900},  # what 8 minutes allow on 1 CPU thread: the LR schedule then completes
+        extra_columns=[("test_chrf", "test chrF"), ("eval_bleu", "validation BLEU")],
+    )
 
 
 SUITES = {
@@ -152,6 +194,60 @@ SUITES = {
         cpu_budget={"time_budget_minutes": 3, "num_train_epochs": 1},
         full_budget={"time_budget_minutes": 60, "num_train_epochs": 20},
     ),
+    "en_zh": tatoeba_suite("en", "zh", "tok zh"),
+    "zh_en": tatoeba_suite("zh", "en", "13a"),
+    "wnut17": Suite(
+        module=token_classification,
+        task="token-classification",
+        metric="test_seqeval_f1",
+        metric_label="WNUT-17 test entity F1 (%)",
+        percent=True,
+        higher_is_better=True,
+        common={"dataset_name": "wnut17", "label_column_name": "ner_tags", "max_grad_norm": 1.0,
+                "per_device_eval_batch_size": 128, "metric_for_best_model": "eval_seqeval_f1"},
+        models={"BiLSTM": {**TAGGERS["BiLSTM"], **WNUT17_TAGGER},
+                "BiLSTM-CRF": {**TAGGERS["BiLSTM-CRF"], **WNUT17_TAGGER, "crf_constrain_bio": True},
+                "BERT (MiniLM-L6)": FINE_TUNED},
+        cpu_budget={"time_budget_minutes": 4, "num_train_epochs": 10},
+        full_budget={"time_budget_minutes": 30, "num_train_epochs": 30},
+        extra_columns=[("test_seqeval_precision", "precision (%)"), ("test_seqeval_recall", "recall (%)"),
+                       ("eval_seqeval_f1", "validation F1 (%)")],
+    ),
+    "upos": Suite(
+        module=token_classification,
+        task="token-classification",
+        metric="test_accuracy",
+        metric_label="UD EWT UPOS test accuracy (%)",
+        percent=True,
+        higher_is_better=True,
+        common={"dataset_name": "ud_english_ewt", "label_column_name": "upos", "max_grad_norm": 1.0,
+                "per_device_eval_batch_size": 128},
+        models={**TAGGERS, "BERT (MiniLM-L6)": FINE_TUNED},
+        cpu_budget={"time_budget_minutes": 5, "num_train_epochs": 4},
+        full_budget={"time_budget_minutes": 60, "num_train_epochs": 10},
+        cpu_steps={"BERT (MiniLM-L6)": 400},
+        extra_columns=[("eval_accuracy", "validation accuracy (%)")],
+    ),
+    "sst2_word_vectors": Suite(
+        module=text_classification,
+        task="text-classification",
+        metric="test_accuracy",
+        metric_label="SST-2 test accuracy (%)",
+        percent=True,
+        higher_is_better=True,
+        common={"dataset_name": "sst2", "max_grad_norm": 1.0, "per_device_eval_batch_size": 128},
+        word_vectors={"dataset_name": "sst2", "text_column_name": ["sentence"], "model": "word2vec", "sg": 1,
+                      "vector_size": 128, "epochs": 5, "min_count": 2},
+        models={
+            "BiLSTM": {**RNN_SST2, **BILSTM},
+            "BiLSTM + word2vec, frozen": {**RNN_SST2, **BILSTM, "word_vectors": WORD_VECTORS,
+                                          "freeze_embeddings": True},
+            "BiLSTM + word2vec, fine-tuned": {**RNN_SST2, **BILSTM, "word_vectors": WORD_VECTORS},
+        },
+        cpu_budget={"time_budget_minutes": 4, "num_train_epochs": 2},
+        full_budget={"time_budget_minutes": 30, "num_train_epochs": 5},
+        extra_columns=[("eval_accuracy", "validation accuracy (%)")],
+    ),
     "translation": Suite(
         module=translation,
         task="translation",
@@ -209,9 +305,12 @@ def budget_of(suite: Suite, args: argparse.Namespace) -> dict:
     return budget
 
 
-def run_fields(suite: Suite, name: str, budget: dict, args: argparse.Namespace, output_dir: Path) -> dict:
-    """The fields of one model's run: the suite's, the model's, the budget, the seed and the smoke-run limits."""
-    fields = {**suite.common, **suite.models[name], **budget, "seed": args.seed, "output_dir": str(output_dir),
+def run_fields(suite: Suite, name: str, budget: dict, args: argparse.Namespace, output_dir: Path,
+               vectors: Path | None = None) -> dict:
+    """The fields of one model's run: the suite's, the model's (WORD_VECTORS replaced by ``vectors``), the budget,
+    the seed and the smoke-run limits."""
+    model = {key: str(vectors) if value == WORD_VECTORS else value for key, value in suite.models[name].items()}
+    fields = {**suite.common, **model, **budget, "seed": args.seed, "output_dir": str(output_dir),
               "overwrite_output_dir": True}  # a model's folder holds its earlier run, if any
     steps = args.max_train_steps or (None if args.full else suite.cpu_steps.get(name))
     if steps is not None:
@@ -237,6 +336,22 @@ def run_model(suite: Suite, name: str, fields: dict, num_threads: int) -> dict:
         return {**record, "error": f"exit code {exitcode}", "log_tail": tail}
     results = json.loads((output_dir / "results.json").read_text())
     return {**results, **record, "process_wall_time_s": time.monotonic() - start}
+
+
+def train_word_vectors(suite: Suite, args: argparse.Namespace, output_dir: Path) -> dict:
+    """Run the suite's ``word_vectors`` fields (`tasks.word_vectors`) in their own process, writing
+    ``output_dir / "word-vectors.vec"``; returns the record for the report (fields, file, wall time)."""
+    path = output_dir / "word-vectors.vec"
+    fields = {**suite.word_vectors, "output_file": str(path), "overwrite": True, "seed": args.seed}
+    if args.max_train_samples is not None:
+        fields["max_train_samples"] = args.max_train_samples
+    log = path.with_suffix(".log")
+    log.parent.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    print(f"Word vectors: {fields}", flush=True)
+    if run_in_process(word_vectors.__name__, parse_dict(word_vectors, fields), log) or not path.is_file():
+        raise SystemExit(f"Training the word vectors failed; see {log}:\n{log.read_text()[-2000:]}")
+    return {"fields": fields, "file": str(path), "log": str(log), "process_wall_time_s": time.monotonic() - start}
 
 
 def kept_runs(path: Path, report: dict, names: list[str]) -> tuple[list[dict], dict]:
@@ -282,6 +397,10 @@ def markdown(suite_name: str, suite: Suite, report: dict) -> str:
         f"{sum(run.get('process_wall_time_s', 0) for run in report['runs']) / 60:.1f} min of wall-clock time.",
         "",
     ]
+    if vectors := report.get("word_vectors"):
+        options = {key: value for key, value in vectors["fields"].items() if key not in ("output_file", "overwrite")}
+        lines += [f"Word vectors trained first (`tasks.word_vectors`, {vectors['process_wall_time_s'] / 60:.1f} "
+                        f"min): {options}.", ""]
     extra = [header for _, header in suite.extra_columns]
     lines.append("| model | " + " | ".join([suite.metric_label, *extra, "target", "parameters", "train time (min)",
                                             "steps (epochs)", "inference (rows/s)", "device"]) + " |")
@@ -352,9 +471,13 @@ def run_suite(suite_name: str, args: argparse.Namespace) -> dict:
     else:
         check_nothing_dropped(results_dir / f"{suite_name}.json", names)
     order = list(suite.models)
+    vectors = None
+    if suite.word_vectors is not None:
+        report["word_vectors"] = train_word_vectors(suite, args, Path(args.output_dir) / suite_name)
+        vectors = Path(report["word_vectors"]["file"])
 
     def run_one(name: str) -> dict:
-        fields = run_fields(suite, name, budget, args, Path(args.output_dir) / suite_name / slug(name))
+        fields = run_fields(suite, name, budget, args, Path(args.output_dir) / suite_name / slug(name), vectors)
         print(f"[{suite_name}] {name}: {fields}", flush=True)
         run = run_model(suite, name, fields, args.num_threads)
         if "error" not in run:
