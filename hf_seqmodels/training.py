@@ -94,7 +94,7 @@ class TrainingArguments:
         metadata={"help": "A JSON object of the scheduler's own options (transformers' get_scheduler "
                           "scheduler_specific_kwargs), e.g. '{\"num_cycles\": 2}', '{\"min_lr_rate\": 0.1}', "
                           "'{\"num_decay_steps\": 500}' or '{\"factor\": 0.5, \"patience\": 1}'. "
-                          f"warmup_stable_decay decays over the last {WSD_DECAY_SHARE:.0%} of the steps unless "
+                          f"warmup_stable_decay decays over the last {WSD_DECAY_SHARE:.0%}% of the steps unless "  # %% for argparse
                           "it names num_decay_steps or num_stable_steps."},
     )
     min_lr: float | None = field(
