@@ -102,8 +102,10 @@ def test_every_recipe_is_fields_of_its_task(tmp_path, data_dir):
     """Each model of each suite parses into its task's argument dataclasses, as its run will (no unknown field)."""
     compare = script("compare")
     args = compare.parse_args(["sentiment", "--results_dir", str(tmp_path), "--output_dir", str(tmp_path)])
+    vectors = tmp_path / "vectors.vec"  # what a suite's word_vectors run writes, for the models that take it
+    vectors.write_text("1 2\nfilm 0.5 -0.25\n")
     for suite_name, suite in compare.SUITES.items():
         for name in suite.models:
-            fields = compare.run_fields(suite, name, compare.budget_of(suite, args), args, tmp_path / name)
+            fields = compare.run_fields(suite, name, compare.budget_of(suite, args), args, tmp_path / name, vectors)
             training_args = parse_dict(suite.module, fields)[2]  # (model, data, training[, generation])
             assert training_args.seed == args.seed and training_args.overwrite_output_dir, (suite_name, name)
