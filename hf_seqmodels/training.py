@@ -529,7 +529,8 @@ class BestModel:
             raise ValueError(f"--metric_for_best_model={self.metric!r} is not among the evaluation's metrics "
                              f"{sorted(entry)}.")
         if entry.get("eval_degenerate"):
-            self.evaluations_since += self.entry is not None
+            if self.entry is not None:
+                self.evaluations_since += 1
             return
         value, best = entry[self.metric], None if self.entry is None else self.entry[self.metric]
         if best is None or (value > best if self.greater_is_better else value < best):

@@ -23,6 +23,7 @@ import math
 import shutil
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
@@ -288,11 +289,13 @@ def is_degenerate(translations: list[str]) -> bool:
     """Whether a model's translations are unusable whatever they score: more than half of them empty, or one
     translation given for more than half the sentences (a model that has not learned to translate yet, whose
     validation BLEU can still beat that of an early model). Best-checkpoint selection skips such evaluations."""
-    if not translations:
-        return False
-    commonest = max(set(translations), key=translations.count)
-    return max(translations.count(""), translations.count(commonest) if translations.count(commonest) > 1 else 0) \
-        > len(translations) / 2
+    _, repeats = most_repeated(translations)
+    return max(translations.count(""), repeats if repeats > 1 else 0) > len(translations) / 2
+
+
+def most_repeated(translations: list[str]) -> tuple[str, int]:
+    """The translation given most often and how often (``("", 0)`` for none)."""
+    return Counter(translations).most_common(1)[0] if translations else ("", 0)
 
 
 # A test BLEU below this means a broken run (decoding without its state, mismatched tokenizers, a metric that does
@@ -306,9 +309,9 @@ def implausible_bleu_warning(scores: dict, translations: list[str], prefix: str 
     bleu = scores.get(f"{prefix}bleu")
     if bleu is None or bleu >= IMPLAUSIBLE_BLEU:
         return None
-    commonest = max(set(translations), key=translations.count) if translations else ""
+    commonest, repeats = most_repeated(translations)
     return (f"WARNING: {prefix}bleu is {bleu:.2f}, implausibly low (below {IMPLAUSIBLE_BLEU}): the model trained, but "
-            f"its translations are not usable ({translations.count(commonest)} of {len(translations)} are "
+            f"its translations are not usable ({repeats} of {len(translations)} are "
             f"{commonest[:60]!r}). Check that decoding works in this environment (`bash scripts/test.sh "
             "tests/models/test_canaries.py`: a transformers version outside pyproject.toml's range can break the "
             "cache), that the run was long enough, and that the BLEU tokenization suits the target language.")
