@@ -21,7 +21,13 @@ from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, set_se
 from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
 
 from ..pretrained import load_pretrained
-from .translation import TranslationTokenizers, attention_figure, load_tokenizers, load_translation_model
+from .translation import (
+    TranslationTokenizers,
+    attention_figure,
+    batches_by_length,
+    load_tokenizers,
+    load_translation_model,
+)
 
 __all__ = ["given", "Hypothesis", "check_model_folder", "load_translator", "load_language_model", "read_lines",
            "check_translation_options", "translate_nbest", "format_translations", "save_attention_pictures",
@@ -116,8 +122,7 @@ def translate_nbest(
     check_translation_options(model, generate_kwargs.get("num_beams"), num_return_sequences, batch_size=batch_size,
                               max_new_tokens=generate_kwargs.get("max_new_tokens"))
     results = [[] for _ in texts]
-    by_length = sorted((i for i, text in enumerate(texts) if text.strip()), key=lambda i: len(texts[i]))
-    for batch in (by_length[start : start + batch_size] for start in range(0, len(by_length), batch_size)):
+    for batch in batches_by_length(texts, batch_size, [i for i, text in enumerate(texts) if text.strip()]):
         inputs = tokenizers.source([texts[i] for i in batch], padding=True, return_tensors="pt",
                                    return_token_type_ids=False).to(model.device)
         outputs = model.generate(**inputs, num_return_sequences=num_return_sequences, output_scores=True,

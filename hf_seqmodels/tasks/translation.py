@@ -24,6 +24,7 @@ import shutil
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
@@ -53,7 +54,8 @@ from . import arguments
 
 __all__ = ["ModelArguments", "DataArguments", "GenerationArguments", "ARGUMENTS", "TRAINING_DEFAULTS", "run",
            "CUSTOM_PIPELINES", "TranslationTokenizers", "train_tokenizers", "load_tokenizers",
-           "check_language_columns", "tokenize_pairs", "translate", "translation_scores", "implausible_bleu_warning",
+           "check_language_columns", "tokenize_pairs", "batches_by_length", "translate", "translation_scores",
+           "is_degenerate", "implausible_bleu_warning",
            "load_translation_model", "show_examples", "attention_matrix", "attention_figure",
            "save_attention_plot"]
 
@@ -246,6 +248,13 @@ def check_language_columns(raw: datasets.DatasetDict, source_lang: str, target_l
                              f"(now {source_lang!r}/{target_lang!r}).{nested}")
 
 
+def batches_by_length(texts: list[str], batch_size: int, rows: list[int] | None = None) -> Iterator[list[int]]:
+    """The indices of ``texts`` (of those in ``rows``, when given) in batches of ``batch_size``, shortest texts
+    first: batches of similar lengths pad little."""
+    order = sorted(range(len(texts)) if rows is None else rows, key=lambda i: len(texts[i]))
+    return (order[start : start + batch_size] for start in range(0, len(order), batch_size))
+
+
 @torch.no_grad()
 def translate(
     model,
@@ -259,10 +268,8 @@ def translate(
     strings, in the order of ``texts``."""
     was_training = model.training
     model.eval()
-    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
     translations = [""] * len(texts)
-    for start in range(0, len(order), batch_size):
-        rows = order[start : start + batch_size]
+    for rows in batches_by_length(texts, batch_size):
         batch = tokenizers.source([texts[i] for i in rows], padding=True, truncation=max_source_length is not None,
                                   max_length=max_source_length, return_tensors="pt").to(model.device)
         batch.pop("token_type_ids", None)
