@@ -1,0 +1,83 @@
+"""The live batch of our decoding loop (``decoding``): one model step on the rows still decoding, and the removal of
+the rows whose sentences have finished from everything generate() prepared for the model (cache, encoder outputs,
+masks). Imports only torch and transformers: the file travels in a saved folder's ``custom_generate/``."""
+
+import torch
+from transformers.cache_utils import Cache
+from transformers.utils import ModelOutput
+
+# model_kwargs entries that are not one row per sequence, whatever their first dimension.
+_NOT_PER_ROW = frozenset({"cache_position", "use_cache"})
+
+
+def cache_of(model_kwargs: dict) -> Cache | None:
+    """The cache generate() carries in ``model_kwargs`` (under whichever name), or None."""
+    return next((value for value in model_kwargs.values() if isinstance(value, Cache)), None)
+
+
+def _select(value, rows: int, keep: torch.Tensor):
+    """``value`` with only the rows ``keep`` of its first dimension, when it has ``rows`` of them; anything else
+    unchanged. Tensors inside a ModelOutput (encoder outputs), tuple or list are selected too; a cache in place."""
+    if isinstance(value, torch.Tensor):
+        return value.index_select(0, keep) if value.dim() and value.shape[0] == rows else value
+    if isinstance(value, Cache):
+        value.batch_select_indices(keep)
+        return value
+    if isinstance(value, ModelOutput):
+        return type(value)(**{name: _select(field, rows, keep) for name, field in value.items()})
+    if isinstance(value, (tuple, list)):
+        return type(value)(_select(item, rows, keep) for item in value)
+    return value
+
+
+def select_rows(model_kwargs: dict, rows: int, keep: torch.Tensor) -> dict:
+    """``model_kwargs`` for the rows ``keep`` (1-D indices into the current ``rows``): the rows of sentences that
+    have finished stop costing. The cache shrinks in place (``batch_select_indices``)."""
+    return {name: value if name in _NOT_PER_ROW else _select(value, rows, keep)
+            for name, value in model_kwargs.items()}
+
+
+def next_logits(model, sequences: torch.Tensor, model_kwargs: dict) -> tuple[torch.Tensor, dict]:
+    """One decoding step, as GenerationMixin's loop takes it: the float32 logits of the next token
+    ``(rows, vocab_size)`` after ``sequences`` ``(rows, length)``, and the updated ``model_kwargs``."""
+    inputs = model.prepare_inputs_for_generation(
+        sequences, next_sequence_length=1 if model_kwargs["use_cache"] else None, **model_kwargs
+    )
+    outputs = model(**inputs, return_dict=True)
+    return _logits_and_kwargs(model, outputs, model_kwargs)
+
+
+def prefill(model, input_ids: torch.Tensor, generation_config, model_kwargs: dict) -> tuple[torch.Tensor, dict]:
+    """The first step (the whole prompt, or the decoder start): as ``next_logits``, through GenerationMixin's
+    ``_prefill``."""
+    outputs = model._prefill(input_ids, generation_config, model_kwargs, is_first_iteration=True)
+    return _logits_and_kwargs(model, outputs, model_kwargs)
+
+
+def _logits_and_kwargs(model, outputs, model_kwargs: dict) -> tuple[torch.Tensor, dict]:
+    model_kwargs = model._update_model_kwargs_for_generation(
+        outputs, model_kwargs, is_encoder_decoder=model.config.is_encoder_decoder
+    )
+    return outputs.logits[:, -1].to(copy=True, dtype=torch.float32), model_kwargs
+
+
+class StepRecord:
+    """What ``output_scores`` / ``output_logits`` ask for: one ``(total_rows, vocab_size)`` tensor per step, as
+    GenerationMixin returns them. Rows that have left the batch are no longer computed: they hold ``-inf``."""
+
+    def __init__(self, enabled: bool, total_rows: int):
+        self.steps = [] if enabled else None
+        self.total_rows = total_rows
+
+    def add(self, values: torch.Tensor, live_rows: torch.Tensor) -> None:
+        """Record ``values`` of the live rows, ``live_rows`` being their indices among all rows."""
+        if self.steps is None:
+            return
+        if values.shape[0] == self.total_rows:
+            self.steps.append(values.clone())
+            return
+        full = values.new_full((self.total_rows, values.shape[1]), float("-inf"))
+        self.steps.append(full.index_copy_(0, live_rows, values))
+
+    def result(self) -> tuple[torch.Tensor, ...] | None:
+        return None if self.steps is None else tuple(self.steps)

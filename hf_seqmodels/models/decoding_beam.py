@@ -1,0 +1,207 @@
+"""Beam search for ``decoding.decode``: GenerationMixin's ``_beam_search``, step for step and with its tie-breaking
+(``topk`` over ``beams x vocabulary``, the same ``-1e9`` masks, length penalty and early-stopping rules), except
+that a sentence whose finished hypotheses can no longer change leaves the batch: its ``num_beams`` rows are dropped
+from the cache, the encoder outputs and the masks, as fairseq's ``SequenceGenerator`` and OpenNMT-py's
+``BeamSearch.remove_finished`` shrink theirs.
+
+A sentence is settled when GenerationMixin would never again let a hypothesis into its finished set: its
+early-stopping heuristic is met, or (``early_stopping=True``) all its ``num_beams`` slots hold finished hypotheses.
+"""
+
+import torch
+from transformers.generation.stopping_criteria import EosTokenCriteria, MaxLengthCriteria
+from transformers.generation.utils import GenerateBeamDecoderOnlyOutput, GenerateBeamEncoderDecoderOutput
+
+from .decoding_batch import StepRecord, cache_of, next_logits, prefill, select_rows
+
+MASK = -1.0e9  # GenerationMixin's score for what cannot be chosen
+
+
+class _Hypotheses:
+    """Per live sentence, its ``num_beams`` best finished hypotheses: token ids ``(sentences, beams, max_length)``,
+    scores (length-penalised; ``MASK`` in an empty slot), whether each slot holds a finished hypothesis, the
+    number of tokens each generated, and (when returned) the beam index of each of their tokens."""
+
+    def __init__(self, sequences, num_beams: int, max_new: int, track_beams: bool):
+        sentences = sequences.shape[0]
+        self.sequences = sequences
+        self.scores = torch.full((sentences, num_beams), MASK, device=sequences.device)
+        self.finished = torch.zeros((sentences, num_beams), dtype=torch.bool, device=sequences.device)
+        self.lengths = torch.zeros((sentences, num_beams), dtype=torch.long, device=sequences.device)
+        self.beam_indices = (torch.full((sentences, num_beams, max_new), -1, dtype=torch.int32,
+                                        device=sequences.device) if track_beams else None)
+
+    def fields(self) -> list[str]:
+        return ["sequences", "scores", "finished", "lengths"] + (["beam_indices"] if self.beam_indices is not None
+                                                                   else [])
+
+    def merge(self, candidates: dict, order: torch.Tensor) -> None:
+        """Keep, of the current hypotheses followed by ``candidates`` (name -> tensor of the same fields), those
+        ``order`` lists per sentence."""
+        for name in self.fields():
+            merged = torch.cat((getattr(self, name), candidates[name]), dim=1)
+            index = order.view(order.shape + (1,) * (merged.dim() - 2))
+            setattr(self, name, merged.take_along_dim(index, dim=1))
+
+    def select(self, keep: torch.Tensor) -> None:
+        for name in self.fields():
+            setattr(self, name, getattr(self, name).index_select(0, keep))
+
+
+def beam_search(model, input_ids, logits_processor, stopping_criteria, generation_config, model_kwargs):
+    """Beam search for ``input_ids`` ``(batch * num_beams, prompt_length)`` (generate() has expanded them); returns
+    what GenerationMixin's ``_beam_search`` returns."""
+    config = generation_config
+    num_beams, length_penalty, early_stopping = config.num_beams, config.length_penalty, config.early_stopping
+    max_length, pad, eos = config.max_length, config._pad_token_tensor, config._eos_token_tensor
+    rows, length = input_ids.shape
+    batch_size, prompt_length, device = rows // num_beams, length, input_ids.device
+    keep_k = max(2, 1 + (eos.shape[0] if eos is not None else 0)) * num_beams
+    fill = pad or eos[0] if eos is not None else -1  # GenerationMixin's fill value, precedence included
+    track_beams = config.return_dict_in_generate
+
+    sequences = input_ids.new_full((rows, max_length), fill)  # running hypotheses, flat: (sentences * beams, L)
+    sequences[:, :length] = input_ids
+    running_scores = torch.zeros((batch_size, num_beams), device=device)
+    running_scores[:, 1:] = MASK
+    running_beams = (torch.full((rows, max_length - length), -1, dtype=torch.int32, device=device)
+                     if track_beams else None)
+    best = _Hypotheses(sequences.view(batch_size, num_beams, -1).clone(), num_beams, max_length - length,
+                       track_beams)
+    hope = torch.ones((batch_size, 1), dtype=torch.bool, device=device)  # the heuristic says: can still improve
+    live = torch.arange(batch_size, device=device)  # original sentence of each live sentence
+    beam_offsets = torch.arange(num_beams, device=device)
+    out = _Hypotheses(best.sequences.clone(), num_beams, max_length - length, track_beams)
+    fast_hits = all(type(c) in (EosTokenCriteria, MaxLengthCriteria) for c in stopping_criteria)
+    scores = StepRecord(config.return_dict_in_generate and config.output_scores, rows)
+    raw_logits = StepRecord(config.return_dict_in_generate and config.output_logits, rows)
+
+    logits, model_kwargs = prefill(model, input_ids, config, model_kwargs)
+    while True:
+        sentences = len(live)
+        live_rows = (live[:, None] * num_beams + beam_offsets).view(-1)
+        log_probs = logits_processor(sequences[:, :length], torch.log_softmax(logits, dim=-1))
+        raw_logits.add(logits, live_rows)
+        scores.add(log_probs, live_rows)
+        vocab_size = log_probs.shape[-1]
+        totals = (log_probs.view(sentences, num_beams, vocab_size) + running_scores[:, :, None]).view(sentences, -1)
+        top_scores, top_indices = torch.topk(totals, k=keep_k)
+        top_beams, top_tokens = top_indices // vocab_size, top_indices % vocab_size
+        flat_beams = top_beams + (torch.arange(sentences, device=device) * num_beams)[:, None]
+        if fast_hits:
+            hits = torch.zeros_like(top_tokens, dtype=torch.bool) if length + 1 < max_length else \
+                torch.ones_like(top_tokens, dtype=torch.bool)
+            if eos is not None:
+                hits |= torch.isin(top_tokens, eos)
+        else:
+            candidates = torch.cat((sequences[flat_beams.view(-1), :length], top_tokens.view(-1, 1)), dim=1)
+            hits = stopping_criteria(candidates, scores.result()).view(sentences, keep_k)
+
+        # The next running beams: the best candidates that did not finish.
+        open_scores = top_scores + hits.to(torch.float32) * MASK
+        chosen = torch.topk(open_scores, k=num_beams)[1]
+        running_scores = open_scores.gather(1, chosen)
+        beam_idx = flat_beams.gather(1, chosen).view(-1)
+
+        # The finished set takes the candidates among the top num_beams that just finished, if they beat it.
+        just_finished = hits.clone()
+        just_finished[:, num_beams:] = False
+        if bool(just_finished.any()):
+            candidate_scores = top_scores / ((length + 1 - prompt_length) ** length_penalty)
+            full = torch.all(best.finished, dim=-1, keepdim=True) & (early_stopping is True)
+            candidate_scores += full.to(torch.float32) * MASK
+            candidate_scores += (~hope).to(torch.float32) * MASK
+            candidate_scores += (~just_finished) * MASK
+            order = torch.topk(torch.cat((best.scores, candidate_scores), dim=1), k=num_beams)[1]
+            candidate_sequences = sequences.index_select(0, flat_beams.view(-1)).view(sentences, keep_k, -1)
+            candidate_sequences[:, :, length] = top_tokens
+            candidates = {"sequences": candidate_sequences, "scores": candidate_scores, "finished": just_finished,
+                          "lengths": torch.full_like(top_tokens, length + 1 - prompt_length)}
+            if track_beams:
+                history = running_beams.index_select(0, flat_beams.view(-1)).view(sentences, keep_k, -1)
+                history[:, :, length - prompt_length] = (live[:, None] * num_beams + top_beams).to(torch.int32)
+                candidates["beam_indices"] = history
+            best.merge(candidates, order)
+
+        # Carry the chosen beams on: their tokens, their cache rows, their beam history.
+        sequences = sequences.index_select(0, beam_idx)
+        sequences[:, length] = top_tokens.gather(1, chosen).view(-1)
+        if track_beams:
+            running_beams = running_beams.index_select(0, beam_idx)
+            running_beams[:, length - prompt_length] = (live_rows.view(sentences, num_beams).gather(
+                1, top_beams.gather(1, chosen))).view(-1).to(torch.int32)
+        _reorder(model, model_kwargs, beam_idx)
+        length += 1
+
+        hope = hope & _can_improve(running_scores, best, length, max_length, prompt_length, early_stopping,
+                                   length_penalty)
+        settled = ~hope.squeeze(1)
+        if early_stopping is True:
+            settled |= best.finished.all(dim=1)
+        if bool(settled.all()) or bool(hits.all()):
+            break
+        if bool(settled.any()):
+            _store(out, best, live, settled)
+            keep = (~settled).nonzero().squeeze(1)
+            keep_rows = (keep[:, None] * num_beams + beam_offsets).view(-1)
+            model_kwargs = select_rows(model_kwargs, sentences * num_beams, keep_rows)
+            sequences, running_scores, hope, live = (
+                sequences.index_select(0, keep_rows), running_scores[keep], hope[keep], live[keep])
+            if track_beams:
+                running_beams = running_beams.index_select(0, keep_rows)
+            best.select(keep)
+        logits, model_kwargs = next_logits(model, sequences[:, :length], model_kwargs)
+
+    _store(out, best, live, torch.ones_like(live, dtype=torch.bool))
+    return _output(model, out, config, prompt_length, scores, raw_logits)
+
+
+def _can_improve(running_scores, best: _Hypotheses, length: int, max_length: int, prompt_length: int,
+                 early_stopping, length_penalty: float) -> torch.Tensor:
+    """GenerationMixin's early-stopping heuristic: whether a sentence's best running beam may still beat its worst
+    finished hypothesis ``(sentences, 1)``."""
+    if early_stopping == "never" and length_penalty > 0.0:
+        best_length = max_length - prompt_length
+    else:
+        best_length = length - prompt_length
+    best_possible = running_scores[:, :1] / (best_length**length_penalty)
+    worst = torch.where(best.finished, torch.min(best.scores, dim=1, keepdim=True)[0], MASK)
+    return torch.any(best_possible > worst, dim=-1, keepdim=True)
+
+
+def _reorder(model, model_kwargs: dict, beam_idx: torch.Tensor) -> None:
+    cache = cache_of(model_kwargs)
+    if cache is None:
+        return
+    if hasattr(model, "_reorder_cache"):
+        name = next(name for name, value in model_kwargs.items() if value is cache)
+        model_kwargs[name] = model._reorder_cache(cache, beam_idx)
+    else:
+        cache.reorder_cache(beam_idx)
+
+
+def _store(out: _Hypotheses, best: _Hypotheses, live: torch.Tensor, which: torch.Tensor) -> None:
+    """Write the finished hypotheses of the live sentences ``which`` (bool, per live sentence) into ``out``."""
+    sentences = live[which]
+    for name in best.fields():
+        getattr(out, name)[sentences] = getattr(best, name)[which]
+
+
+def _output(model, out: _Hypotheses, config, prompt_length: int, scores: StepRecord, raw_logits: StepRecord):
+    """GenerationMixin's returned value: the ``num_return_sequences`` best of each sentence, cut after the longest
+    returned hypothesis."""
+    n = config.num_return_sequences
+    lengths = out.lengths[:, :n].reshape(-1)
+    generated = int(lengths.max()) if lengths.numel() else 0
+    sequences = out.sequences[:, :n].reshape(-1, out.sequences.shape[-1])[:, :prompt_length + generated]
+    if not config.return_dict_in_generate:
+        return sequences
+    output_class = GenerateBeamEncoderDecoderOutput if model.config.is_encoder_decoder else \
+        GenerateBeamDecoderOnlyOutput
+    return output_class(
+        sequences=sequences,
+        sequences_scores=out.scores[:, :n].reshape(-1) if config.output_scores else None,
+        scores=scores.result(),
+        logits=raw_logits.result(),
+        beam_indices=out.beam_indices[:, :n].reshape(-1, out.beam_indices.shape[-1])[:, :generated],
+    )
