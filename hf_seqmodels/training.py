@@ -59,6 +59,8 @@ WSD_DECAY_SHARE = 0.1  # warmup_stable_decay without num_decay_steps decays over
 MIXED_PRECISIONS = ("no", "fp16", "bf16")
 TRACKERS = ("none", "tensorboard")
 TRACKER_PACKAGES = {"tensorboard": "tensorboard"}
+# Environment variables `accelerate launch` sets for a sharded-training configuration -> its name.
+SHARDED_BACKENDS = {"ACCELERATE_USE_FSDP": "FSDP", "ACCELERATE_USE_DEEPSPEED": "DeepSpeed"}
 RUN_OUTPUT_FILES = ("config.json", "results.json")  # one of them marks a folder as the output of an earlier run
 EVAL_SIZE_OPTIONS = "--max_eval_samples and --block_size"  # what can leave an evaluation set empty
 
@@ -376,11 +378,19 @@ def keep_model_inputs(dataset: datasets.DatasetDict, tokenizer: PreTrainedTokeni
 
 def make_accelerator(args: TrainingArguments) -> Accelerator:
     """Create the Accelerator, seed every RNG, quiet the libraries on non-main processes, and share the CPU cores
-    among the local processes (unless ``OMP_NUM_THREADS`` is set, as the launchers do).
+    among the local processes (unless ``OMP_NUM_THREADS`` is set, as the launchers do). Sharded training (FSDP,
+    DeepSpeed) is refused.
 
     Without a GPU (or other accelerator) it asks for the CPU explicitly: only then does Accelerate join the
     processes started by ``torchrun`` / ``accelerate launch --multi_gpu`` into one gloo process group.
     """
+    for variable, backend in SHARDED_BACKENDS.items():
+        if os.environ.get(variable, "false").lower() in ("1", "true"):
+            raise ValueError(
+                f"{backend} (set by the accelerate launch configuration) shards every model's parameters over the "
+                "processes, while these scripts evaluate, generate and save with the whole model in each process: "
+                "they would hang. The models here fit on one device, so launch them data-parallel instead "
+                "(configs/accelerate/multi_gpu.yaml or multi_node.yaml, or --multi_gpu).")
     tracker = None if args.report_to == "none" else args.report_to
     if tracker is not None and importlib.util.find_spec(TRACKER_PACKAGES[tracker]) is None:
         raise ValueError(f"--report_to {tracker} needs the {TRACKER_PACKAGES[tracker]} package: pip install "

@@ -50,16 +50,39 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_run_clm_under_accelerate_launch_with_two_processes(data_dir, tmp_path):
-    """Data-parallel on CPU with gloo. `accelerate launch --cpu --num_processes 2` would start ONE process
-    (huggingface/accelerate#2741: multi-CPU goes through mpirun); `--multi_gpu` starts two through torchrun, and
-    `make_accelerator` puts them on the CPU when there is no GPU."""
-    pytest.importorskip("accelerate")
-    command = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
-               "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
-               "--main_process_port", str(free_port()),
-               str(RUN_CLM), "--output_dir", str(tmp_path / "lm"), *TINY_CLM]
+def accelerate_launch(launch_options: list[str], output_dir: Path) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "accelerate.commands.launch", *launch_options,
+               "--main_process_port", str(free_port()), str(RUN_CLM), "--output_dir", str(output_dir), *TINY_CLM]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-    done = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_run_clm_under_accelerate_launch_with_two_processes(data_dir, tmp_path):
+    """Data-parallel on CPU with gloo, through the README's multi-GPU configuration file with two processes.
+    `accelerate launch --cpu --num_processes 2` would start ONE process (huggingface/accelerate#2741: multi-CPU goes
+    through mpirun); a multi-GPU launch starts two through torchrun, and `make_accelerator` puts them on the CPU when
+    there is no GPU. (bf16, the file's precision, is not in torch's CPU LSTM kernels.)"""
+    config = REPO_ROOT / "configs" / "accelerate" / "multi_gpu.yaml"
+    done = accelerate_launch(["--config_file", str(config), "--num_processes", "2", "--mixed_precision", "no"],
+                             tmp_path / "lm")
     assert done.returncode == 0, done.stderr[-3000:]
     check_clm_output(tmp_path / "lm", num_processes=2)
+
+
+def test_fsdp_launch_is_refused_with_the_way_out(data_dir, tmp_path):
+    done = accelerate_launch(["--use_fsdp", "--num_processes", "2", "--mixed_precision", "no"], tmp_path / "lm")
+    assert done.returncode != 0
+    assert "FSDP (set by the accelerate launch configuration)" in done.stderr
+    assert "configs/accelerate/multi_gpu.yaml" in done.stderr
+    assert not (tmp_path / "lm").exists()
+
+
+@pytest.mark.parametrize("name", ["multi_gpu.yaml", "multi_node.yaml"])
+def test_accelerate_configuration_files_load(name):
+    """Accelerate reads each file the README shows (unknown keys or values are errors there) as data-parallel."""
+    from accelerate.commands.config.config_args import ClusterConfig
+    from accelerate.utils import DistributedType
+
+    config = ClusterConfig.from_yaml_file(REPO_ROOT / "configs" / "accelerate" / name)
+    assert config.distributed_type == DistributedType.MULTI_GPU
+    assert config.num_processes >= 2 * config.num_machines

@@ -1,0 +1,131 @@
+"""Multi30k En->De test BLEU of the main job's attention GRU trained three ways, at the same number of optimizer
+steps: teacher forcing (the default), scheduled sampling (Bengio et al. 2015, inverse-sigmoid decay of the
+teacher-forcing ratio towards a floor), and the teacher-forced run's last checkpoints averaged (as fairseq's
+``scripts/average_checkpoints.py``; ``scripts/average_checkpoints.py`` here).
+
+The two trainings are ``scripts/run_translation.py`` runs, side by side in two processes with one thread each; the
+averaged model is scored as the runs score theirs (`translation.translation_scores` on the test split with the run's
+beam, batch and lengths). Scheduled sampling decodes the training batch one position at a time, so its steps cost
+more: the table gives each row's minutes. The table goes to ``results/multi30k_training_options.{json,md}``.
+
+    python -m benchmarks.multi30k_training_options                  # 600 steps each (about 20 minutes)
+    python -m benchmarks.multi30k_training_options --smoke --out /tmp/t   # seconds: tiny data and model
+"""
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from hf_seqmodels.averaging import average_checkpoints, last_checkpoints
+from hf_seqmodels.tasks import translation
+from hf_seqmodels.tasks.arguments import DataArguments
+from hf_seqmodels.tasks.inference import load_translator
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+STEPS, CHECKPOINT_EVERY, AVERAGED = 600, 50, 5
+TRAININGS = {
+    "teacher forcing": [],
+    "scheduled sampling": ["--scheduled_sampling", "inverse_sigmoid", "--scheduled_sampling_k", "150",
+                           "--scheduled_sampling_floor", "0.75"],
+}
+SMOKE = ["--max_train_samples", "64", "--max_eval_samples", "16", "--vocab_size", "300", "--config_overrides",
+         "embedding_size=16,hidden_size=16", "--per_device_train_batch_size", "16", "--num_beams", "2"]
+
+
+def train_command(name: str, output_dir: Path, steps: int, smoke: bool) -> list[str]:
+    return [sys.executable, "scripts/run_translation.py", "--output_dir", str(output_dir), "--overwrite_output_dir",
+            "--max_train_steps", str(steps), "--time_budget_minutes", "120", "--seed", "42",
+            "--checkpointing_steps", str(CHECKPOINT_EVERY if not smoke else 1), *TRAININGS[name],
+            *(SMOKE if smoke else [])]
+
+
+def train(name: str, output_dir: Path, steps: int, smoke: bool) -> dict:
+    command = train_command(name, output_dir, steps, smoke)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    log = output_dir.with_suffix(".log")
+    with log.open("w") as out:
+        done = subprocess.run(command, cwd=REPO_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    if done.returncode != 0:
+        raise RuntimeError(f"{name}: {shlex.join(command)} failed (exit {done.returncode}); see {log}.")
+    results = json.loads((output_dir / "results.json").read_text())
+    return {"row": name, **scores_of(results), "steps": results["steps"], "minutes": results["train_runtime_s"] / 60,
+            "best_step": results["best_step"], "command": shlex.join(["python", *command[1:]])}
+
+
+def scores_of(results: dict) -> dict:
+    return {key: results[key] for key in ("test_bleu", "test_chrf", "eval_bleu", "bleu_signature", "chrf_signature")
+            if key in results}
+
+
+def averaged_row(run_dir: Path, count: int) -> dict:
+    """Average the run's last ``count`` checkpoints and score the average on the test split as the run scored its
+    model (its recorded arguments)."""
+    arguments = json.loads((run_dir / "results.json").read_text())["arguments"]
+    checkpoints = last_checkpoints(f"{run_dir}-checkpoints", count)
+    folder = average_checkpoints(checkpoints, run_dir.with_name(run_dir.name + f"-avg{count}"))
+    model, tokenizers = load_translator(folder)
+    data = DataArguments(dataset_name=arguments["dataset_name"], max_eval_samples=arguments["max_eval_samples"])
+    test = data.load()["test"]
+    scores, _ = translation.translation_scores(
+        model, tokenizers, test[arguments["source_lang"]], test[arguments["target_lang"]], prefix="test_", bleu_tokenize=arguments["bleu_tokenize"],
+        batch_size=arguments["per_device_eval_batch_size"], max_source_length=arguments["max_source_length"],
+        max_new_tokens=arguments["max_new_tokens"], num_beams=arguments["num_beams"],
+        length_penalty=arguments["length_penalty"])
+    return {"row": f"teacher forcing, last {count} checkpoints averaged", **scores,
+            "checkpoints": [checkpoint.name for checkpoint in checkpoints],
+            "command": f"python scripts/average_checkpoints.py --checkpoint_dir {run_dir.name}-checkpoints --last "
+                       f"{count} --output_dir {folder.name}, scored on test with the run's arguments"}
+
+
+def markdown(table: dict) -> str:
+    lines = [f"# {table['title']}", "", table["protocol"], "",
+             "| training | test BLEU | test chrF | validation BLEU (greedy) | steps | minutes |", "|---|---|---|---|---|---|"]
+    for row in table["rows"]:
+        cells = [f"{row[key]:.2f}" if key in row else "" for key in ("test_bleu", "test_chrf", "eval_bleu")]
+        steps = row.get("steps", "")
+        minutes = f"{row['minutes']:.1f}" if "minutes" in row else ""
+        lines.append(f"| {row['row']} | {' | '.join(cells)} | {steps} | {minutes} |")
+    lines += ["", f"BLEU signature: `{table['rows'][0].get('bleu_signature', '')}`", "",
+              "Commands:", "", *[f"- `{row['command']}`" for row in table["rows"]], ""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=STEPS, help="Optimizer steps of each training.")
+    parser.add_argument("--smoke", action="store_true", help="Tiny data and model, a few steps: the plumbing.")
+    parser.add_argument("--work_dir", type=Path, default=REPO_ROOT / "outputs" / "multi30k_training_options",
+                        help="Where the runs' folders go.")
+    parser.add_argument("--out", type=Path, default=REPO_ROOT / "results", help="Folder of the results files.")
+    args = parser.parse_args(argv)
+    steps = 2 * AVERAGED if args.smoke else args.steps
+    if steps < AVERAGED * (1 if args.smoke else CHECKPOINT_EVERY):
+        parser.error(f"--steps {steps}: too few for {AVERAGED} checkpoints {CHECKPOINT_EVERY} steps apart.")
+    args.work_dir.mkdir(parents=True, exist_ok=True)
+    folders = {name: args.work_dir / name.replace(" ", "-") for name in TRAININGS}
+    with ThreadPoolExecutor(len(TRAININGS)) as pool:
+        rows = list(pool.map(lambda name: train(name, folders[name], steps, args.smoke), TRAININGS))
+    rows.append(averaged_row(folders["teacher forcing"], AVERAGED))
+    table = {
+        "title": "Multi30k En->De: teacher forcing, scheduled sampling, checkpoint averaging (attention GRU)",
+        "protocol": f"{steps} optimizer steps each (batch 64, the main job's other settings), seed 42, the two "
+                    "trainings at once with 1 CPU thread each; test2016 BLEU/chrF with beam search, the model with "
+                    "the best validation BLEU (greedy) for the trainings; checkpoints every "
+                    f"{CHECKPOINT_EVERY if not args.smoke else 1} steps.",
+        "smoke": args.smoke,
+        "rows": rows,
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "multi30k_training_options.json").write_text(json.dumps(table, indent=2) + "\n")
+    (args.out / "multi30k_training_options.md").write_text(markdown(table))
+    print(markdown(table))
+    return table
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,28 @@
+"""benchmarks/multi30k_training_options.py's plumbing, in seconds: two tiny trainings and their averaged
+checkpoints write the table."""
+
+import json
+
+import sacrebleu
+
+from benchmarks import multi30k_training_options as options
+from hf_seqmodels.data import load_text_dataset
+from hf_seqmodels.tasks.inference import load_translator
+from hf_seqmodels.tasks.translation import translate
+
+
+def test_smoke_run_writes_three_rows(data_dir, tmp_path):
+    table = options.main(["--smoke", "--work_dir", str(tmp_path / "runs"), "--out", str(tmp_path)])
+    assert json.loads((tmp_path / "multi30k_training_options.json").read_text()) == table
+    forced, sampled, averaged = table["rows"]
+    assert forced["steps"] == sampled["steps"] == 2 * options.AVERAGED
+    assert "--scheduled_sampling inverse_sigmoid" in sampled["command"]
+    assert "--scheduled_sampling" not in forced["command"]
+    assert averaged["checkpoints"] == [f"step_{step}" for step in range(options.AVERAGED + 1, 2 * options.AVERAGED + 1)]
+    # The averaged model's figure is sacreBLEU's on that model's beam translations of the (cut) test split.
+    model, tokenizers = load_translator(tmp_path / "runs" / f"teacher-forcing-avg{options.AVERAGED}")
+    test = load_text_dataset("multi30k_en_de")["test"][:16]
+    hypotheses = translate(model, tokenizers, test["en"], batch_size=128, max_source_length=64, num_beams=2,
+                           max_new_tokens=64)
+    assert averaged["test_bleu"] == sacrebleu.corpus_bleu(hypotheses, [test["de"]]).score
+    assert "| teacher forcing, last 5 checkpoints averaged |" in (tmp_path / "multi30k_training_options.md").read_text()
