@@ -28,6 +28,9 @@ given.
 Imports only its ``decoding_*`` siblings, torch and transformers: the files travel in ``custom_generate/``.
 """
 
+import shutil
+from pathlib import Path
+
 import torch
 from torch.nn import functional as F
 from transformers import GenerationMixin
@@ -48,6 +51,14 @@ ROW_WISE_PROCESSORS = tuple(getattr(logits_process, name) for name in (
     "ExponentialDecayLengthPenalty", "LogitNormalization", "SuppressTokensAtBeginLogitsProcessor",
     "SuppressTokensLogitsProcessor",
 ) if hasattr(logits_process, name))
+
+# The files of ``custom_generate/`` in a saved folder, beside the entry point that transformers loads.
+DECODING_FILES = ("decoding.py", "decoding_batch.py", "decoding_beam.py")
+ENTRY_POINT = '''"""generate() of this model: hf_seqmodels' decoding loop, in which finished sentences leave the batch (see
+decoding.py). transformers loads it with `from_pretrained(folder, trust_remote_code=True)`."""
+
+from .decoding import generate  # noqa: F401 (transformers reads `generate` from this module)
+'''
 
 _OURS = (GenerationMode.GREEDY_SEARCH, GenerationMode.SAMPLE, GenerationMode.BEAM_SEARCH)
 
@@ -147,3 +158,13 @@ def generate(*args, model, custom_generate=None, streamer=None, synced_gpus=None
     return GenerationMixin.generate(model, *args, custom_generate=decode if own else custom_generate,
                                     streamer=streamer, synced_gpus=synced_gpus, assistant_model=assistant_model,
                                     **kwargs)
+
+
+def save_custom_generate(folder: str | Path) -> None:
+    """Write ``custom_generate/`` into a saved model ``folder``: ``generate.py`` (what transformers loads as the
+    model's ``generate`` with ``trust_remote_code=True``) and the decoding files it imports."""
+    target = Path(folder) / "custom_generate"
+    target.mkdir(exist_ok=True)
+    for name in DECODING_FILES:
+        shutil.copyfile(Path(__file__).with_name(name), target / name)
+    (target / "generate.py").write_text(ENTRY_POINT)

@@ -16,6 +16,7 @@ from transformers.loss.loss_utils import ForCausalLMLoss, ForMaskedLMLoss
 from transformers.models.bart.modeling_bart import shift_tokens_right
 from transformers.utils import is_tracing
 
+from .decoding import save_custom_generate
 from .masks import check_input_ids, check_tensor
 
 
@@ -33,10 +34,17 @@ class SeqModelsPreTrainedModel(PreTrainedModel):
     def save_pretrained(self, save_directory, *args, **kwargs):
         """transformers' ``save_pretrained``, with every Auto class of the family in config.json's ``auto_map``
         (transformers writes only this class's): the folder then loads through any of them with
-        ``trust_remote_code=True``. They all live in the modeling file that the save copies."""
+        ``trust_remote_code=True``. They all live in the modeling file that the save copies.
+
+        A model that generates also gets ``custom_generate/`` (``decoding.save_custom_generate``): loaded with
+        ``trust_remote_code=True``, its ``generate()`` runs our decoding loop, in which finished sentences leave
+        the batch. (With ``push_to_hub=True`` the upload happens before it is written: upload the folder after.)"""
         if self._family_auto_map and self.is_remote_code():
             self.config.auto_map = {**(getattr(self.config, "auto_map", None) or {}), **self._family_auto_map}
-        return super().save_pretrained(save_directory, *args, **kwargs)
+        result = super().save_pretrained(save_directory, *args, **kwargs)
+        if self.can_generate() and kwargs.get("is_main_process", True):
+            save_custom_generate(save_directory)
+        return result
 
     def _init_weights(self, module):
         if isinstance(module, nn.RNNBase):

@@ -1,0 +1,219 @@
+"""Our decoding loop (``generate(custom_generate=decode)``) against GenerationMixin's own on tiny random models of
+every generative family: the same tokens, scores within 1e-5, fewer decoder rows; and a saved folder that runs it
+where hf_seqmodels is not installed."""
+
+import functools
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+from transformers import GenerationMixin
+
+from hf_seqmodels import (
+    AttentionSeq2SeqForConditionalGeneration,
+    RecurrentForCausalLM,
+    TransformerForCausalLM,
+    TransformerForConditionalGeneration,
+)
+from hf_seqmodels.models.decoding import decode
+from tests.models.test_modeling_attention_seq2seq import tiny_config as attention_seq2seq_config
+from tests.models.test_modeling_recurrent import RecurrentModelTester
+from tests.models.test_modeling_transformer import tiny_config as transformer_config
+from tests.test_generation_common import prompt_batch
+from tests.test_modeling_common import EOS, REMOTE_CODE_SCRIPT, make_model
+
+FAMILIES = {
+    "gru_lm": lambda: (RecurrentForCausalLM, RecurrentModelTester("gru").get_config(RecurrentForCausalLM)),
+    "lstm_lm": lambda: (RecurrentForCausalLM, RecurrentModelTester("lstm").get_config(RecurrentForCausalLM)),
+    "attention_gru": lambda: (AttentionSeq2SeqForConditionalGeneration, attention_seq2seq_config()),
+    "attention_gru_bahdanau": lambda: (AttentionSeq2SeqForConditionalGeneration, attention_seq2seq_config(
+        attention_type="bahdanau")),
+    "attention_lstm_input_feeding": lambda: (AttentionSeq2SeqForConditionalGeneration, attention_seq2seq_config(
+        cell_type="lstm", attention_type="luong_concat", input_feeding=True)),
+    "transformer": lambda: (TransformerForConditionalGeneration, transformer_config(is_encoder_decoder=True)),
+    "transformer_lm": lambda: (TransformerForCausalLM, transformer_config(is_encoder_decoder=False)),
+}
+BEAM_SETTINGS = [
+    {"num_beams": 2},
+    {"num_beams": 3, "num_return_sequences": 3, "length_penalty": 0.0},
+    {"num_beams": 4, "length_penalty": 2.0, "early_stopping": True, "num_return_sequences": 2},
+    {"num_beams": 3, "length_penalty": -1.0, "early_stopping": "never"},
+    {"num_beams": 3, "length_penalty": 1.5, "early_stopping": "never"},
+]
+SEEDS = (0, 1, 2)
+
+
+@functools.cache
+def model_and_prompts(family: str, seed: int):
+    """A tiny random model of ``family``, a batch of 4 prompts (sources) of lengths 5, 2, 7, 3, padded on the left
+    for a decoder-only model, on the right for an encoder-decoder, and the generate() options of the tests: 8 new
+    tokens at most, and EOS made likelier (by the 20th percentile of its gap to the best token in a greedy run), so
+    that the sentences of a batch finish at different steps."""
+    model_class, config = FAMILIES[family]()
+    model = make_model(model_class, config, seed=seed)
+    vocab = getattr(config, "source_vocab_size", None) or config.vocab_size
+    generator = torch.Generator().manual_seed(seed + 10)
+    examples = [{"input_ids": torch.randint(3, vocab, (length,), generator=generator)} for length in (5, 2, 7, 3)]
+    prompts = prompt_batch(model, examples)
+    with torch.no_grad():
+        logits = torch.stack(model.generate(**prompts, max_new_tokens=8, output_logits=True,
+                                            return_dict_in_generate=True).logits)
+    gaps = logits.max(dim=-1).values - logits[..., EOS]
+    return model, prompts, {"max_new_tokens": 8, "sequence_bias": {(EOS,): float(gaps.quantile(0.2)) + 1e-3}}
+
+
+def both(model, prompts, options: dict, seed: int = 0, **more):
+    """GenerationMixin's result and ours for the same options, each after ``torch.manual_seed(seed)``."""
+    results = []
+    for custom_generate in (None, decode):
+        torch.manual_seed(seed)
+        with torch.no_grad():
+            results.append(model.generate(**prompts, **options, **more, custom_generate=custom_generate))
+    return results
+
+
+def assert_scores_of_live_rows_equal(theirs: tuple, ours: tuple) -> None:
+    """Per-step scores: ours are GenerationMixin's in every row still computed (rows that had left hold -inf)."""
+    assert len(theirs) == len(ours)
+    for their_step, our_step in zip(theirs, ours):
+        computed = ~(our_step == float("-inf")).all(dim=1)
+        torch.testing.assert_close(our_step[computed], their_step[computed], rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("family", FAMILIES)
+def test_greedy_search_equals_generation_mixin(family, seed):
+    model, prompts, options = model_and_prompts(family, seed)
+    theirs, ours = both(model, prompts, options, output_scores=True, return_dict_in_generate=True)
+    assert torch.equal(ours.sequences, theirs.sequences), (ours.sequences, theirs.sequences)
+    assert_scores_of_live_rows_equal(theirs.scores, ours.scores)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_sampling_with_the_same_seed_gives_the_same_tokens(family):
+    model, prompts, options = model_and_prompts(family, 0)
+    for seed in SEEDS:
+        theirs, ours = both(model, prompts, options, seed=seed, do_sample=True, top_k=8, top_p=0.9, temperature=1.3)
+        assert torch.equal(ours, theirs), (seed, ours, theirs)
+
+
+@pytest.mark.parametrize("settings", BEAM_SETTINGS, ids=str)
+@pytest.mark.parametrize("family", FAMILIES)
+def test_beam_search_equals_generation_mixin(family, settings):
+    for seed in SEEDS:
+        model, prompts, options = model_and_prompts(family, seed)
+        theirs, ours = both(model, prompts, options, output_scores=True, return_dict_in_generate=True, **settings)
+        assert torch.equal(ours.sequences, theirs.sequences), (seed, ours.sequences, theirs.sequences)
+        torch.testing.assert_close(ours.sequences_scores, theirs.sequences_scores, rtol=0, atol=1e-5)
+        assert torch.equal(ours.beam_indices, theirs.beam_indices)
+        assert_scores_of_live_rows_equal(theirs.scores, ours.scores)
+        plain = model.generate(**prompts, **options, **settings, custom_generate=decode)
+        assert torch.equal(plain, theirs.sequences)  # without return_dict_in_generate: the sequences alone
+
+
+def decoder_rows(model, prompts, options: dict) -> tuple[int, int, torch.Tensor, torch.Tensor]:
+    """Rows the model computes over a whole generate() call, GenerationMixin's and ours, and both results (each
+    after ``torch.manual_seed(0)``)."""
+    counts = []
+
+    def count(module, args, kwargs):
+        ids = kwargs.get("decoder_input_ids", kwargs.get("input_ids"))
+        counts[-1] += ids.shape[0]
+
+    handle = model.register_forward_pre_hook(count, with_kwargs=True)
+    try:
+        results = []
+        for custom_generate in (None, decode):
+            counts.append(0)
+            torch.manual_seed(0)
+            with torch.no_grad():
+                results.append(model.generate(**prompts, **options, custom_generate=custom_generate))
+    finally:
+        handle.remove()
+    return counts[0], counts[1], *results
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("search", [{}, {"num_beams": 3}], ids=["greedy", "beam"])
+def test_finished_sentences_leave_the_batch(family, search):
+    """The decoder computes fewer rows than under GenerationMixin (never more), with the same results."""
+    totals = [0, 0]
+    for seed in SEEDS:
+        model, prompts, options = model_and_prompts(family, seed)
+        theirs, ours, their_result, our_result = decoder_rows(model, prompts, {**options, **search})
+        assert torch.equal(our_result, their_result) and ours <= theirs, (seed, ours, theirs)
+        totals = [totals[0] + theirs, totals[1] + ours]
+    assert totals[1] < totals[0], totals
+
+
+def test_what_rows_cannot_follow_is_left_to_generation_mixin():
+    """A processor with per-row state (``prefix_allowed_tokens_fn``) and beam sampling: GenerationMixin decodes,
+    every row to the end."""
+    model, prompts, options = model_and_prompts("attention_gru_bahdanau", 0)
+    for search in ({"prefix_allowed_tokens_fn": lambda batch_id, sequence: [EOS, 4 + batch_id % 3, 7],
+                    "num_beams": 2}, {"do_sample": True, "num_beams": 2}):
+        theirs, ours, their_result, our_result = decoder_rows(model, prompts, {**options, **search})
+        assert torch.equal(our_result, their_result) and ours == theirs, search
+
+
+def test_a_mode_the_loop_does_not_run_is_refused():
+    model, prompts, _ = model_and_prompts("transformer", 0)
+    with pytest.raises(ValueError, match="not a decoding mode of hf_seqmodels' loop"):
+        model.generate(**prompts, max_new_tokens=3, penalty_alpha=0.6, top_k=4, custom_generate=decode)
+
+
+def test_only_trust_remote_code_replaces_generate(tmp_path):
+    """A saved folder loaded with the package installed keeps GenerationMixin's generate(); with
+    ``trust_remote_code=True`` its ``generate`` is the folder's ``custom_generate`` (our loop)."""
+    model, _, _ = model_and_prompts("gru_lm", 0)
+    model.save_pretrained(tmp_path)
+    assert RecurrentForCausalLM.from_pretrained(tmp_path).generate.__func__ is GenerationMixin.generate
+    loaded = RecurrentForCausalLM.from_pretrained(tmp_path, trust_remote_code=True)
+    assert loaded.generate.func.__module__.endswith("custom_generate.decoding")
+
+
+RUN_SAVED_GENERATE = REMOTE_CODE_SCRIPT[: REMOTE_CODE_SCRIPT.index("for case in")] + textwrap.dedent(
+    """
+    for case in torch.load(sys.argv[1]):
+        model = getattr(transformers, case["auto_class"]).from_pretrained(case["folder"], trust_remote_code=True)
+        generate = model.generate
+        assert generate.func.__module__.endswith("custom_generate.decoding"), generate
+        rows = []
+        model.register_forward_pre_hook(
+            lambda module, args, kwargs: rows.append(kwargs.get("decoder_input_ids", kwargs.get("input_ids")).shape[0]),
+            with_kwargs=True)
+        with torch.no_grad():
+            result = model.generate(**case["prompts"], **case["options"], return_dict_in_generate=True,
+                                    output_scores=True)
+        assert torch.equal(result.sequences, case["sequences"]), (result.sequences, case["sequences"])
+        torch.testing.assert_close(result.sequences_scores, case["scores"], rtol=0, atol=1e-5)
+        assert sum(rows) < case["their_rows"], (sum(rows), case["their_rows"])
+        print("decoded", type(model).__name__, "rows", sum(rows), "of", case["their_rows"])
+    """
+)
+
+
+def test_saved_folder_decodes_with_our_loop_where_the_package_is_not_installed(tmp_path):
+    """``save_pretrained`` writes ``custom_generate/``; a process that cannot import hf_seqmodels loads the folder
+    with ``trust_remote_code=True``, and its ``generate()`` gives GenerationMixin's beams with fewer rows."""
+    cases = []
+    for family, auto_class in (("attention_gru_bahdanau", "AutoModelForSeq2SeqLM"), ("gru_lm", "AutoModelForCausalLM"),
+                               ("transformer", "AutoModelForSeq2SeqLM")):
+        model, prompts, options = model_and_prompts(family, 0)
+        folder = tmp_path / family
+        model.save_pretrained(folder)
+        assert (folder / "custom_generate" / "generate.py").is_file()
+        options = {**options, "num_beams": 3}
+        their_rows, _, theirs, _ = decoder_rows(model, prompts, {**options, "return_dict_in_generate": True,
+                                                                 "output_scores": True})
+        cases.append({"folder": str(folder), "auto_class": auto_class, "prompts": prompts, "options": options,
+                      "sequences": theirs.sequences, "scores": theirs.sequences_scores, "their_rows": their_rows})
+    torch.save(cases, tmp_path / "cases.pt")
+    env = {"PATH": "/usr/bin:/bin", "HF_HOME": str(tmp_path / "hf_home"), "HF_HUB_OFFLINE": "1",
+           "OMP_NUM_THREADS": "1", "PYTHONNOUSERSITE": "1"}
+    result = subprocess.run([sys.executable, "-c", RUN_SAVED_GENERATE, str(tmp_path / "cases.pt")], cwd=tmp_path,
+                            env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.count("decoded ") == len(cases), result.stdout
