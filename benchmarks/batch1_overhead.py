@@ -1,10 +1,14 @@
 """Entry ``batch1_overhead``: at batch 1, ``generate()`` (greedy and beam, with the default and the static cache)
-vs plain hand loops (``benchmarks/beam_search.py``) on the same model, ``benchmarks/translation_model.py``'s, with
-the time split into the model's decoder calls and the rest, aten operators per token, and a profile of where
-``generate()`` spends its time.
+vs plain hand loops on the same model (``benchmarks/translation_model.py``'s, the one whose BLEU is reported): a
+hand greedy loop and the hand beam loop with the sentence's beams in one decoder call per step
+(``benchmarks/beam_search.py``, as JoeyNMT / OpenNMT decode at batch 1). Each search translates every sentence once
+per round, the searches taking turns, after an untimed first pass; speeds are medians and quartiles over the rounds,
+ratios those of each round's pair. Also: the time split into the model's decoder calls and the rest, aten operators
+per token, and a profile of where ``generate()`` spends its time.
 """
 
 import cProfile
+import functools
 import io
 import pstats
 from collections.abc import Callable
@@ -12,9 +16,12 @@ from collections.abc import Callable
 import torch
 
 from .beam_search import agreement, hand_beam_search, hand_greedy, strip
-from .common import Settings, count_ops, entry_result, resolve_sizes, target, timed
+from .common import (
+    Settings, columns, count_ops, entry_result, first_pass_then_rounds, paired_ratio, resolve_sizes, spread, target,
+    timed,
+)
 from .decoder_calls import decoder_calls
-from .translation_model import SMOKE, Sizes, english_test2016, trained_models
+from .translation_model import SMOKE, Sizes, english_test2016, origin_note, timed_models
 
 
 def profile_top(fn, limit: int = 12) -> list[str]:
@@ -56,16 +63,9 @@ def searches(model, sizes: Sizes) -> dict[str, dict[str, Callable[[torch.Tensor]
     }
 
 
-def sentence_by_sentence(fns: dict[str, Callable], sources: list[torch.Tensor], device: str):
-    """Every search's outputs and total seconds over ``sources``, the searches taking turns on each sentence so
-    that a shared machine's load falls on all alike."""
-    outputs, seconds = {name: [] for name in fns}, dict.fromkeys(fns, 0.0)
-    for source in sources:
-        for name, fn in fns.items():
-            result, elapsed = timed(lambda: fn(source), device)
-            outputs[name].append(result)
-            seconds[name] += elapsed
-    return outputs, seconds
+def every_sentence(fn: Callable, sources: list[torch.Tensor]) -> list[list[int]]:
+    """``fn``'s tokens for each source, one at a time."""
+    return [fn(source) for source in sources]
 
 
 def decoder_share(model, fns: dict[str, Callable], sources: list[torch.Tensor], device: str):
@@ -81,13 +81,14 @@ def decoder_share(model, fns: dict[str, Callable], sources: list[torch.Tensor], 
 
 
 @torch.no_grad()
-def measure_mode(model, label: str, mode: str, fns: dict[str, Callable], sources: list[torch.Tensor],
-                 device: str) -> tuple[list[dict], dict[str, list[str]]]:
+def measure_mode(model, label: str, mode: str, fns: dict[str, Callable], sources: list[torch.Tensor], device: str,
+                 rounds: int) -> tuple[list[dict], dict[str, list[str]]]:
     """The table rows of one mode (``generate()`` with either cache against the hand loop), and profiles."""
-    # An untimed first pass over every sentence: on a GPU the static cache's step is captured there as a CUDA graph
+    # The untimed first pass over every sentence: on a GPU the static cache's step is captured there as a CUDA graph
     # for each source length (its time is reported as first_pass_s).
-    _, first_pass = sentence_by_sentence(fns, sources, device)
-    outputs, seconds = sentence_by_sentence(fns, sources, device)
+    first_pass, timings = first_pass_then_rounds(
+        {name: functools.partial(every_sentence, fn, sources) for name, fn in fns.items()}, rounds, device)
+    outputs = timings.last
     inside, total = decoder_share(model, fns, sources[:SPLIT_SENTENCES], device)
     split_tokens = sum(len(o) + 1 for o in outputs["generate"][:SPLIT_SENTENCES])
     profiles = {f"{label}, {mode}, {name} (cProfile, own time)":
@@ -99,14 +100,17 @@ def measure_mode(model, label: str, mode: str, fns: dict[str, Callable], sources
     def ms_per(seconds: float, count: int, digits: int = 3) -> float:
         return round(seconds / count * 1e3, digits)
 
+    def ms_per_sentence(name: str) -> dict:
+        return spread([seconds / len(sources) * 1e3 for seconds in timings.seconds[name]], 2)
+
     rows = []
     for name, description in (("generate", "generate()"),
                               ("generate_static", "generate(cache_implementation='static')")):
         rows.append({"model": label, "mode": mode, "generate": description,
-                     "generate_ms_per_sentence": ms_per(seconds[name], len(sources), 2),
-                     "hand_loop_ms_per_sentence": ms_per(seconds["hand"], len(sources), 2),
-                     "generate_speed_vs_hand_loop": round(seconds["hand"] / seconds[name], 3),
-                     "generate_ms_per_output_token": ms_per(seconds[name], tokens),
+                     **columns("generate_ms_per_sentence", ms_per_sentence(name)),
+                     **columns("hand_loop_ms_per_sentence", ms_per_sentence("hand")),
+                     **columns("generate_speed_vs_hand_loop", paired_ratio(timings, "hand", name)),
+                     "generate_ms_per_output_token": ms_per(timings.median(name), tokens),
                      "first_pass_s": round(first_pass[name], 2),
                      "generate_model_ms_per_token": ms_per(inside[name], split_tokens),
                      "generate_other_ms_per_token": ms_per(total[name] - inside[name], split_tokens),
@@ -121,28 +125,38 @@ def measure_mode(model, label: str, mode: str, fns: dict[str, Callable], sources
 def run(settings: Settings) -> dict:
     sizes = resolve_sizes(Sizes(), SMOKE, settings)
     device = settings.device
-    rows, summary, targets, profiles = [], {}, [], {}
-    for label, model, tokenizer, _ in trained_models(sizes, settings):
-        sources = [torch.tensor([s], device=device) for s in english_test2016(tokenizer, sizes.batch1_sentences)]
+    rows, summary, targets, profiles, models = [], {}, [], {}, []
+    for timed_model in timed_models(sizes, settings):
+        models.append(timed_model)
+        label, model = timed_model.label, timed_model.model
+        sources = [torch.tensor([s], device=device)
+                   for s in english_test2016(timed_model.tokenizer, sizes.batch1_sentences)]
         for mode, fns in searches(model, sizes).items():
-            mode_rows, mode_profiles = measure_mode(model, label, mode, fns, sources, device)
+            mode_rows, mode_profiles = measure_mode(model, label, mode, fns, sources, device, sizes.rounds)
             rows += mode_rows
             profiles.update(mode_profiles)
-            targets += [target(f"{label}, {mode}, batch 1: {row['generate']} speed / hand loop speed",
-                               row["generate_speed_vs_hand_loop"], minimum=0.9) for row in mode_rows]
-        summary[label] = {f"{row['mode']}, {row['generate']}": row["generate_speed_vs_hand_loop"]
-                          for row in rows if row["model"] == label}
+            targets += [target(f"{label}, {mode}, batch 1: {row['generate']} speed / hand loop speed (median of "
+                               "per-round ratios)", row["generate_speed_vs_hand_loop"], minimum=1.0)
+                        for row in mode_rows]
+        summary[label] = {"model": timed_model.origin,
+                          **{f"{row['mode']}, {row['generate']}": {"ratio": row["generate_speed_vs_hand_loop"],
+                                                                    "quartiles": row["generate_speed_vs_hand_loop_iqr"]}
+                             for row in rows if row["model"] == label}}
     result = entry_result(
         "Batch-1 overhead: generate() vs a plain hand decoding loop on the same model",
         sizes, rows, summary, targets,
-        notes=(f"{sizes.batch1_sentences} test2016 sentences one at a time, after an untimed first pass over them "
-               "(first_pass_s); the hand loops call the model's forward with the default cache exactly as "
-               "generate() does (benchmarks/beam_search.py). cache_implementation='static' keeps the recurrent state "
-               "at fixed addresses, and on a GPU the model then replays its decoding steps as CUDA graphs; the hand "
-               "loops use the default cache (no graphs). Ratio > 1: generate() faster. ops = aten operators "
-               "called from Python per output token, on the first sentence. model_ms / other_ms per token: time "
-               f"inside the model's decoder calls / outside them, on the first {SPLIT_SENTENCES} sentences in a "
-               "separate pass (synchronized at each call)."),
+        notes=(f"{origin_note(models)} {sizes.batch1_sentences} test2016 sentences one at a time, every search "
+               f"translating all of them once per round, {sizes.rounds} rounds taking turns after an untimed first "
+               "pass (first_pass_s); ms_per_sentence is the median over the rounds (_iqr: its quartiles), "
+               "generate_speed_vs_hand_loop the median of the per-round ratios hand loop time / generate() time "
+               "(> 1: generate() faster), with its quartiles. The hand loops (a greedy loop, and a beam loop with "
+               "the sentence's beams in one decoder call per step) call the model's forward with the default cache "
+               "exactly as generate() does (benchmarks/beam_search.py). cache_implementation='static' keeps the "
+               "recurrent state at fixed addresses, and on a GPU the model then replays its decoding steps as CUDA "
+               "graphs; the hand loops use the default cache (no graphs). ops = aten operators called from Python "
+               "per output token, on the first sentence. model_ms / other_ms per token: time inside the model's "
+               f"decoder calls / outside them, on the first {SPLIT_SENTENCES} sentences in a separate pass "
+               "(synchronized at each call)."),
     )
     result["profiles"] = profiles
     return result

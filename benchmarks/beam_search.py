@@ -5,16 +5,15 @@ All of them use the model exactly as ``generate()`` does: the encoder once per s
 step with the previous token and the cache (``cache``) of the hypothesis being extended. Scores are
 sums of ``log_softmax`` of the logits in float32.
 
-- ``naive_beam_search``: the classic tutorial search (one sentence; a list of hypotheses; the decoder called once
-  per hypothesis per step; each keeps its ``k`` best tokens; a hypothesis that emits EOS leaves the beam, which
-  shrinks; stop at ``k`` finished; best = highest score divided by the number of tokens, BOS included).
-- ``matched_beam_search``: the same per-sentence, per-hypothesis structure with transformers' semantics
-  (``length_penalty`` as given, ``early_stopping=True``): the ``k`` live beams are the best non-EOS among the top
-  ``2k`` candidates; an EOS candidate is finished only if it ranks in the top ``k``; scores are divided by
-  (generated tokens, EOS included) ** length_penalty; at the length limit the live hypotheses are finished too and
-  compete; stop once ``k`` are finished.
+- ``matched_beam_search``: the classic tutorial structure (one sentence; a list of hypotheses; the decoder called
+  once per hypothesis per step) with transformers' semantics (``length_penalty`` as given, ``early_stopping=True``):
+  the ``k`` live beams are the best non-EOS among the top ``2k`` candidates; an EOS candidate is finished only if it
+  ranks in the top ``k``; scores are divided by (generated tokens, EOS included) ** length_penalty; at the length
+  limit the live hypotheses are finished too and compete; stop once ``k`` are finished.
 - ``hand_greedy`` and ``hand_beam_search``: batched loops (rows, or rows x beams, in one decoder call per step),
-  the plain way to decode without ``generate()``; the beam loop follows the matched semantics.
+  the plain way to decode without ``generate()``; the beam loop follows the matched semantics. At batch 1,
+  ``hand_beam_search`` is the per-sentence search as JoeyNMT or OpenNMT run it: the sentence's ``k`` beams in one
+  decoder call per step.
 """
 
 from dataclasses import dataclass
@@ -53,32 +52,6 @@ class Hypothesis:
     tokens: list[int]  # generated tokens, without the start token
     score: float  # sum of log-probabilities
     cache: RecurrentCache | None = None
-
-
-@torch.no_grad()
-def naive_beam_search(model, source: torch.Tensor, num_beams: int, max_new_tokens: int) -> list[int]:
-    """The tutorial search for one source ``(1, source_length)``; returns the best generated tokens."""
-    config = model.config
-    start = torch.tensor([[config.decoder_start_token_id]], device=source.device)
-    encoder_outputs = encode(model, source, None)
-    beam = [Hypothesis([], 0.0)]
-    finished = []
-    for _ in range(max_new_tokens):
-        candidates = []
-        for hyp in beam:
-            previous = start if not hyp.tokens else torch.tensor([[hyp.tokens[-1]]], device=source.device)
-            log_probs, cache = decoder_step(model, encoder_outputs, None, previous, hyp.cache)
-            top = log_probs[0].topk(num_beams)
-            for value, token in zip(top.values.tolist(), top.indices.tolist()):
-                candidates.append(Hypothesis(hyp.tokens + [token], hyp.score + value, cache))
-        candidates.sort(key=lambda hyp: hyp.score, reverse=True)
-        beam = []
-        for hyp in candidates[: num_beams - len(finished)]:
-            (finished if hyp.tokens[-1] == config.eos_token_id else beam).append(hyp)
-        if len(finished) >= num_beams or not beam:
-            break
-    pool = finished or beam
-    return max(pool, key=lambda hyp: hyp.score / (len(hyp.tokens) + 1)).tokens
 
 
 @torch.no_grad()

@@ -55,9 +55,10 @@ def synchronize(device: str) -> None:
 
 
 # Timing: every measurement reads ``clock``, and nearly all go through ``timed``, one call with the device
-# synchronized on both sides. ``time_call`` repeats one call; ``interleaved`` runs several calls by turns, round
-# after round, so that the load of a shared machine (or a GPU's clock) falls on all of them alike, and keeps every
-# round's time for the median and quartiles.
+# synchronized on both sides. ``interleaved`` runs several calls by turns, round after round, so that the load of a
+# shared machine (or a GPU's clock) falls on all of them alike, and keeps every round's time: every figure reported
+# is the median and quartiles over the rounds (``spread``, ``rate``), and every ratio the median and quartiles of
+# the per-round ratios (``paired_ratio``).
 
 
 def clock(device: str) -> float:
@@ -71,11 +72,6 @@ def timed(fn: Callable[[], T], device: str) -> tuple[T, float]:
     start = clock(device)
     result = fn()
     return result, clock(device) - start
-
-
-def time_call(fn: Callable[[], object], device: str, repeats: int, warmup: int = 1) -> float:
-    """Median wall-clock seconds of ``fn()`` over ``repeats`` runs, after ``warmup`` untimed runs."""
-    return interleaved({"": fn}, repeats, device, warmup).median("")
 
 
 @dataclasses.dataclass
@@ -98,26 +94,68 @@ def interleaved(fns: dict[Hashable, Callable[..., object]], rounds: int, device:
     """Time every ``fns[name]()`` once per round, by turns, for ``rounds`` rounds after ``warmup`` untimed ones; the
     first timed round takes the names in order, the next in reverse, and so on (no call always follows the same).
 
-    With ``prepare``, ``fns[name](prepare[name]())`` is called instead, ``prepare[name]()`` untimed: set-up each
-    timed call needs afresh (a prefill whose cache the call extends).
+    With ``prepare``, ``fns[name](prepare[name]())`` is called instead for every name ``prepare`` holds,
+    ``prepare[name]()`` untimed: set-up each timed call needs afresh (a prefill whose cache the call extends).
     """
     names = list(fns)
     seconds: dict[Hashable, list[float]] = {name: [] for name in names}
     last: dict[Hashable, object] = {}
     for index in range(warmup + rounds):
         for name in names if (index - warmup) % 2 == 0 else names[::-1]:
-            call = fns[name] if prepare is None else functools.partial(fns[name], prepare[name]())
+            call = fns[name] if name not in (prepare or {}) else functools.partial(fns[name], prepare[name]())
             last[name], elapsed = timed(call, device)
             if index >= warmup:
                 seconds[name].append(elapsed)
     return Rounds(seconds, last)
 
 
+def first_pass_then_rounds(fns: dict[Hashable, Callable[[], object]], rounds: int,
+                           device: str) -> tuple[dict[Hashable, float], Rounds]:
+    """Every ``fns[name]()`` once in turn, its seconds kept apart (the warm-up; on a GPU, where CUDA graphs are
+    captured, a figure of its own), then ``interleaved`` rounds of them without a further warm-up."""
+    first = {name: timed(fn, device)[1] for name, fn in fns.items()}
+    return first, interleaved(fns, rounds, device, warmup=0)
+
+
+def spread(values: list[float], digits: int = 3) -> dict:
+    """``{"median", "quartiles": [lower, upper]}`` of ``values``, rounded: how every figure over rounds is
+    reported (the interquartile range is upper - lower)."""
+    low, middle, high = quartiles(values)
+    return {"median": round(middle, digits), "quartiles": [round(low, digits), round(high, digits)]}
+
+
+def paired_ratio(rounds: Rounds, numerator: Hashable, denominator: Hashable, digits: int = 3) -> dict:
+    """``{"ratio", "quartiles": [lower, upper]}`` of the per-round ratios ``numerator``'s seconds / ``denominator``'s
+    (the two ran in the same round, back to back): with ``numerator`` the baseline, how many times faster
+    ``denominator`` is. The median of the ratios, not the ratio of the medians, so that a round's load falls on
+    both sides of its ratio alike."""
+    return ratio_spread([theirs / ours for theirs, ours in zip(rounds.seconds[numerator], rounds.seconds[denominator],
+                                                                 strict=True)], digits)
+
+
+def ratio_spread(ratios: list[float], digits: int = 3) -> dict:
+    """``{"ratio", "quartiles": [lower, upper]}``: the median and quartiles of per-round ratios, rounded."""
+    figure = spread(ratios, digits)
+    return {"ratio": figure["median"], "quartiles": figure["quartiles"]}
+
+
+def rate(count: float, rounds: Rounds, name: Hashable, digits: int = 2) -> dict:
+    """``count`` things per second in each of ``name``'s rounds, as ``spread`` (the median rate and quartiles)."""
+    return spread([count / seconds for seconds in rounds.seconds[name]], digits)
+
+
+def columns(name: str, figure: dict) -> dict:
+    """A table row's two columns for a ``spread`` or ``paired_ratio`` figure: ``name`` (the median) and
+    ``{name}_iqr`` (its quartiles)."""
+    return {name: figure.get("median", figure.get("ratio")), f"{name}_iqr": figure["quartiles"]}
+
+
 def quartiles(values: list[float]) -> tuple[float, float, float]:
-    """Lower quartile, median and upper quartile of ``values`` (all three the value itself when there is one)."""
+    """Lower quartile, median and upper quartile of ``values`` (all three the value itself when there is one),
+    interpolated between the values as numpy.percentile does: never outside their range, even with a few rounds."""
     if len(values) == 1:
         return values[0], values[0], values[0]
-    low, middle, high = statistics.quantiles(values, n=4)
+    low, middle, high = statistics.quantiles(values, n=4, method="inclusive")
     return low, middle, high
 
 

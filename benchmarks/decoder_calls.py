@@ -6,11 +6,12 @@ search's time into the model's and the search's own.
 
 import contextlib
 import dataclasses
+from collections.abc import Callable
 
 import torch
 
 from .beam_search import decoder_step, encode
-from .common import clock, time_call
+from .common import clock, interleaved, spread
 
 
 @dataclasses.dataclass
@@ -45,26 +46,37 @@ def decoder_calls(model, device: str | None = None):
             handle.remove()
 
 
-def decoder_step_seconds(model, source: list[int], rows: int, device: str) -> float:
-    """Median time of one cached decoder step (the model's forward and the log-softmax, as every search here does
-    it) on ``rows`` copies of ``source``."""
+def prepared_step(model, source: list[int], rows: int, device: str) -> Callable[[], object]:
+    """One cached decoder step (the model's forward and the log-softmax, as every search here does it) on ``rows``
+    copies of ``source``, ready to time."""
     ids = torch.tensor([source] * rows, device=device)
     encoder_outputs = encode(model, ids, None)
     tokens = torch.full((rows, 1), model.config.decoder_start_token_id, device=device)
     _, cache = decoder_step(model, encoder_outputs, None, tokens, None)
-    return time_call(lambda: decoder_step(model, encoder_outputs, None, tokens, cache), device, repeats=9, warmup=2)
+    return lambda: decoder_step(model, encoder_outputs, None, tokens, cache)
 
 
-def decoder_step_bound(model, source: list[int], generate_rows: list[int], search_rows: list[int],
-                       device: str) -> dict:
-    """The speed-up of ``generate()`` over a per-sentence search if each spent its time in its decoder calls only,
-    each costing the model's step time at its number of rows: no search bookkeeping, no encoder, no Python. Its two
-    factors: how many more rows ``generate()`` computes (every row of a batch runs until the batch's last sentence
-    is done) and how much cheaper a row is in a batch (matrix products instead of matrix-vector products)."""
-    step = {rows: decoder_step_seconds(model, source, rows, device) for rows in {*generate_rows, *search_rows}}
+def decoder_step_bound(model, source: list[int], generate_rows: list[int], baselines: dict[str, list[int]],
+                       device: str, rounds: int = 9) -> dict:
+    """The speed-up of ``generate()`` over each per-sentence search of ``baselines`` (name -> the rows of its
+    decoder calls) if each spent its time in its decoder calls only, each costing the model's step time at its
+    number of rows: no search bookkeeping, no encoder, no Python. Its two factors: how many more rows ``generate()``
+    computes (every row of a batch runs until the batch's last sentence is done) and how much cheaper a row is in a
+    batch (matrix products instead of matrix-vector products): ``row_cost_<k>_vs_<N>_rows``, a row's cost in a call
+    of ``k`` rows (each baseline's fewest) over its cost in generate()'s largest batch of ``N``. The step times are
+    taken in ``rounds`` interleaved rounds; the bound and the row cost are the median and quartiles of their
+    per-round values."""
+    sizes = sorted({*generate_rows, *(rows for calls in baselines.values() for rows in calls)})
+    timings = interleaved({rows: prepared_step(model, source, rows, device) for rows in sizes}, rounds, device,
+                          warmup=2)
+    per_round = [dict(zip(sizes, seconds)) for seconds in zip(*(timings.seconds[rows] for rows in sizes))]
     batch_rows = max(generate_rows)
-    return {
-        "decoder_step_bound": round(sum(map(step.get, search_rows)) / sum(map(step.get, generate_rows)), 2),
-        "decoder_rows_generate_vs_per_sentence": round(sum(generate_rows) / sum(search_rows), 2),
-        f"row_cost_1_vs_{batch_rows}_rows": round(step[1] / (step[batch_rows] / batch_rows), 2),
-    }
+    figures = {}
+    for name, calls in baselines.items():
+        figures[f"decoder_rows_generate_vs_{name}"] = round(sum(generate_rows) / sum(calls), 2)
+        figures[f"decoder_step_bound_vs_{name}"] = spread(
+            [sum(map(step.get, calls)) / sum(map(step.get, generate_rows)) for step in per_round], 2)
+    for rows in sorted({min(calls) for calls in baselines.values()}):
+        figures[f"row_cost_{rows}_vs_{batch_rows}_rows"] = spread(
+            [(step[rows] / rows) / (step[batch_rows] / batch_rows) for step in per_round], 2)
+    return figures

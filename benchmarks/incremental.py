@@ -16,7 +16,7 @@ import torch
 
 from hf_seqmodels.models.cache_names import output_cache
 
-from .common import Settings, entry_result, interleaved, resolve_sizes, target
+from .common import Settings, columns, entry_result, interleaved, ratio_spread, resolve_sizes, spread, target
 from .models import LMSizes, recurrent_lm, transformer_lm
 
 
@@ -26,11 +26,11 @@ class Sizes(LMSizes):
     prefix_lengths: tuple[int, ...] = (16, 64, 256, 1024)
     new_tokens: int = 32
     recompute_tokens: int = 3
-    repeats: int = 7
+    rounds: int = 7
 
 
 SMOKE = Sizes(vocab_size=50, hidden_size=16, num_layers=1, batch_size=2, prefix_lengths=(4, 16), new_tokens=3,
-              recompute_tokens=2, repeats=1)
+              recompute_tokens=2, rounds=2)
 
 
 def build_models(sizes: Sizes) -> dict[str, torch.nn.Module]:
@@ -79,41 +79,46 @@ def generate_greedy(model, prefix: torch.Tensor, new_tokens: int) -> torch.Tenso
     return out[:, prefix.shape[1]:]
 
 
-def measure(model, sizes: Sizes, device: str) -> list[dict]:
+def measure(model, sizes: Sizes, device: str) -> tuple[list[dict], dict[str, dict[int, list[float]]]]:
+    """The table rows, one per prefix length, and the cached and recomputing loops' seconds per token in every
+    round, by loop and prefix length."""
     generator = torch.Generator().manual_seed(0)
     prefixes = {length: torch.randint(1, sizes.vocab_size, (sizes.batch_size, length), generator=generator).to(device)
                 for length in sizes.prefix_lengths}
     # The cached loop's per-token times are what the target compares across prefix lengths, and they are short
-    # (well under a millisecond on a GPU): the lengths take turns in every round, so that clock or load changes
-    # during the run fall on all of them alike rather than on whichever length ran then. The prefill is not timed.
-    prefills = {length: functools.partial(prefill, model, prefix) for length, prefix in prefixes.items()}
-    steps = functools.partial(cached_loop, model, steps=sizes.new_tokens)
-    cached = interleaved(dict.fromkeys(prefixes, steps), sizes.repeats, device, prepare=prefills)
-    rows = []
+    # (well under a millisecond on a GPU): every loop of every length takes its turn in every round, so that clock or
+    # load changes during the run fall on all of them alike. The cached loop's prefill is not timed.
+    # generate()'s time per token: that of n + 1 new tokens minus that of one, over n (the prefill cancels).
+    fns, prefills = {}, {}
     for length, prefix in prefixes.items():
-        # generate()'s time per token: that of n + 1 new tokens minus that of one, over n (the prefill cancels).
-        others = interleaved({
-            "recompute": lambda: recompute_loop(model, prefix, sizes.recompute_tokens),
-            "generate_long": lambda: generate_greedy(model, prefix, sizes.new_tokens + 1),
-            "generate_short": lambda: generate_greedy(model, prefix, 1),
-        }, sizes.repeats, device)
-        cached_per_token = cached.median(length) / sizes.new_tokens
-        recompute_per_token = others.median("recompute") / sizes.recompute_tokens
-        generate = max(others.median("generate_long") - others.median("generate_short"), 0.0) / sizes.new_tokens
-        tokens = cached.last[length]
+        prefills[length, "cached"] = functools.partial(prefill, model, prefix)
+        fns[length, "cached"] = functools.partial(cached_loop, model, steps=sizes.new_tokens)
+        fns[length, "recompute"] = functools.partial(recompute_loop, model, prefix, sizes.recompute_tokens)
+        fns[length, "generate_long"] = functools.partial(generate_greedy, model, prefix, sizes.new_tokens + 1)
+        fns[length, "generate_short"] = functools.partial(generate_greedy, model, prefix, 1)
+    timings = interleaved(fns, sizes.rounds, device, prepare=prefills)
+    seconds = timings.seconds
+    rows, cached_per_token, recompute_per_token = [], {}, {}
+    for length in prefixes:
+        cached = cached_per_token[length] = [value / sizes.new_tokens for value in seconds[length, "cached"]]
+        recompute = recompute_per_token[length] = [value / sizes.recompute_tokens
+                                                   for value in seconds[length, "recompute"]]
+        generate = [max(long - short, 0.0) / sizes.new_tokens
+                    for long, short in zip(seconds[length, "generate_long"], seconds[length, "generate_short"])]
+        tokens = timings.last[length, "cached"]
         agree = bool(
-            torch.equal(tokens[:, : sizes.recompute_tokens], others.last["recompute"])
-            and torch.equal(tokens, others.last["generate_long"][:, : sizes.new_tokens])
+            torch.equal(tokens[:, : sizes.recompute_tokens], timings.last[length, "recompute"])
+            and torch.equal(tokens, timings.last[length, "generate_long"][:, : sizes.new_tokens])
         )
         rows.append({
             "prefix_length": length,
-            "cached_ms_per_token": round(cached_per_token * 1e3, 3),
-            "generate_ms_per_token": round(generate * 1e3, 3),
-            "recompute_ms_per_token": round(recompute_per_token * 1e3, 3),
-            "cache_speedup": round(recompute_per_token / cached_per_token, 2),
+            **columns("cached_ms_per_token", spread([value * 1e3 for value in cached])),
+            **columns("generate_ms_per_token", spread([value * 1e3 for value in generate])),
+            **columns("recompute_ms_per_token", spread([value * 1e3 for value in recompute])),
+            **columns("cache_speedup", ratio_spread([r / c for r, c in zip(recompute, cached)], 2)),
             "tokens_agree": agree,
         })
-    return rows
+    return rows, {"cached": cached_per_token, "recompute": recompute_per_token}
 
 
 def run(settings: Settings) -> dict:
@@ -122,26 +127,31 @@ def run(settings: Settings) -> dict:
     rows, summary, targets = [], {}, []
     for name, model in build_models(sizes).items():
         model.to(settings.device).eval()
-        model_rows = measure(model, sizes, settings.device)
+        model_rows, per_token = measure(model, sizes, settings.device)
         first, last = model_rows[0], model_rows[-1]
-        growth = {}
-        for column in ("cached", "generate", "recompute"):
-            before, after = first[f"{column}_ms_per_token"], last[f"{column}_ms_per_token"]
-            # generate()'s per-token time is a difference of two timings: under load it can come out as 0.
-            growth[column] = round(after / before, 3) if before > 0 else None
+        shortest, longest = first["prefix_length"], last["prefix_length"]
+        # Per-round ratios for the loops timed as such; generate()'s per-token time is a difference of two timings
+        # (under load it can come out as 0), so its growth is that of the medians.
+        growth = {loop: ratio_spread([after / before for before, after in zip(times[shortest], times[longest])])
+                  for loop, times in per_token.items()}
+        before, after = first["generate_ms_per_token"], last["generate_ms_per_token"]
+        growth["generate_of_medians"] = round(after / before, 3) if before > 0 else None
         summary[name] = {
-            f"per_token_growth_{last['prefix_length']}_vs_{first['prefix_length']}": growth,
-            f"cache_speedup_at_{last['prefix_length']}": last["cache_speedup"],
+            f"per_token_growth_{longest}_vs_{shortest}": growth,
+            f"cache_speedup_at_{longest}": {"ratio": last["cache_speedup"], "quartiles": last["cache_speedup_iqr"]},
             "tokens_agree": all(row["tokens_agree"] for row in model_rows),
         }
         if name.startswith("recurrent"):
             targets.append(target(
-                f"{name}: cached per-token time at prefix {last['prefix_length']} / at {first['prefix_length']}",
-                growth["cached"], maximum=1.5,
+                f"{name}: cached per-token time at prefix {longest} / at {shortest} (median of per-round ratios)",
+                growth["cached"]["ratio"], maximum=1.5,
             ))
         rows += [{"model": name, **row} for row in model_rows]
     return entry_result(
         "Incremental decoding: time per new token after a prefix",
         sizes, rows, summary, targets,
-        notes=f"batch {sizes.batch_size}, greedy; 'generate' is model.generate() per token without the prefill.",
+        notes=(f"batch {sizes.batch_size}, greedy; 'generate' is model.generate() per token without the prefill. "
+               f"{sizes.rounds} rounds, every loop at every prefix length taking its turn in each: times per token "
+               "are medians over the rounds (_iqr: their quartiles); cache_speedup and the growths are medians of "
+               "per-round ratios, with their quartiles."),
     )

@@ -3,6 +3,7 @@
     python -m benchmarks.run                       # every entry, default sizes (a few minutes each on 2 CPU cores)
     python -m benchmarks.run --only incremental --device cuda --set batch_size=64 --set hidden_size=1024
     python -m benchmarks.run --smoke --out /tmp/b  # tiny sizes, seconds: checks that everything still runs
+    python -m benchmarks.run --only translation --set model_dir=outputs/multi30k-gru  # time that saved model
 
 With ``--only`` the other entries already in the JSON file are kept, so entries can be re-run one at a time.
 """
@@ -67,10 +68,15 @@ def _cell(value) -> str:
         return "yes" if value else "**NO**"
     if isinstance(value, float):
         return f"{value:g}"
+    if isinstance(value, list) and len(value) == 2 and all(isinstance(v, (int, float)) for v in value):
+        return f"{value[0]:g}-{value[1]:g}"  # quartiles
     return str(value)
 
 
 def _summary_value(value, nested: bool = False) -> str:
+    if isinstance(value, dict) and set(value) in ({"ratio", "quartiles"}, {"median", "quartiles"}):
+        middle = value.get("ratio", value.get("median"))
+        return f"{_cell(middle)} (IQR {_cell(value['quartiles'])})"
     if not isinstance(value, dict):
         return _cell(value)
     if nested:
@@ -83,7 +89,9 @@ def markdown(results: dict) -> str:
     lines = [
         "# Benchmarks",
         "",
-        "Ratios are what to read: absolute times depend on the machine (and on CPU, on its other load).",
+        "Ratios are what to read: absolute times depend on the machine (and on CPU, on its other load). Every figure "
+        "is the median over interleaved rounds in one process, with its interquartile range (IQR, or a column "
+        "`_iqr`: lower-upper quartile); every ratio is the median of the per-round ratios, with theirs.",
         "",
         "| machine | |",
         "|---|---|",

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from .common import Settings, entry_result, interleaved, mb, peak_memory_bytes, resolve_sizes
+from .common import Settings, columns, entry_result, interleaved, mb, peak_memory_bytes, rate, resolve_sizes, spread
 from .models import LMSizes, recurrent_lm, transformer_lm
 from .tutorial import TutorialCellLM
 
@@ -22,11 +22,11 @@ class Sizes(LMSizes):
     fixed_length: int = 32
     lengths: tuple[int, ...] = (16, 32, 64, 128, 256)
     fixed_batch_size: int = 8
-    repeats: int = 3
+    rounds: int = 5
 
 
 SMOKE = Sizes(vocab_size=50, hidden_size=16, num_layers=1, batch_sizes=(1, 2), fixed_length=4, lengths=(4, 8),
-              fixed_batch_size=2, repeats=1)
+              fixed_batch_size=2, rounds=2)
 
 
 def train_step(model, loss_fn, optimizer, ids: torch.Tensor) -> None:
@@ -61,12 +61,12 @@ def run(settings: Settings) -> dict:
         ids = torch.randint(0, sizes.vocab_size, (batch, length), generator=generator).to(device)
         steps = {name: functools.partial(train_step, model.train(), loss_fn, optimizers[name], ids)
                  for name, (model, loss_fn) in models.items()}
-        timings = interleaved(steps, sizes.repeats, device)
+        timings = interleaved(steps, sizes.rounds, device)
         for name in models:
             optimizers[name].zero_grad(set_to_none=True)  # so that the measured step starts without gradients
-            median = timings.median(name)
+            ms = spread([seconds * 1e3 for seconds in timings.seconds[name]], 2)
             rows.append({"model": name, "varied": axis, "batch_size": batch, "length": length,
-                         "ms_per_step": round(median * 1e3, 2), "tokens_per_s": round(ids.numel() / median, 1),
+                         **columns("ms_per_step", ms), **columns("tokens_per_s", rate(ids.numel(), timings, name, 1)),
                          "peak_memory_mb": mb(peak_memory_bytes(steps[name], device))})
     rows.sort(key=lambda row: list(models).index(row["model"]))  # one model after the other in the table
     summary = {}
@@ -83,7 +83,9 @@ def run(settings: Settings) -> dict:
         "Scaling: one training step vs batch size and sequence length",
         sizes, rows, summary, targets=[],
         notes=f"forward + backward + Adam on random tokens without padding; batch sizes at length "
-              f"{sizes.fixed_length}, lengths at batch {sizes.fixed_batch_size}.",
+              f"{sizes.fixed_length}, lengths at batch {sizes.fixed_batch_size}. At each point the models take turns "
+              f"for {sizes.rounds} rounds after a warm-up: times and throughputs are medians over the rounds (_iqr: "
+              "their quartiles); the growths are those of the medians.",
     )
     result["figures"] = [plot(rows, settings.out_dir / "benchmarks_scaling.png").name]
     return result

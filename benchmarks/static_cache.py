@@ -5,10 +5,11 @@ the static cache then only writes the state in place. The attention seq2seq's st
 ``translation`` and ``batch1_overhead`` entries."""
 
 import dataclasses
+import functools
 
 import torch
 
-from .common import Settings, entry_result, resolve_sizes, time_call
+from .common import Settings, columns, entry_result, first_pass_then_rounds, paired_ratio, resolve_sizes, spread
 from .models import LMSizes, recurrent_lm
 
 
@@ -19,11 +20,11 @@ class Sizes(LMSizes):
     beams: tuple[int, ...] = (1, 5)
     prompt_length: int = 12
     new_tokens: int = 40
-    repeats: int = 5
+    rounds: int = 5
 
 
 SMOKE = Sizes(cell_types=("gru",), vocab_size=50, hidden_size=16, num_layers=1, batch_sizes=(2,), beams=(1, 2),
-              prompt_length=4, new_tokens=3, repeats=1)
+              prompt_length=4, new_tokens=3, rounds=2)
 
 
 def run(settings: Settings) -> dict:
@@ -40,25 +41,28 @@ def run(settings: Settings) -> dict:
             for beams in sizes.beams:
                 search = {"max_new_tokens": sizes.new_tokens, "min_new_tokens": sizes.new_tokens, "num_beams": beams,
                           "do_sample": False, "output_scores": True, "return_dict_in_generate": True}
-                outputs, seconds = {}, {}
-                for name, options in (("default", {}), ("static", {"cache_implementation": "static"})):
-                    def call(options=options, name=name):
-                        outputs[name] = model.generate(prompts.to(device), **search, **options)
-                    seconds[name] = time_call(call, device, sizes.repeats)  # the warm-up call captures the graphs
+                ids = prompts.to(device)
+                _, timings = first_pass_then_rounds(  # the first call captures the CUDA graphs
+                    {"default": functools.partial(model.generate, ids, **search),
+                     "static": functools.partial(model.generate, ids, **search, cache_implementation="static")},
+                    sizes.rounds, device)
+                outputs = timings.last
                 same = torch.equal(outputs["default"].sequences, outputs["static"].sequences)
                 score_gap = max((a - b).abs().max().item()
                                 for a, b in zip(outputs["default"].scores, outputs["static"].scores, strict=True))
+                ms = {name: spread([seconds * 1e3 for seconds in timings.seconds[name]], 2) for name in outputs}
                 rows.append({"model": label, "batch_size": batch, "num_beams": beams,
-                             "default_ms": round(seconds["default"] * 1e3, 2),
-                             "static_ms": round(seconds["static"] * 1e3, 2),
-                             "static_speedup": round(seconds["default"] / seconds["static"], 3),
+                             **columns("default_ms", ms["default"]), **columns("static_ms", ms["static"]),
+                             **columns("static_speedup", paired_ratio(timings, "default", "static")),
                              "same_sequences": same, "max_score_difference": score_gap})
-        summary[label] = {f"batch {row['batch_size']}, beams {row['num_beams']}": row["static_speedup"]
+        summary[label] = {f"batch {row['batch_size']}, beams {row['num_beams']}":
+                          {"ratio": row["static_speedup"], "quartiles": row["static_speedup_iqr"]}
                           for row in rows if row["model"] == label}
     return entry_result(
         "Recurrent LM generate(): cache_implementation='static' (CUDA graph steps) vs the default cache",
         sizes, rows, summary, [],
-        notes=(f"{sizes.new_tokens} new tokens after random prompts of {sizes.prompt_length}, random weights; median "
-               f"of {sizes.repeats} calls after one untimed call (which captures the graphs). static_speedup > 1: "
-               "the static cache is faster."),
+        notes=(f"{sizes.new_tokens} new tokens after random prompts of {sizes.prompt_length}, random weights; "
+               f"{sizes.rounds} rounds, the two caches taking turns, after one untimed call of each (which captures "
+               "the graphs): times are medians over the rounds (_iqr: their quartiles), static_speedup the median "
+               "of the per-round ratios default / static (> 1: the static cache is faster), with its quartiles."),
     )

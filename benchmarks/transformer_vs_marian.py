@@ -35,7 +35,8 @@ from hf_seqmodels import TransformerConfig, TransformerForConditionalGeneration
 from hf_seqmodels.paths import data_dir
 
 from .common import (
-    Rounds, Settings, entry_result, interleaved, quartiles, read_jsonl, resolve_sizes, target, timed, word_vocab,
+    Rounds, Settings, columns, entry_result, interleaved, paired_ratio, rate, read_jsonl, resolve_sizes, spread,
+    target, timed, word_vocab,
 )
 from .run import machine_info
 from .tutorial import TutorialTransformer
@@ -59,7 +60,7 @@ class Sizes:
 
 
 SMOKE = Sizes(vocab_size=200, d_model=32, num_heads=4, layers=1, ffn_dim=64, batch_size=4, train_batches=1,
-              generate_batch_size=2, new_tokens=3, num_beams=2, rounds=1)
+              generate_batch_size=2, new_tokens=3, num_beams=2, rounds=2)
 BIG = Sizes(vocab_size=32000, d_model=512, num_heads=8, layers=6, ffn_dim=2048, batch_size=64,
             generate_batch_size=64, new_tokens=32)
 
@@ -156,37 +157,50 @@ def profile_tables(models: dict, sizes: Sizes, device: str, rows: int = 15) -> d
     return tables
 
 
+def parameter_counts(model: torch.nn.Module) -> dict[str, int]:
+    """The model's parameters (each shared tensor once) and how many of them train (Marian keeps its sinusoidal
+    positions as a frozen parameter, ours as a buffer)."""
+    parameters = list(model.parameters())
+    return {"parameters": sum(p.numel() for p in parameters),
+            "trainable_parameters": sum(p.numel() for p in parameters if p.requires_grad)}
+
+
 def run(settings: Settings, big: bool = False) -> dict:
     sizes = resolve_sizes(BIG if big else Sizes(), SMOKE, settings)
     torch.manual_seed(settings.seed)
     models = build_models(sizes, settings.device)
+    counts = {name: parameter_counts(model) for name, model in models.items()}
     rows, summary, targets = [], {}, []
     for task, timings in measure(models, sizes, settings.device).items():
-        per_model = timings.seconds
-        for name in per_model:
-            seconds = timings.median(name)
+        for name in timings.seconds:
             if task == "train":
-                rows.append({"task": "forward+backward", "model": name,
-                             "ms_per_batch": round(seconds / sizes.train_batches * 1e3, 2)})
+                ms = spread([seconds / sizes.train_batches * 1e3 for seconds in timings.seconds[name]], 2)
+                figure = {"task": "forward+backward", **columns("ms_per_batch", ms)}
             else:
                 tokens = sizes.generate_batch_size * sizes.new_tokens
-                rows.append({"task": f"generate, {sizes.num_beams if task == 'beam' else 1} beam(s)", "model": name,
-                             "tokens_per_s": round(tokens / seconds, 1)})
+                figure = {"task": f"generate, {sizes.num_beams if task == 'beam' else 1} beam(s)",
+                          **columns("tokens_per_s", rate(tokens, timings, name, 1))}
+            rows.append({"model": name, **figure, **columns("ours_speedup", paired_ratio(timings, name, "ours")),
+                         **counts[name]})
         label = "forward+backward" if task == "train" else f"generate() tokens/s, {task}"
         for baseline, title in (("marian", "Marian"), ("tutorial", "the tutorial's nn.Transformer loop (no cache)")):
-            if baseline not in per_model:
+            if baseline not in timings.seconds:
                 continue
-            ratios = [theirs / ours for theirs, ours in zip(per_model[baseline], per_model["ours"])]
-            low, ratio, high = quartiles(ratios)
             key = task if baseline == "marian" else f"{task}_vs_tutorial"
-            summary[key] = {"ratio": round(ratio, 3), "quartiles": [round(low, 3), round(high, 3)]}
-            targets.append(target(f"{label}: ours / {title} speed (median of paired rounds)", ratio, minimum=1.0))
+            summary[key] = paired_ratio(timings, baseline, "ours")
+            targets.append(target(f"{label}: ours / {title} speed (median of paired rounds)", summary[key]["ratio"],
+                                  minimum=1.0))
+    summary["trainable_parameters"] = {name: counts[name]["trainable_parameters"] for name in ("ours", "marian")}
+    summary["equal_size"] = counts["ours"]["trainable_parameters"] == counts["marian"]["trainable_parameters"]
     return entry_result(
         "Transformer vs MarianMTModel of identical sizes", sizes, rows, summary, targets,
         notes=f"{sizes.rounds} rounds, the models back to back in each (order alternating); a ratio is the median "
-              "of the rounds' baseline / ours time ratios, with its quartiles; > 1 means ours is faster. The "
-              "tutorial loop (PyTorch's nn.Transformer translation tutorial, batched) recomputes the prefix at "
-              "every step; greedy only.",
+              "of the rounds' baseline / ours time ratios, with its quartiles; > 1 means ours is faster. "
+              "ms_per_batch and tokens_per_s are medians over the rounds (_iqr: their quartiles). Trainable "
+              f"parameters: ours {counts['ours']['trainable_parameters']:,}, Marian "
+              f"{counts['marian']['trainable_parameters']:,} (equal: {summary['equal_size']}; Marian's frozen "
+              "sinusoidal position tables are parameters, ours a buffer). The tutorial loop (PyTorch's "
+              "nn.Transformer translation tutorial, batched) recomputes the prefix at every step; greedy only.",
     )
 
 

@@ -1,7 +1,10 @@
-"""The model the ``translation`` and ``batch1_overhead`` entries decode with: an attention GRU/LSTM briefly trained
-on Multi30k English -> German (``train_steps`` Adam steps, joint BPE vocabulary trained with ``tokenizers``), so
-that it ends its sentences with EOS at realistic lengths, and the test2016 sources it translates. What the entries
-measure is decoding; the weights only need to be realistic.
+"""The models the ``translation`` and ``batch1_overhead`` entries decode with, and the test2016 sources they translate.
+
+A timed model is the one whose BLEU the results report: the folder ``model_dir`` names, by default each cell
+type's folder that ``benchmarks/translation_bleu.py`` saves (``BLEU_MODEL_DIR``), with its test BLEU from the
+folder's ``results.json``. Where that folder is absent (or ``model_dir`` is empty, as in smoke runs), an attention
+GRU/LSTM briefly trained here on Multi30k English -> German (``train_steps`` Adam steps, joint BPE vocabulary) stands
+in, and the results say loudly that it is not the BLEU model.
 """
 
 import dataclasses
@@ -18,15 +21,22 @@ from transformers import PreTrainedTokenizerFast
 
 from hf_seqmodels import AttentionSeq2SeqConfig, AttentionSeq2SeqForConditionalGeneration
 from hf_seqmodels.paths import data_dir
+from hf_seqmodels.tasks.translation import load_tokenizers, load_translation_model
 from hf_seqmodels.tokenization import train_tokenizer
 
 from .common import Settings, read_jsonl
 
+# Where benchmarks/translation_bleu.py saves each model whose test BLEU results/translation_bleu.md reports (its
+# --out defaults to results/), relative to the directory the benchmarks run from.
+BLEU_MODEL_DIR = "results/multi30k-attention-{cell_type}"
+
 
 @dataclasses.dataclass(frozen=True)
 class Sizes:
-    """The sizes of both entries: the model and its training recipe, and what each entry decodes."""
+    """The sizes of both entries: the model (a saved folder, or the recipe of the stand-in), and what each entry
+    decodes."""
 
+    model_dir: str = BLEU_MODEL_DIR  # a folder, or a pattern with {cell_type}; "": the stand-in model
     cell_types: tuple[str, ...] = ("gru", "lstm")
     vocab_size: int = 8000
     embedding_size: int = 256
@@ -37,12 +47,14 @@ class Sizes:
     num_sentences: int = 256  # of test2016's 1000, for every search (the per-sentence ones are slow)
     batch_size: int = 64
     num_beams: int = 5
-    max_new_tokens: int = 40
+    max_new_tokens: int = 64  # scripts/run_translation.py's default, with which the test BLEU was scored
     batch1_sentences: int = 48
+    rounds: int = 5  # interleaved timed rounds over the sentences, after an untimed first pass
 
 
-SMOKE = Sizes(cell_types=("gru",), vocab_size=300, embedding_size=16, hidden_size=16, train_steps=2,
-              train_batch_size=8, num_sentences=6, batch_size=4, num_beams=3, max_new_tokens=6, batch1_sentences=2)
+SMOKE = Sizes(model_dir="", cell_types=("gru",), vocab_size=300, embedding_size=16, hidden_size=16, train_steps=2,
+              train_batch_size=8, num_sentences=6, batch_size=4, num_beams=3, max_new_tokens=6, batch1_sentences=2,
+              rounds=2)
 
 
 @functools.lru_cache(maxsize=1)
@@ -53,7 +65,9 @@ def tokenizer_for(vocab_size: int):
 
 
 def encode_texts(tokenizer, texts: list[str]) -> list[list[int]]:
-    return [ids + [tokenizer.eos_token_id] for ids in tokenizer(texts)["input_ids"]]
+    """Token ids ending with EOS, whether or not the tokenizer appends it (scripts/run_translation.py's do)."""
+    eos = tokenizer.eos_token_id
+    return [ids if ids[-1:] == [eos] else ids + [eos] for ids in tokenizer(texts)["input_ids"]]
 
 
 def pad_batch(rows: list[list[int]], value: int) -> torch.Tensor:
@@ -122,14 +136,70 @@ def english_test2016(tokenizer, count: int) -> list[list[int]]:
     return encode_texts(tokenizer, [row["en"] for row in rows])
 
 
-def model_label(cell_type: str, sizes: Sizes) -> str:
-    """How the entries' tables name the model."""
-    return f"attention {cell_type.upper()} ({sizes.attention_type})"
+def model_label(config) -> str:
+    """How the entries' tables name a model of ``config``."""
+    return f"attention {config.cell_type.upper()} ({config.attention_type})"
 
 
-def trained_models(sizes: Sizes, settings: Settings) -> Iterator[tuple[str, object, object, float]]:
-    """For every cell type in ``sizes``: the model's label, the trained model, its tokenizer and last training loss
-    (``trained_model``; a smoke run neither reads nor writes the disk cache)."""
+@dataclasses.dataclass
+class TimedModel:
+    """A model an entry decodes with, its source-side tokenizer and where it comes from (``origin``: its folder
+    and test BLEU, or the stand-in's recipe and the warning that it is not the BLEU model)."""
+
+    label: str
+    model: torch.nn.Module
+    tokenizer: PreTrainedTokenizerFast
+    origin: dict
+
+
+def bleu_model(folder: Path, device: str) -> TimedModel:
+    """The translation model saved in ``folder`` by scripts/run_translation.py, with its test BLEU."""
+    model = load_translation_model(folder).to(device).eval()
+    results = folder / "results.json"
+    scores = json.loads(results.read_text()) if results.is_file() else {}
+    origin = {"model_dir": str(folder), "test_bleu": scores.get("test_bleu"),
+              "test_bleu_signature": scores.get("test_bleu_signature"), "test_num_beams": scores.get("test_num_beams")}
+    return TimedModel(model_label(model.config), model, load_tokenizers(folder).source, origin)
+
+
+def stand_in_model(cell_type: str, sizes: Sizes, settings: Settings, missing: str) -> TimedModel:
+    """The briefly trained model (`trained_model`; a smoke run neither reads nor writes its disk cache), labelled
+    as not the BLEU model; ``missing`` says which folder was not there."""
+    model, tokenizer, loss = trained_model(cell_type, sizes, settings.device, settings.seed, not settings.smoke)
+    warning = (f"NOT THE BLEU MODEL: {missing}; timed instead: a stand-in briefly trained here "
+               f"({sizes.train_steps} steps, last training loss {loss:.3f}), whose BLEU is not reported")
+    return TimedModel(model_label(model.config), model, tokenizer, {"model_dir": None, "warning": warning,
+                                                                    "train_loss": round(loss, 3)})
+
+
+def timed_models(sizes: Sizes, settings: Settings) -> Iterator[TimedModel]:
+    """The models to time: the folder ``model_dir`` names, or with ``{cell_type}`` in it the folder of each of
+    ``cell_types``, where present; otherwise the stand-in. An explicitly named folder must exist."""
+    if sizes.model_dir and "{cell_type}" not in sizes.model_dir:
+        folder = Path(sizes.model_dir)
+        if not folder.is_dir():
+            raise ValueError(f"--set model_dir={sizes.model_dir}: no such folder; pass a folder saved by "
+                             "scripts/run_translation.py (or benchmarks/translation_bleu.py).")
+        yield bleu_model(folder, settings.device)
+        return
     for cell_type in sizes.cell_types:
-        yield model_label(cell_type, sizes), *trained_model(cell_type, sizes, settings.device, settings.seed,
-                                                            not settings.smoke)
+        folder = Path(sizes.model_dir.format(cell_type=cell_type)) if sizes.model_dir else None
+        if folder is not None and folder.is_dir():
+            yield bleu_model(folder, settings.device)
+        else:
+            missing = f"no folder {folder}" if folder else "no model_dir given"
+            yield stand_in_model(cell_type, sizes, settings, missing)
+
+
+def origin_note(models: list[TimedModel]) -> str:
+    """The sentence of an entry's notes that says which models were timed: folder and test BLEU, or the warning."""
+    parts = []
+    for timed in models:
+        origin = timed.origin
+        if origin["model_dir"] is None:
+            parts.append(f"{timed.label}: {origin['warning']}.")
+        else:
+            bleu = origin["test_bleu"]
+            parts.append(f"{timed.label}: the model in {origin['model_dir']} (test2016 BLEU "
+                         f"{'not in its results.json' if bleu is None else f'{bleu:.2f}'}).")
+    return " ".join(parts)

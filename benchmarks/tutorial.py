@@ -1,4 +1,4 @@
-"""Baselines written the way the classic tutorials write them (the recurrent one loaded with our models' weights)."""
+"""Baselines written the way the classic tutorials write them (the recurrent ones loaded with our models' weights)."""
 
 import torch
 from torch import nn
@@ -7,39 +7,76 @@ from torch.nn import functional as F
 from hf_seqmodels.models.embeddings import sinusoidal_positions
 
 _CELLS = {"rnn": nn.RNNCell, "lstm": nn.LSTMCell, "gru": nn.GRUCell}
+_FUSED = {"rnn": nn.RNN, "lstm": nn.LSTM, "gru": nn.GRU}
 
 
-class TutorialCellLM(nn.Module):
-    """A language model as in PyTorch's word_language_model tutorial, but stepping an ``nn.*Cell`` per time step
-    in Python (the "char-rnn" way): embedding, stacked cells, tied output layer.
+def next_token_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy of each position's logits against the next label (-100 = ignore)."""
+    return F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1), ignore_index=-100)
 
-    ``from_recurrent_lm`` copies the weights of a ``RecurrentForCausalLM`` (tied, ``embedding_size ==
-    hidden_size``), so that both compute the same function.
-    """
 
-    def __init__(self, cell_type: str, vocab_size: int, hidden_size: int, num_layers: int):
+class TiedTutorialLM(nn.Module):
+    """What the tutorial language models share: an embedding tied to the output layer, and ``from_recurrent_lm``,
+    which copies the weights of a ``RecurrentForCausalLM`` (tied, unidirectional, ``embedding_size ==
+    hidden_size``) so that both compute the same function. A subclass builds its recurrent layers and says where
+    each layer's weights go (``layer_weight``)."""
+
+    def __init__(self, vocab_size: int, hidden_size: int):
         super().__init__()
-        self.cell_type = cell_type
         self.embed = nn.Embedding(vocab_size, hidden_size)
-        self.cells = nn.ModuleList(_CELLS[cell_type](hidden_size, hidden_size) for _ in range(num_layers))
         self.out = nn.Linear(hidden_size, vocab_size)
         self.out.weight = self.embed.weight
 
+    def layer_weight(self, index: int, name: str) -> torch.Tensor:
+        """Layer ``index``'s ``weight_ih`` / ``weight_hh`` / ``bias_ih`` / ``bias_hh``."""
+        raise NotImplementedError
+
     @classmethod
-    def from_recurrent_lm(cls, model) -> "TutorialCellLM":
+    def from_recurrent_lm(cls, model):
         config = model.config
         if config.hidden_size != config.embedding_size or not config.tie_word_embeddings or config.bidirectional:
-            raise ValueError(
-                "The tutorial baseline copies a tied, unidirectional LM with embedding_size == hidden_size."
-            )
+            raise ValueError("The tutorial baselines copy a tied, unidirectional LM with embedding_size == "
+                             "hidden_size.")
         tutorial = cls(config.cell_type, config.vocab_size, config.hidden_size, config.num_layers)
         with torch.no_grad():
             tutorial.embed.weight.copy_(model.model.embed_tokens.weight)
             tutorial.out.bias.copy_(model.lm_head.bias)
-            for cell, layer in zip(tutorial.cells, model.model.rnn.layers):
+            for index, layer in enumerate(model.model.rnn.layers):
                 for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
-                    getattr(cell, name).copy_(getattr(layer.rnn, f"{name}_l0"))
+                    tutorial.layer_weight(index, name).copy_(getattr(layer.rnn, f"{name}_l0"))
         return tutorial.to(model.device)
+
+
+class TutorialLM(TiedTutorialLM):
+    """A language model as PyTorch's word_language_model example writes it today: embedding, one fused
+    ``nn.LSTM`` / ``nn.GRU`` / ``nn.RNN`` of ``num_layers`` layers over the padded batch (no packing, no mask: the
+    loss ignores the padded labels), tied output layer."""
+
+    def __init__(self, cell_type: str, vocab_size: int, hidden_size: int, num_layers: int):
+        super().__init__(vocab_size, hidden_size)
+        self.rnn = _FUSED[cell_type](hidden_size, hidden_size, num_layers, batch_first=True)
+
+    def layer_weight(self, index: int, name: str) -> torch.Tensor:
+        return getattr(self.rnn, f"{name}_l{index}")
+
+    def forward(self, input_ids: torch.Tensor, labels: torch.Tensor | None = None):
+        """``input_ids`` ``(batch, length)``; returns logits ``(batch, length, vocab)`` and, with ``labels``
+        (-100 = ignore), the next-token cross-entropy."""
+        logits = self.out(self.rnn(self.embed(input_ids))[0])
+        return logits, None if labels is None else next_token_loss(logits, labels)
+
+
+class TutorialCellLM(TiedTutorialLM):
+    """A language model as in PyTorch's word_language_model tutorial, but stepping an ``nn.*Cell`` per time step
+    in Python (the "char-rnn" way): embedding, stacked cells, tied output layer."""
+
+    def __init__(self, cell_type: str, vocab_size: int, hidden_size: int, num_layers: int):
+        super().__init__(vocab_size, hidden_size)
+        self.cell_type = cell_type
+        self.cells = nn.ModuleList(_CELLS[cell_type](hidden_size, hidden_size) for _ in range(num_layers))
+
+    def layer_weight(self, index: int, name: str) -> torch.Tensor:
+        return getattr(self.cells[index], name)
 
     def forward(self, input_ids: torch.Tensor, labels: torch.Tensor | None = None):
         """``input_ids`` ``(batch, length)``; returns logits ``(batch, length, vocab)`` and, with ``labels``
@@ -58,12 +95,7 @@ class TutorialCellLM(nn.Module):
                     states[i] = x = cell(x, states[i])
             outputs.append(x)
         logits = self.out(torch.stack(outputs, dim=1))
-        loss = None
-        if labels is not None:
-            loss = F.cross_entropy(
-                logits[:, :-1].reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1), ignore_index=-100
-            )
-        return logits, loss
+        return logits, None if labels is None else next_token_loss(logits, labels)
 
 
 class TutorialTransformer(nn.Module):

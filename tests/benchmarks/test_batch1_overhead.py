@@ -1,5 +1,5 @@
-"""The ``batch1_overhead`` entry's smoke results: generate() and the hand loops decode alike, and the time split
-and the profiles are filled in."""
+"""The ``batch1_overhead`` entry's smoke results: generate() and the hand loops decode alike, every ratio is a
+median of per-round ratios with its quartiles, and the time split and the profiles are filled in."""
 
 
 def test_batch1_overhead_outputs_agree(smoke_entries):
@@ -10,5 +10,8 @@ def test_batch1_overhead_outputs_agree(smoke_entries):
     for row in entry["rows"]:  # every search spends time in the decoder calls, and some outside them
         assert min(row[f"{who}_{part}_ms_per_token"]
                    for who in ("generate", "hand_loop") for part in ("model", "other")) > 0
+        low, high = row["generate_speed_vs_hand_loop_iqr"]
+        assert 0 < low <= row["generate_speed_vs_hand_loop"] <= high
     # one target per row: generate() with either cache against the hand loop
     assert len(entry["targets"]) == len(entry["rows"])
+    assert "NOT THE BLEU MODEL" in entry["notes"]

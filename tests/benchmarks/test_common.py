@@ -6,7 +6,10 @@ import dataclasses
 import pytest
 
 from benchmarks import common
-from benchmarks.common import Settings, interleaved, quartiles, resolve_sizes, time_call, timed
+from benchmarks.common import (
+    Rounds, Settings, columns, first_pass_then_rounds, interleaved, paired_ratio, quartiles, rate, resolve_sizes,
+    spread, timed,
+)
 
 
 @pytest.fixture
@@ -26,11 +29,6 @@ def clock(monkeypatch):
 
 def test_timed_returns_the_result_and_the_seconds(clock):
     assert timed(lambda: clock.advance(0.25) or "done", "cpu") == ("done", 0.25)
-
-
-def test_time_call_is_the_median_after_the_warmup(clock):
-    durations = iter([100.0, 3.0, 1.0, 2.0])  # the first is the warm-up's
-    assert time_call(lambda: clock.advance(next(durations)), "cpu", repeats=3) == 2.0
 
 
 def test_interleaved_takes_turns_and_keeps_every_round(clock):
@@ -61,8 +59,33 @@ def test_interleaved_prepare_is_not_timed(clock):
     assert rounds.seconds == {"x": [3.0, 3.0]} and rounds.last == {"x": 3}
 
 
+def test_prepare_applies_only_to_the_names_it_holds(clock):
+    rounds = interleaved({"x": lambda value: clock.advance(value), "y": lambda: clock.advance(2.0)}, rounds=2,
+                         device="cpu", prepare={"x": lambda: 1.0})
+    assert rounds.seconds == {"x": [1.0, 1.0], "y": [2.0, 2.0]}
+
+
+def test_first_pass_is_timed_apart_then_rounds_without_warmup(clock):
+    durations = {"a": iter([9.0, 1.0, 2.0, 3.0]), "b": iter([8.0, 4.0, 4.0, 4.0])}
+    first, rounds = first_pass_then_rounds({name: (lambda name=name: clock.advance(next(durations[name])))
+                                            for name in durations}, rounds=3, device="cpu")
+    assert first == {"a": 9.0, "b": 8.0}
+    assert rounds.seconds == {"a": [1.0, 2.0, 3.0], "b": [4.0, 4.0, 4.0]}
+
+
+def test_ratios_are_per_round_and_figures_are_medians_with_quartiles():
+    rounds = Rounds({"baseline": [4.0, 9.0, 2.0, 8.0, 3.0], "ours": [2.0, 3.0, 1.0, 2.0, 1.0]}, {})
+    # per-round ratios 2, 3, 2, 4, 3: their median and quartiles, not the ratio of the medians (8 / 2 = 4)
+    assert paired_ratio(rounds, "baseline", "ours") == {"ratio": 3.0, "quartiles": [2.0, 3.0]}
+    assert spread([5.0, 1.0, 3.0, 2.0, 4.0]) == {"median": 3.0, "quartiles": [2.0, 4.0]}
+    assert rate(12.0, rounds, "ours") == spread([6.0, 4.0, 12.0, 6.0, 12.0], 2)
+    assert columns("speed", {"ratio": 3.0, "quartiles": [2.0, 3.5]}) == {"speed": 3.0, "speed_iqr": [2.0, 3.5]}
+    assert columns("rate", spread([1.0, 2.0, 3.0])) == {"rate": 2.0, "rate_iqr": [1.5, 2.5]}
+
+
 def test_quartiles():
-    assert quartiles([5.0, 1.0, 3.0, 2.0, 4.0]) == (1.5, 3.0, 4.5)
+    assert quartiles([5.0, 1.0, 3.0, 2.0, 4.0]) == (2.0, 3.0, 4.0)
+    assert quartiles([1.0, 2.0]) == (1.25, 1.5, 1.75)  # within the values, however few
     assert quartiles([7.0]) == (7.0, 7.0, 7.0)
 
 

@@ -34,7 +34,11 @@ def test_every_decoder_call_is_recorded_with_its_rows(model, device):
 
 
 def test_decoder_step_bound_parts(model):
-    bound = decoder_step_bound(model, [5, 6, 7, EOS], generate_rows=[4, 4], search_rows=[1] * 16, device="cpu")
-    assert set(bound) == {"decoder_step_bound", "decoder_rows_generate_vs_per_sentence", "row_cost_1_vs_4_rows"}
-    assert bound["decoder_rows_generate_vs_per_sentence"] == 0.5
-    assert bound["decoder_step_bound"] > 0 and bound["row_cost_1_vs_4_rows"] > 0
+    bound = decoder_step_bound(model, [5, 6, 7, EOS], generate_rows=[4, 4],
+                               baselines={"one": [1] * 16, "two": [2] * 8}, device="cpu", rounds=3)
+    assert set(bound) == {"decoder_step_bound_vs_one", "decoder_rows_generate_vs_one", "decoder_step_bound_vs_two",
+                          "decoder_rows_generate_vs_two", "row_cost_1_vs_4_rows", "row_cost_2_vs_4_rows"}
+    assert bound["decoder_rows_generate_vs_one"] == 0.5 and bound["decoder_rows_generate_vs_two"] == 0.5
+    for key in ("decoder_step_bound_vs_one", "decoder_step_bound_vs_two", "row_cost_1_vs_4_rows"):
+        low, high = bound[key]["quartiles"]
+        assert 0 < low <= bound[key]["median"] <= high, key

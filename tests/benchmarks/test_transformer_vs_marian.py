@@ -16,7 +16,15 @@ def test_smoke_run_writes_ratios_and_machine(tmp_path):
     results = json.loads(out.read_text())
     assert {"cpu", "torch", "torch_threads"} <= set(results["machine"])
     entry = results["entry"]
-    assert set(entry["summary"]) == {"train", "greedy", "greedy_vs_tutorial", "beam"}
-    assert all(item["ratio"] > 0 for item in entry["summary"].values())
+    ratios = {"train", "greedy", "greedy_vs_tutorial", "beam"}
+    assert set(entry["summary"]) == ratios | {"trainable_parameters", "equal_size"}
+    for task in ratios:
+        low, high = entry["summary"][task]["quartiles"]
+        assert 0 < low <= entry["summary"][task]["ratio"] <= high, task
+    # Marian of equal size: the same number of trainable parameters (its frozen position tables aside)
+    assert entry["summary"]["equal_size"] is True
+    counts = entry["summary"]["trainable_parameters"]
+    assert counts["ours"] == counts["marian"] == sum(
+        row["trainable_parameters"] for row in entry["rows"] if row["task"] == "forward+backward") / 2
     # ours and Marian in every task (train, greedy, beam); the tutorial's nn.Transformer loop in greedy only
     assert {row["model"] for row in entry["rows"]} == {"ours", "marian", "tutorial"} and len(entry["rows"]) == 7

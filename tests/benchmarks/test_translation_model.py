@@ -1,16 +1,25 @@
-"""The decoding entries' model: padding, names, and the disk cache that spares later runs the training."""
+"""The decoding entries' models: padding, names, the disk cache that spares later runs the stand-in's training, and
+the saved translation folder (the model whose BLEU is reported) that the entries time when it is there."""
 
+import dataclasses
+import json
+
+import pytest
 import torch
+from transformers import AutoTokenizer
 
-from benchmarks.translation_model import SMOKE, cache_dir, english_test2016, model_label, pad_batch, trained_model
+from benchmarks.common import Settings
+from benchmarks.translation_model import (
+    SMOKE, cache_dir, encode_texts, english_test2016, model_label, pad_batch, timed_models, trained_model,
+)
+
+from hf_seqmodels.tasks.translation import end_with_eos
+
+from .conftest import run_benchmarks
 
 
 def test_pad_batch_pads_on_the_right():
     assert pad_batch([[4, 5, 6], [7]], value=0).tolist() == [[4, 5, 6], [7, 0, 0]]
-
-
-def test_model_label_names_cell_and_attention():
-    assert model_label("gru", SMOKE) == "attention GRU (luong_general)"
 
 
 def test_trained_model_is_saved_and_loaded_back(monkeypatch, tmp_path, data_dir):
@@ -25,8 +34,63 @@ def test_trained_model_is_saved_and_loaded_back(monkeypatch, tmp_path, data_dir)
         trained_model.cache_clear()
     assert len(list(tmp_path.iterdir())) == 1 and again is not model and again_loss == loss
     assert not again.training
+    assert model_label(again.config) == "attention GRU (luong_general)"
     for (name, value), (_, loaded) in zip(model.state_dict().items(), again.state_dict().items(), strict=True):
         assert torch.equal(value, loaded), name
     sources = english_test2016(again_tokenizer, 3)
     assert sources == english_test2016(tokenizer, 3) and all(row[-1] == tokenizer.eos_token_id for row in sources)
 
+
+@pytest.fixture(scope="module")
+def saved_folder(tmp_path_factory, data_dir):
+    """A tiny translation model saved as scripts/run_translation.py saves one (weights, tokenizer, results.json)."""
+    model, tokenizer, _ = trained_model("gru", SMOKE, "cpu", 0, use_disk_cache=False)
+    folder = tmp_path_factory.mktemp("bleu") / "multi30k-attention-gru"
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    (folder / "results.json").write_text(json.dumps({"test_bleu": 12.345, "test_num_beams": 5}))
+    return folder, model
+
+
+def test_timed_models_load_the_saved_folder_with_its_bleu(saved_folder):
+    folder, model = saved_folder
+    by_path = dataclasses.replace(SMOKE, model_dir=str(folder))
+    by_pattern = dataclasses.replace(SMOKE, model_dir=str(folder.parent / "multi30k-attention-{cell_type}"))
+    for sizes in (by_path, by_pattern):
+        [timed] = timed_models(sizes, Settings(smoke=True))
+        assert timed.origin == {"model_dir": str(folder), "test_bleu": 12.345, "test_bleu_signature": None,
+                                "test_num_beams": 5}
+        assert timed.label == "attention GRU (luong_general)" and not timed.model.training
+        for (name, value), (_, loaded) in zip(model.state_dict().items(), timed.model.state_dict().items(),
+                                              strict=True):
+            assert torch.equal(value, loaded), name
+
+
+def test_timed_models_stand_in_says_it_is_not_the_bleu_model(tmp_path, data_dir):
+    sizes = dataclasses.replace(SMOKE, model_dir=str(tmp_path / "absent-{cell_type}"))
+    [timed] = timed_models(sizes, Settings(smoke=True))
+    assert timed.origin["model_dir"] is None
+    assert timed.origin["warning"].startswith(f"NOT THE BLEU MODEL: no folder {tmp_path / 'absent-gru'}")
+    with pytest.raises(ValueError, match="model_dir=.*no such folder"):
+        next(timed_models(dataclasses.replace(SMOKE, model_dir=str(tmp_path / "typo")), Settings(smoke=True)))
+
+
+def test_encode_texts_ends_every_sentence_with_one_eos(saved_folder):
+    folder, _ = saved_folder
+    plain = AutoTokenizer.from_pretrained(folder)  # a fresh copy: end_with_eos changes the tokenizer it is given
+    appending = end_with_eos(AutoTokenizer.from_pretrained(folder))  # as scripts/run_translation.py saves them
+    words = plain("a dog runs")["input_ids"]
+    assert words[-1:] != [plain.eos_token_id]
+    assert encode_texts(plain, ["a dog runs"]) == encode_texts(appending, ["a dog runs"]) == [
+        words + [plain.eos_token_id]]
+
+
+def test_run_times_a_saved_folder(saved_folder, tmp_path):
+    folder, _ = saved_folder
+    entries = run_benchmarks(tmp_path, "--only", "translation", "batch1_overhead", "--set",
+                             f"model_dir={folder}")["entries"]
+    for name in ("translation", "batch1_overhead"):
+        [summary] = entries[name]["summary"].values()
+        assert summary["model"]["model_dir"] == str(folder) and summary["model"]["test_bleu"] == 12.345
+        assert f"the model in {folder} (test2016 BLEU 12.35)" in entries[name]["notes"]
+        assert "NOT THE BLEU MODEL" not in entries[name]["notes"]
