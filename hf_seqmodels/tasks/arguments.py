@@ -4,7 +4,8 @@ Each task module subclasses `ModelArguments` and `DataArguments` for its own opt
 argument classes in ``ARGUMENTS`` (the order of its ``run``) and its training defaults in ``TRAINING_DEFAULTS``.
 `task_parser` and `parse_dict` turn a command line or a dict of fields into those dataclasses.
 
-Model types (``--model_type``), the same in every task: ``recurrent``, ``attention_seq2seq`` and ``transformer``.
+Model types (``--model_type``), the same in every task: ``recurrent``, ``attention_seq2seq`` and ``transformer``;
+translation also takes ``marian`` (transformers' MarianMTModel sized by our Transformer's fields).
 The Transformer's config keeps ``model_type="vanilla_transformer"`` in config.json (the name it is registered under
 with the Auto classes); that old spelling of the option still works, with a warning.
 """
@@ -23,8 +24,10 @@ from ..cli import check_at_least, check_choice, parse_config_overrides
 from ..data import check_file_formats, first_rows, load_text_dataset
 from ..word_vectors import FORMATS as VECTOR_FORMATS, load_word_vectors, vectors_dimension
 
-# --model_type -> the config's model_type (the Auto-class registry name).
-MODEL_TYPES = {"recurrent": "recurrent", "attention_seq2seq": "attention_seq2seq", "transformer": "vanilla_transformer"}
+# --model_type -> the config's model_type (the Auto-class registry name). "marian" (translation only) takes our
+# Transformer's fields, which `translation.marian_config` turns into transformers' MarianConfig.
+MODEL_TYPES = {"recurrent": "recurrent", "attention_seq2seq": "attention_seq2seq", "transformer": "vanilla_transformer",
+               "marian": "vanilla_transformer"}
 OLD_MODEL_TYPES = {"vanilla_transformer": "transformer"}  # old spelling -> what to write instead
 
 

@@ -9,7 +9,11 @@ training, batched translation with `generate()`, BLEU / chrF, results, and atten
 train BPE tokenizers (or, when resuming, load the checkpoint's), tokenize, train with Accelerate (label smoothing,
 warmup, gradient clipping, the best checkpoint by validation BLEU, early stopping), translate the test set with beam
 search and score it with sacreBLEU's BLEU and chrF, save, reload the folder through `AutoModelForSeq2SeqLM` and
-translate a few sentences, and draw the attention of one of them.
+translate a few sentences, and draw the attention of one of them. The test translations, one line per sentence
+as scored, are saved beside the model (`TEST_HYPOTHESES`).
+
+``--model_type marian`` trains transformers' own MarianMTModel, sized by our Transformer's config fields
+(`marian_config`), with the same tokenizers, training and scoring: the reference point for our Transformer.
 
 A model folder holds the tokenizer of its target language (``tokenizer.json``, which ``AutoTokenizer`` loads);
 with separate vocabularies the source tokenizer is saved beside it in ``source_tokenizer/`` (``load_tokenizers``
@@ -37,6 +41,8 @@ from transformers import (
     AutoModelForSeq2SeqLM,
     AutoTokenizer,
     DataCollatorForSeq2Seq,
+    MarianConfig,
+    PretrainedConfig,
     PreTrainedTokenizerFast,
 )
 from transformers.models.auto.modeling_auto import MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING
@@ -53,13 +59,14 @@ from ..training import TrainingArguments, describe_device, save_model, start_run
 from . import arguments
 
 __all__ = ["ModelArguments", "DataArguments", "GenerationArguments", "ARGUMENTS", "TRAINING_DEFAULTS", "run",
-           "CUSTOM_PIPELINES", "TranslationTokenizers", "train_tokenizers", "load_tokenizers",
+           "CUSTOM_PIPELINES", "TEST_HYPOTHESES", "marian_config", "TranslationTokenizers", "train_tokenizers", "load_tokenizers",
            "check_language_columns", "tokenize_pairs", "batches_by_length", "translate", "translation_scores",
            "is_degenerate", "implausible_bleu_warning",
            "load_translation_model", "show_examples", "attention_matrix", "attention_figure",
            "save_attention_plot"]
 
 VOCABULARIES = ("joint", "separate")
+TEST_HYPOTHESES = "test_hypotheses.txt"  # in the model folder: the test translations, one line per sentence
 EXAMPLES = ["A little girl climbs into a wooden playhouse.", "Two dogs are running through the snow.",
             "A man in a blue shirt is standing on a ladder cleaning windows."]
 # Translation defaults for the shared training options (tuned for the attention GRU on 2 CPU cores).
@@ -72,7 +79,7 @@ TRAINING_DEFAULTS = {"per_device_train_batch_size": 64, "per_device_eval_batch_s
 
 @dataclass
 class ModelArguments(arguments.ModelArguments):
-    CHOICES: ClassVar[tuple[str, ...]] = ("attention_seq2seq", "transformer")
+    CHOICES: ClassVar[tuple[str, ...]] = ("attention_seq2seq", "transformer", "marian")
 
     model_type: str = arguments.model_type_field("attention_seq2seq", CHOICES)
 
@@ -408,11 +415,35 @@ def show_examples(model_dir: str, sentences: list[str]) -> None:
         print(f"  {source}\n    -> {translation}")
 
 
+def marian_config(transformer: PretrainedConfig) -> MarianConfig:
+    """The MarianConfig with our Transformer config's sizes, dropouts, vocabularies, embedding sharing and special
+    ids. Marian's layers are post-norm with sinusoidal positions: a config of another kind is refused."""
+    for name, marian in (("norm_position", "post"), ("position_embedding", "sinusoidal")):
+        if getattr(transformer, name) != marian:
+            raise ValueError(f"--model_type marian: MarianMTModel has {name}={marian!r} only, got "
+                             f"{getattr(transformer, name)!r}: drop {name} from --config_overrides.")
+    return MarianConfig(
+        vocab_size=transformer.source_vocab_size or transformer.vocab_size, decoder_vocab_size=transformer.vocab_size,
+        share_encoder_decoder_embeddings=transformer.share_encoder_decoder_embeddings, d_model=transformer.d_model,
+        encoder_layers=transformer.encoder_layers, decoder_layers=transformer.decoder_layers,
+        encoder_attention_heads=transformer.num_heads, decoder_attention_heads=transformer.num_heads,
+        encoder_ffn_dim=transformer.ffn_dim, decoder_ffn_dim=transformer.ffn_dim,
+        activation_function=transformer.activation, dropout=transformer.dropout,
+        attention_dropout=transformer.attention_dropout, activation_dropout=transformer.activation_dropout,
+        max_position_embeddings=transformer.max_position_embeddings, scale_embedding=transformer.scale_embedding,
+        tie_word_embeddings=transformer.tie_word_embeddings, pad_token_id=transformer.pad_token_id,
+        bos_token_id=transformer.bos_token_id, eos_token_id=transformer.eos_token_id,
+        decoder_start_token_id=transformer.decoder_start_token_id, forced_eos_token_id=None,
+    )
+
+
 def make_model(model_args: ModelArguments, generation_args: GenerationArguments, tokenizers: TranslationTokenizers):
     """A new encoder-decoder of ``model_args.model_type`` sized to the tokenizers, with the generation defaults
     saved with it."""
     config = model_args.config(tokenizers.target, decoder_start_token_id=tokenizers.target.bos_token_id,
                                source_vocab_size=None if tokenizers.joint else len(tokenizers.source))
+    if model_args.model_type == "marian":
+        config = marian_config(config)
     config.custom_pipelines = CUSTOM_PIPELINES  # pipeline("translation", model=folder, trust_remote_code=True)
     model = AutoModelForSeq2SeqLM.from_config(config)
     model.generation_config.update(num_beams=generation_args.num_beams, length_penalty=generation_args.length_penalty,
@@ -470,7 +501,8 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Tra
             model, tokenizers, raw["test"][src], raw["test"][tgt], prefix="test_",
             num_beams=generation_args.num_beams, length_penalty=generation_args.length_penalty, **decode
         )
-        results.update(scores, test_decoding_s=time.monotonic() - test_start, test_num_beams=generation_args.num_beams)
+        results.update(scores, test_decoding_s=time.monotonic() - test_start, test_num_beams=generation_args.num_beams,
+                       test_hypotheses_file=TEST_HYPOTHESES)
         if warning := implausible_bleu_warning(scores, translations):
             results["warnings"] = [warning]
     if all(entry.get("eval_degenerate") for entry in results["eval_history"]):
@@ -497,6 +529,8 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Tra
     save_model(accelerator, model, tokenizers, training_args.output_dir, results)
 
     if accelerator.is_main_process:
+        if "test_hypotheses_file" in results:
+            (Path(training_args.output_dir) / TEST_HYPOTHESES).write_text("".join(f"{line}\n" for line in translations))
         summary = {k: v for k, v in results.items() if k not in ("eval_history", "arguments")}
         print(json.dumps(summary, indent=2))
         for warning in results.get("warnings", []):

@@ -1,6 +1,6 @@
 """The README's Recipes, each the command `python scripts/compare.py <suite>` of a walkthrough of the course notes, run
-here on the bundled data in smoke size (two steps, a few rows): every model of the suite trains, is scored on the
-test split and lands in the suite's results file with what the run used."""
+here on the bundled data in smoke size (two steps, a few rows, one seed): every model of the suite trains, is scored
+on the test split and lands in the suite's results file with what the run used."""
 
 import json
 
@@ -8,9 +8,11 @@ import pytest
 
 from test_run_classification_ner import script  # tests/scripts is on sys.path
 
+from hf_seqmodels.comparison import SUITES
 from hf_seqmodels.paths import REPO_ROOT
 
-SMOKE = ["--max_train_steps", "2", "--max_train_samples", "48", "--max_eval_samples", "16", "--jobs", "2"]
+SMOKE = ["--max_train_steps", "2", "--max_train_samples", "48", "--max_eval_samples", "16", "--jobs", "2", "--seeds",
+         "1"]
 
 
 def recipes() -> list[str]:
@@ -32,7 +34,7 @@ def test_recipe_runs_in_smoke_size(suite, tmp_path):
     [report] = compare.main([suite, *SMOKE, "--results_dir", str(results_dir), "--output_dir",
                              str(tmp_path / "outputs")])
     saved = json.loads((results_dir / f"{suite}.json").read_text())
-    definition = compare.SUITES[suite]
+    definition = SUITES[suite]
     assert [run["name"] for run in saved["runs"]] == list(definition.models)
     for run in saved["runs"]:
         assert "error" not in run, run.get("log_tail")
@@ -43,6 +45,8 @@ def test_recipe_runs_in_smoke_size(suite, tmp_path):
         target = definition.common["target_lang"]
         for run in saved["runs"]:
             assert f"|tok:{'zh' if target == 'zh' else '13a'}|" in run["bleu_signature"]
+            assert len((results_dir / run["hypotheses"]).read_text().splitlines()) == 16
+        assert list(saved["paired_bootstrap"]["1"]["systems"]) == list(definition.models)
     if definition.word_vectors is not None:
         vectors = report["word_vectors"]["file"]
         with_vectors = [run for run in saved["runs"] if run["arguments"].get("word_vectors")]
