@@ -1,0 +1,128 @@
+"""Our decoding loop (``generate(custom_generate=decode)``, finished sentences leave the batch) against
+GenerationMixin's own, on a trained attention seq2seq folder and Multi30k test2016 (English -> German).
+
+Reported:
+- agreement, on every sentence asked for (the whole test set by default): beam search in length-sorted batches,
+  the share of sentences with identical outputs and the largest difference of ``sequences_scores``;
+- speed, as sentences/s (median and quartiles of ``--rounds`` interleaved rounds, after an untimed one) and the
+  per-round speed-up of ours over GenerationMixin: batched beam search (length-sorted batches), and greedy and beam
+  search at batch 1.
+
+    python -m benchmarks.decoding_loop --model outputs/multi30k-gru --out results/decoding_loop.json
+    python -m benchmarks.decoding_loop --smoke   # tiny stand-in model, a few sentences: checks the script runs
+"""
+
+import argparse
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+from hf_seqmodels.models.decoding import decode
+
+from .common import Settings, columns, interleaved, paired_ratio, rate
+from .translation_model import SMOKE, bleu_model, english_test2016, pad_batch, stand_in_model
+
+LOOPS = {"generation_mixin": None, "ours": decode}
+
+
+def sorted_batches(sources: list[list[int]], batch_size: int, pad_id: int) -> list[tuple[list[int], dict]]:
+    """The sentences longest first, in padded batches: (their positions, generate()'s inputs)."""
+    order = sorted(range(len(sources)), key=lambda i: -len(sources[i]))
+    batches = []
+    for start in range(0, len(order), batch_size):
+        chosen = order[start:start + batch_size]
+        ids = pad_batch([sources[i] for i in chosen], pad_id)
+        batches.append((chosen, {"input_ids": ids, "attention_mask": (ids != pad_id).long()}))
+    return batches
+
+
+def translate(model, batches, custom_generate, **options) -> dict[int, tuple[list[int], float | None]]:
+    """Each sentence's output tokens (padding after EOS removed) and score, by position in the test set."""
+    pad = model.config.pad_token_id
+    found = {}
+    with torch.no_grad():
+        for chosen, inputs in batches:
+            result = model.generate(**inputs, **options, custom_generate=custom_generate,
+                                    return_dict_in_generate=True, output_scores=options.get("num_beams", 1) > 1)
+            scores = result.get("sequences_scores")
+            for row, position in enumerate(chosen):
+                tokens = result.sequences[row].tolist()
+                while tokens and tokens[-1] == pad:
+                    tokens.pop()
+                found[position] = (tokens, None if scores is None else scores[row].item())
+    return found
+
+
+def agreement(model, batches, options: dict) -> dict:
+    """How often our loop's outputs equal GenerationMixin's, and the largest score difference."""
+    theirs, ours = (translate(model, batches, loop, **options) for loop in LOOPS.values())
+    same = sum(theirs[i][0] == ours[i][0] for i in theirs)
+    differences = [abs(theirs[i][1] - ours[i][1]) for i in theirs if theirs[i][1] is not None]
+    return {"sentences": len(theirs), "identical_outputs_percent": round(100 * same / len(theirs), 2),
+            "max_score_difference": max(differences, default=None)}
+
+
+def timings(model, batches, sentences: int, rounds: int, options: dict) -> dict:
+    """Sentences/s of each loop over ``batches`` and the per-round speed-up of ours."""
+    def run(loop: Callable | None) -> Callable[[], object]:
+        return lambda: translate(model, batches, loop, **options)
+
+    measured = interleaved({name: run(loop) for name, loop in LOOPS.items()}, rounds, device="cpu")
+    figures = {}
+    for name in LOOPS:
+        figures.update(columns(f"{name}_sentences_per_s", rate(sentences, measured, name)))
+    figures.update(columns("speedup_ours", paired_ratio(measured, "generation_mixin", "ours")))
+    return figures
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", help="a folder saved by scripts/run_translation.py (e.g. outputs/multi30k-gru)")
+    parser.add_argument("--smoke", action="store_true", help="a tiny stand-in model and a few sentences")
+    parser.add_argument("--sentences", type=int, default=1000, help="test2016 sentences (1000: all)")
+    parser.add_argument("--batch_size", type=int, default=64)
+    parser.add_argument("--num_beams", type=int, default=5)
+    parser.add_argument("--max_new_tokens", type=int, default=64)
+    parser.add_argument("--batch1_sentences", type=int, default=100, help="sentences decoded one at a time")
+    parser.add_argument("--rounds", type=int, default=5, help="timed rounds (at least 5 for reported figures)")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    parser.add_argument("--out", type=Path, help="write the results here as JSON")
+    args = parser.parse_args(argv)
+    if (args.model is None) == (not args.smoke):
+        parser.error("pass --model <folder> or --smoke (not both)")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if args.smoke:
+        timed = stand_in_model("gru", SMOKE, Settings(smoke=True), "smoke run")
+        args.sentences, args.batch_size, args.batch1_sentences = 8, 4, 2
+        args.num_beams, args.max_new_tokens = 3, 6
+    else:
+        timed = bleu_model(Path(args.model), "cpu")
+    model, config = timed.model, timed.model.config
+    sources = english_test2016(timed.tokenizer, args.sentences)
+    beam = {"num_beams": args.num_beams, "max_new_tokens": args.max_new_tokens, "do_sample": False,
+            "early_stopping": True, "length_penalty": 1.0}
+    greedy = {"num_beams": 1, "max_new_tokens": args.max_new_tokens, "do_sample": False}
+    batches = sorted_batches(sources, args.batch_size, config.pad_token_id)
+    singles = sorted_batches(sources[:args.batch1_sentences], 1, config.pad_token_id)
+    results = {
+        "model": timed.origin, "threads": torch.get_num_threads(), "device": "cpu",
+        "settings": {name: getattr(args, name) for name in ("sentences", "batch_size", "num_beams",
+                                                            "max_new_tokens", "batch1_sentences", "rounds")},
+        "agreement_beam": agreement(model, batches, beam),
+        "agreement_greedy": agreement(model, batches, greedy),
+        "beam_batched": timings(model, batches, len(sources), args.rounds, beam),
+        "beam_batch1": timings(model, singles, len(singles), args.rounds, beam),
+        "greedy_batch1": timings(model, singles, len(singles), args.rounds, greedy),
+    }
+    print(json.dumps(results, indent=1))
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(results, indent=1) + "\n")
+    return results
+
+
+if __name__ == "__main__":
+    main()
