@@ -18,6 +18,31 @@ def check_penalties(**penalties) -> None:
                              "(0 = off).")
 
 
+def check_adaptive_softmax(cutoffs, div_value, vocab_size: int, hidden_size: int, tie_word_embeddings: bool) -> None:
+    """Raise unless ``cutoffs`` are None or strictly increasing ids in ``(0, vocab_size)`` and ``div_value`` a number
+    > 1 that leaves every tail cluster's projection at least one feature; the adaptive softmax needs untied
+    embeddings."""
+    if not is_number(div_value) or not 1 < div_value < math.inf:
+        raise ValueError(f"`adaptive_softmax_div_value`={div_value!r} must be a finite number > 1: each tail "
+                         "cluster's projection is that many times smaller than the one before.")
+    if cutoffs is None:
+        return
+    if (not isinstance(cutoffs, (list, tuple)) or not cutoffs or not all(is_integer(c) for c in cutoffs)
+            or any(low >= high for low, high in zip(cutoffs, cutoffs[1:]))
+            or not 0 < cutoffs[0] <= cutoffs[-1] < vocab_size):
+        raise ValueError(f"`adaptive_softmax_cutoffs`={cutoffs!r} must be None (a full softmax) or a non-empty, "
+                         f"strictly increasing list of token ids in (0, vocab_size={vocab_size}), such as "
+                         f"[{vocab_size // 5}, {vocab_size * 3 // 5}] for two tail clusters.")
+    if hidden_size // div_value ** len(cutoffs) < 1:
+        raise ValueError(f"`adaptive_softmax_div_value`={div_value} leaves the last of the {len(cutoffs)} tail "
+                         f"clusters hidden_size // {div_value}**{len(cutoffs)} = 0 features: lower it or use fewer "
+                         "`adaptive_softmax_cutoffs`.")
+    if tie_word_embeddings:
+        raise ValueError("`adaptive_softmax_cutoffs` needs `tie_word_embeddings=False`: the adaptive softmax has its "
+                         "own output weights (a head and a projection per cluster), none of which is the embedding "
+                         "matrix. Set tie_word_embeddings=False, or adaptive_softmax_cutoffs=None for a full softmax.")
+
+
 class RecurrentConfig(CheckedConfig):
     r"""
     Configuration of a [`RecurrentModel`] and its heads.
@@ -65,6 +90,19 @@ class RecurrentConfig(CheckedConfig):
         tie_word_embeddings (`bool`, *optional*, defaults to `True`):
             Share the input embedding matrix with the language-model output layer (Press & Wolf, 2017). When
             `hidden_size != embedding_size`, a linear projection maps the outputs to the embedding size first.
+        adaptive_softmax_cutoffs (`list[int]`, *optional*):
+            Make the causal LM's output layer an adaptive softmax (Grave et al. 2017; torch's
+            `AdaptiveLogSoftmaxWithLoss`): a head softmax over the ids below `cutoffs[0]` and one entry per tail
+            cluster, each cluster `[cutoffs[i], cutoffs[i + 1])` (the last one ending at `vocab_size`) scored by a
+            softmax of its own behind a smaller projection. Training then costs each target its cluster, not the
+            whole vocabulary; without labels `logits` are the full log-probabilities. Strictly increasing ids in
+            `(0, vocab_size)`; `None` = a full softmax. The clusters are id ranges, so the ids must run from the most
+            frequent token to the least: the word-level tokenizer the tasks train (`tokenization.train_tokenizer`,
+            kind "word") numbers its words so, after the special tokens. Needs `tie_word_embeddings=False` (the
+            adaptive softmax has its own weights). Other heads ignore it.
+        adaptive_softmax_div_value (`float`, *optional*, defaults to 4.0):
+            Tail cluster `i` (from 1) projects the `hidden_size` outputs to `hidden_size // div_value**i` features
+            before its softmax: rarer words get smaller vectors. A number > 1.
         spelling_features (`int`, *optional*, defaults to 0):
             Size of the character-CNN features of each token's spelling (Ma & Hovy, 2016), concatenated to its
             embedding before the first recurrent layer; 0 = none. The spellings are saved with the weights and set
@@ -114,7 +152,8 @@ class RecurrentConfig(CheckedConfig):
     model_type = "recurrent"
     # Their defaults compute what configs saved before these fields meant: such configs load without them.
     fields_added_later = ("locked_dropout", "weight_drop", "word_type_dropout", "activation_regularization",
-                          "temporal_activation_regularization", "use_crf", "crf_constrain_bio")
+                          "temporal_activation_regularization", "use_crf", "crf_constrain_bio",
+                          "adaptive_softmax_cutoffs", "adaptive_softmax_div_value")
     attribute_map = {"num_hidden_layers": "num_layers"}
     keys_to_ignore_at_inference = ["cache", "past_key_values"]
 
@@ -136,6 +175,8 @@ class RecurrentConfig(CheckedConfig):
         activation_regularization: float = 0.0,
         temporal_activation_regularization: float = 0.0,
         tie_word_embeddings: bool = True,
+        adaptive_softmax_cutoffs: list[int] | None = None,
+        adaptive_softmax_div_value: float = 4.0,
         spelling_features: int = 0,
         spelling_embedding_size: int = 16,
         spelling_kernel_size: int = 3,
@@ -168,6 +209,8 @@ class RecurrentConfig(CheckedConfig):
                     locked_dropout=locked_dropout)
         check_penalties(activation_regularization=activation_regularization,
                         temporal_activation_regularization=temporal_activation_regularization)
+        check_adaptive_softmax(adaptive_softmax_cutoffs, adaptive_softmax_div_value, vocab_size, hidden_size,
+                               tie_word_embeddings)
         check_initializer_range(initializer_range)
         check_token_ids(vocab_size, pad_token_id=pad_token_id, bos_token_id=bos_token_id, eos_token_id=eos_token_id)
         self.vocab_size = vocab_size
@@ -185,6 +228,8 @@ class RecurrentConfig(CheckedConfig):
         self.word_type_dropout = word_type_dropout
         self.activation_regularization = activation_regularization
         self.temporal_activation_regularization = temporal_activation_regularization
+        self.adaptive_softmax_cutoffs = None if adaptive_softmax_cutoffs is None else list(adaptive_softmax_cutoffs)
+        self.adaptive_softmax_div_value = adaptive_softmax_div_value
         self.spelling_features = spelling_features
         self.spelling_embedding_size = spelling_embedding_size
         self.spelling_kernel_size = spelling_kernel_size

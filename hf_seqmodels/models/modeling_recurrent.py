@@ -14,6 +14,7 @@ from transformers.modeling_outputs import (
     TokenClassifierOutput,
 )
 
+from .adaptive_softmax import AdaptiveSoftmaxHead
 from .cache import RecurrentCache, RecurrentGenerationMixin, recurrent_cache
 from .cache_names import cache_argument, cache_field, output_cache
 from .configuration_recurrent import RecurrentConfig
@@ -206,7 +207,8 @@ class RecurrentModel(GraphedSteps, RecurrentPreTrainedModel):
 
 
 class RecurrentForCausalLM(RecurrentGenerationMixin, RecurrentPreTrainedModel, GenerationMixin):
-    """A recurrent language model: predicts each next token from the tokens before it."""
+    """A recurrent language model: predicts each next token from the tokens before it. Its output layer is a full
+    softmax, or with `adaptive_softmax_cutoffs` an adaptive softmax (`AdaptiveSoftmaxHead`)."""
 
     _tied_weights_keys = {"lm_head.weight": "model.embed_tokens.weight"}
     accepts_loss_kwargs = True  # forward takes `num_items_in_batch` (by name: it takes no **kwargs)
@@ -220,9 +222,14 @@ class RecurrentForCausalLM(RecurrentGenerationMixin, RecurrentPreTrainedModel, G
         super().__init__(config)
         self.model = RecurrentModel(config)
         self.dropout = make_dropout(config.output_dropout, config.locked_dropout)
-        self.projection, self.lm_head = lm_output_layers(
-            config.hidden_size, config.embedding_size, config.vocab_size, config.tie_word_embeddings
-        )
+        if config.adaptive_softmax_cutoffs:  # untied (the config checks it): no projection
+            self.projection = None
+            self.lm_head = AdaptiveSoftmaxHead(config.hidden_size, config.vocab_size, config.adaptive_softmax_cutoffs,
+                                               config.adaptive_softmax_div_value)
+        else:
+            self.projection, self.lm_head = lm_output_layers(
+                config.hidden_size, config.embedding_size, config.vocab_size, config.tie_word_embeddings
+            )
         self.post_init()
 
     def get_output_embeddings(self):
@@ -230,6 +237,12 @@ class RecurrentForCausalLM(RecurrentGenerationMixin, RecurrentPreTrainedModel, G
 
     def set_output_embeddings(self, new_embeddings):
         self.lm_head = new_embeddings
+
+    def resize_token_embeddings(self, *args, **kwargs):
+        if isinstance(self.lm_head, AdaptiveSoftmaxHead):
+            raise ValueError("An adaptive softmax cannot be resized: its clusters are ranges of ids ordered by "
+                             "frequency. Build a new model with the new `vocab_size` and `adaptive_softmax_cutoffs`.")
+        return super().resize_token_embeddings(*args, **kwargs)
 
     def forward(
         self,
@@ -249,7 +262,9 @@ class RecurrentForCausalLM(RecurrentGenerationMixin, RecurrentPreTrainedModel, G
         """
         labels: `(batch, length)` token ids, usually `input_ids` itself: the shift to next-token targets happens
             here. -100 marks positions that do not count (for example padding). `shift_labels` (see
-            `CausalLMLossKwargs`) replace them when given.
+            `CausalLMLossKwargs`) replace them when given. With an adaptive softmax (`adaptive_softmax_cutoffs`) and
+            labels, `logits` are None: the loss scores each target in its cluster alone. Without labels its
+            `logits` are the log-probabilities of every token, which generate() reads as any logits.
         logits_to_keep: compute logits for the last `logits_to_keep` positions only (0 = all), as generate() asks,
             or for the positions a 1-D tensor lists.
         num_items_in_batch: the number of target tokens in the whole (gradient-accumulated) batch, which Trainer
@@ -269,17 +284,21 @@ class RecurrentForCausalLM(RecurrentGenerationMixin, RecurrentPreTrainedModel, G
             return_dict=True,
         )
         top = keep_logits_positions(outputs.last_hidden_state, logits_to_keep)
-        hidden = self.dropout(top)
-        logits = self.lm_head(hidden if self.projection is None else self.projection(hidden))
-
-        loss = lm_loss(logits, labels, shift=True, num_items_in_batch=num_items_in_batch, shift_labels=shift_labels)
+        dropped = self.dropout(top)
+        hidden = dropped if self.projection is None else self.projection(dropped)
+        if isinstance(self.lm_head, AdaptiveSoftmaxHead):
+            loss = self.lm_head.loss(hidden, labels, num_items_in_batch=num_items_in_batch, shift_labels=shift_labels)
+            logits = self.lm_head.log_probs(hidden) if loss is None else None
+        else:
+            logits = self.lm_head(hidden)
+            loss = lm_loss(logits, labels, shift=True, num_items_in_batch=num_items_in_batch,
+                           shift_labels=shift_labels)
         if loss is not None and self.training:
-            loss = loss + self.activation_penalty(top, hidden)
+            loss = loss + self.activation_penalty(top, dropped)
         result = CausalLMOutputWithPast(
             loss=loss, logits=logits, hidden_states=outputs.hidden_states, **cache_field(output_cache(outputs))
         )
         return result if return_dict else result.to_tuple()
-
 
     def activation_penalty(self, outputs: torch.Tensor, dropped: torch.Tensor) -> torch.Tensor | float:
         """AR and TAR (Merity et al. 2017) of the top layer's ``outputs`` ``(batch, length, hidden_size)``:
