@@ -106,7 +106,7 @@ def greedy_or_sample(model, input_ids, logits_processor, stopping_criteria, gene
     raw_logits = StepRecord(generation_config.return_dict_in_generate and generation_config.output_logits,
                             batch_size)
     probabilities = None
-    stopped = torch.zeros(batch_size, dtype=torch.bool, device=input_ids.device)  # without padding: rows stay
+    stopped = torch.zeros(batch_size, dtype=torch.bool, device=input_ids.device)  # rows stay when not padded
     logits, model_kwargs = prefill(model, input_ids, generation_config, model_kwargs)
     while True:
         next_scores = logits_processor(live_sequences, logits)
@@ -117,18 +117,23 @@ def greedy_or_sample(model, input_ids, logits_processor, stopping_criteria, gene
             tokens = torch.multinomial(probabilities, num_samples=1).squeeze(1)[live]
         else:
             tokens = next_scores.argmax(dim=-1)
-        sequences[live, length] = tokens
+        if len(live) == batch_size:
+            sequences[:, length] = tokens
+            live_sequences = sequences[:, :length + 1]
+        else:
+            sequences[live, length] = tokens
+            live_sequences = sequences[live, :length + 1]
         length += 1
-        live_sequences = sequences[:, :length] if len(live) == batch_size else sequences[live, :length]
-        finished = stopping_criteria(live_sequences, scores.result()) | stopped
-        if bool(finished.all()):
-            break
+        finished = stopping_criteria(live_sequences, scores.result())
         if not pads_finished:
-            stopped = finished
-        elif bool(finished.any()):
+            finished = stopped = finished | stopped
+        count = int(finished.sum())  # the step's one synchronisation
+        if count == len(live):
+            break
+        if count and pads_finished:
             keep = (~finished).nonzero().squeeze(1)
             model_kwargs = select_rows(model_kwargs, len(live), keep)
-            live, live_sequences, stopped = live[keep], live_sequences[keep], stopped[keep]
+            live, live_sequences = live[keep], live_sequences[keep]
         logits, model_kwargs = next_logits(model, live_sequences, model_kwargs)
     sequences = sequences[:, :length]
     if not generation_config.return_dict_in_generate:

@@ -71,6 +71,7 @@ def beam_search(model, input_ids, logits_processor, stopping_criteria, generatio
     hope = torch.ones((batch_size, 1), dtype=torch.bool, device=device)  # the heuristic says: can still improve
     live = torch.arange(batch_size, device=device)  # original sentence of each live sentence
     beam_offsets = torch.arange(num_beams, device=device)
+    row_offsets = live[:, None] * num_beams  # first row of each live sentence, in the live batch
     out = _Hypotheses(best.sequences.clone(), num_beams, max_length - length, track_beams)
     fast_hits = all(type(c) in (EosTokenCriteria, MaxLengthCriteria) for c in stopping_criteria)
     scores = StepRecord(config.return_dict_in_generate and config.output_scores, rows)
@@ -79,15 +80,16 @@ def beam_search(model, input_ids, logits_processor, stopping_criteria, generatio
     logits, model_kwargs = prefill(model, input_ids, config, model_kwargs)
     while True:
         sentences = len(live)
-        live_rows = (live[:, None] * num_beams + beam_offsets).view(-1)
         log_probs = logits_processor(sequences[:, :length], torch.log_softmax(logits, dim=-1))
-        raw_logits.add(logits, live_rows)
-        scores.add(log_probs, live_rows)
+        if scores.steps is not None or raw_logits.steps is not None or track_beams:
+            live_rows = (live[:, None] * num_beams + beam_offsets).view(-1)  # rows among all sentences' rows
+            raw_logits.add(logits, live_rows)
+            scores.add(log_probs, live_rows)
         vocab_size = log_probs.shape[-1]
         totals = (log_probs.view(sentences, num_beams, vocab_size) + running_scores[:, :, None]).view(sentences, -1)
         top_scores, top_indices = torch.topk(totals, k=keep_k)
         top_beams, top_tokens = top_indices // vocab_size, top_indices % vocab_size
-        flat_beams = top_beams + (torch.arange(sentences, device=device) * num_beams)[:, None]
+        flat_beams = top_beams + row_offsets
         if fast_hits:
             hits = torch.zeros_like(top_tokens, dtype=torch.bool) if length + 1 < max_length else \
                 torch.ones_like(top_tokens, dtype=torch.bool)
@@ -138,15 +140,17 @@ def beam_search(model, input_ids, logits_processor, stopping_criteria, generatio
         settled = ~hope.squeeze(1)
         if early_stopping is True:
             settled |= best.finished.all(dim=1)
-        if bool(settled.all()) or bool(hits.all()):
+        count, all_hit = torch.stack((settled.sum(), hits.all())).tolist()  # one synchronisation
+        if count == sentences or all_hit:
             break
-        if bool(settled.any()):
+        if count:
             _store(out, best, live, settled)
             keep = (~settled).nonzero().squeeze(1)
             keep_rows = (keep[:, None] * num_beams + beam_offsets).view(-1)
             model_kwargs = select_rows(model_kwargs, sentences * num_beams, keep_rows)
             sequences, running_scores, hope, live = (
                 sequences.index_select(0, keep_rows), running_scores[keep], hope[keep], live[keep])
+            row_offsets = row_offsets[:len(keep)]
             if track_beams:
                 running_beams = running_beams.index_select(0, keep_rows)
             best.select(keep)
