@@ -110,7 +110,8 @@ def bar_chart(path: Path, suite: Suite, rows: list[dict]) -> None:
     sds = [(row[suite.metric]["sd"] or 0.0) * scale for row in rows]
     figure, axis = plt.subplots(figsize=(1.4 * max(len(rows), 3) + 1, 4))
     bars = axis.bar([row["name"] for row in rows], means, yerr=sds, capsize=4, color="tab:blue")
-    axis.bar_label(bars, labels=[mean_sd_cell(row[suite.metric], suite.percent) for row in rows], fontsize=7)
+    axis.bar_label(bars, labels=[mean_sd_cell(row[suite.metric], suite.percent) for row in rows], label_type="center",
+                   color="white", fontsize=7)
     targeted = [(i, suite.targets[row["name"]]) for i, row in enumerate(rows) if row["name"] in suite.targets]
     for j, (i, target) in enumerate(targeted):
         axis.hlines(target * scale, i - 0.4, i + 0.4, colors="tab:red", linestyles="--",
