@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import torch
 
-from .beam_search import agreement, hand_beam_search, hand_greedy, strip
+from .beam_search import agreement, counts, hand_beam_search, hand_greedy, strip
 from .common import (
     Settings, columns, count_ops, entry_result, first_pass_then_rounds, paired_ratio, resolve_sizes, spread, target,
     timed,
@@ -118,7 +118,8 @@ def measure_mode(model, label: str, mode: str, fns: dict[str, Callable], sources
                      "hand_loop_other_ms_per_token": ms_per(total["hand"] - inside["hand"], split_tokens),
                      "generate_ops_per_token": round(ops[name], 1),
                      "hand_loop_ops_per_token": round(ops["hand"], 1),
-                     "same_output": round(agreement(outputs[name], outputs["hand"]), 4)})
+                     "same_output": round(agreement(outputs[name], outputs["hand"]), 4),
+                     "counts": counts(outputs[name], outputs["hand"])})
     return rows, profiles
 
 
@@ -149,7 +150,8 @@ def run(settings: Settings) -> dict:
                f"translating all of them once per round, {sizes.rounds} rounds taking turns after an untimed first "
                "pass (first_pass_s); ms_per_sentence is the median over the rounds (_iqr: its quartiles), "
                "generate_speed_vs_hand_loop the median of the per-round ratios hand loop time / generate() time "
-               "(> 1: generate() faster), with its quartiles. The hand loops (a greedy loop, and a beam loop with "
+               "(> 1: generate() faster), with its quartiles; a row whose outputs differ from the hand loop's does "
+               "not count (column counts). The hand loops (a greedy loop, and a beam loop with "
                "the sentence's beams in one decoder call per step) call the model's forward with the default cache "
                "exactly as generate() does (benchmarks/beam_search.py). cache_implementation='static' keeps the "
                "recurrent state at fixed addresses, and on a GPU the model then replays its decoding steps as CUDA "

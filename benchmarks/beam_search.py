@@ -100,6 +100,13 @@ def agreement(ours: list[list[int]], other: list[list[int]]) -> float:
     return sum(a == b for a, b in zip(ours, other)) / len(ours)
 
 
+def counts(ours: list[list[int]], other: list[list[int]]) -> str:
+    """Whether a speed comparison of two searches counts: "yes" when they found the same outputs for every
+    sentence, else how many differ."""
+    differ = sum(a != b for a, b in zip(ours, other, strict=True))
+    return "yes" if differ == 0 else f"NO: {differ} of {len(ours)} outputs differ"
+
+
 @torch.no_grad()
 def hand_greedy(model, input_ids: torch.Tensor, attention_mask: torch.Tensor | None, max_new_tokens: int):
     """Greedy decoding of a batch in one decoder call per step, until every row has emitted EOS."""

@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 import torch
 
-from .beam_search import agreement, hand_beam_search, matched_beam_search, strip
+from .beam_search import agreement, counts, hand_beam_search, matched_beam_search, strip
 from .common import (
     Settings, columns, entry_result, interleaved, op_profile, paired_ratio, rate, resolve_sizes, target, timed,
 )
@@ -126,13 +126,12 @@ def table_rows(label: str, rounds, sizes: Sizes, count: int) -> list[dict]:
     """One row per search: sentences/s, how many times faster ``OURS`` is, and agreement with ``REFERENCE``."""
     rows = []
     for name, (description, role) in searches(sizes).items():
-        same = agreement(rounds.last[REFERENCE], rounds.last[name])
-        differ = round((1 - same) * count)
+        reference, found = rounds.last[REFERENCE], rounds.last[name]
         rows.append({"model": label, "search": description, "role": role,
                      **columns("sentences_per_s", rate(count, rounds, name)),
                      **columns(f"{OURS}_speedup", paired_ratio(rounds, name, OURS)),
-                     "same_best_as_generate": round(same, 4),
-                     "counts": "yes" if differ == 0 else f"NO: {differ} of {count} best hypotheses differ"})
+                     "same_best_as_generate": round(agreement(reference, found), 4),
+                     "counts": counts(reference, found)})
     return rows
 
 

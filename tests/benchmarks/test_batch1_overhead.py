@@ -5,7 +5,7 @@ median of per-round ratios with its quartiles, and the time split and the profil
 def test_batch1_overhead_outputs_agree(smoke_entries):
     entry = smoke_entries["batch1_overhead"]
     assert {row["mode"] for row in entry["rows"]} >= {"greedy"}
-    assert all(row["same_output"] == 1.0 for row in entry["rows"])
+    assert all(row["same_output"] == 1.0 and row["counts"] == "yes" for row in entry["rows"])
     assert entry["profiles"] and all(entry["profiles"].values())
     for row in entry["rows"]:  # every search spends time in the decoder calls, and some outside them
         assert min(row[f"{who}_{part}_ms_per_token"]

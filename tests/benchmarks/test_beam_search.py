@@ -2,7 +2,7 @@
 
 from types import SimpleNamespace
 
-from benchmarks.beam_search import agreement, strip
+from benchmarks.beam_search import agreement, counts, strip
 
 CONFIG = SimpleNamespace(eos_token_id=2)
 
@@ -14,3 +14,8 @@ def test_strip_cuts_at_the_first_eos():
 
 def test_agreement_is_the_fraction_of_equal_outputs():
     assert agreement([[1], [2, 3], [4]], [[1], [2], [4]]) == 2 / 3
+
+
+def test_counts_only_when_every_output_agrees():
+    assert counts([[1], [2, 3]], [[1], [2, 3]]) == "yes"
+    assert counts([[1], [2, 3], [4]], [[1], [2], [5]]) == "NO: 2 of 3 outputs differ"
