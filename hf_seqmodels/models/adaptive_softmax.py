@@ -14,6 +14,9 @@ class AdaptiveSoftmaxHead(nn.AdaptiveLogSoftmaxWithLoss):
     ``cutoffs`` cut the ids, which must run from the most frequent token to the least, into the head's shortlist
     ``[0, cutoffs[0])`` and tail clusters ``[cutoffs[i], cutoffs[i + 1])`` (the last one ending at ``vocab_size``);
     tail cluster ``i`` (from 1) reads a projection to ``in_features // div_value**i`` features.
+
+    It computes in its weights' dtype with autocast off: torch's module writes each cluster's log-probabilities into
+    a tensor of its input's dtype, which the mixed dtypes of autocast break.
     """
 
     def __init__(self, in_features: int, vocab_size: int, cutoffs: list[int], div_value: float):
@@ -21,7 +24,9 @@ class AdaptiveSoftmaxHead(nn.AdaptiveLogSoftmaxWithLoss):
 
     def log_probs(self, hidden: torch.Tensor) -> torch.Tensor:
         """The log-probability of every token: ``(..., in_features)`` -> ``(..., vocab_size)``."""
-        return self.log_prob(hidden.reshape(-1, hidden.shape[-1])).view(*hidden.shape[:-1], self.n_classes)
+        with torch.autocast(hidden.device.type, enabled=False):
+            flat = hidden.reshape(-1, hidden.shape[-1]).to(self.head.weight.dtype)
+            return self.log_prob(flat).view(*hidden.shape[:-1], self.n_classes)
 
     def loss(
         self,
@@ -49,4 +54,6 @@ class AdaptiveSoftmaxHead(nn.AdaptiveLogSoftmaxWithLoss):
             num_items_in_batch = max(targets.numel(), 1)
         if not targets.numel():
             return hidden.sum() * 0.0  # nothing to score; keeps the graph
-        return -self(hidden[scored], targets).output.sum() / num_items_in_batch
+        with torch.autocast(hidden.device.type, enabled=False):
+            log_likelihood = self(hidden[scored].to(self.head.weight.dtype), targets).output
+        return -log_likelihood.sum() / num_items_in_batch

@@ -249,3 +249,16 @@ def test_the_word_tokenizer_numbers_words_by_descending_frequency():
     by_id = sorted(counts, key=tokenizer.convert_tokens_to_ids)
     assert [counts[word] for word in by_id] == sorted(counts.values(), reverse=True)
     assert min(tokenizer.convert_tokens_to_ids(list(counts))) == len(tokenizer.all_special_ids)
+
+
+def test_autocast_leaves_the_adaptive_softmax_in_its_weights_dtype():
+    """torch's module fails on the mixed dtypes of autocast (bf16 on CPU, as --mixed_precision bf16 runs)."""
+    model, input_ids = lm(cell_type="gru", **ADAPTIVE), ids()
+    with torch.no_grad():
+        expected = model(input_ids=input_ids, labels=input_ids).loss
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            loss = model(input_ids=input_ids, labels=input_ids).loss
+            logits = model(input_ids=input_ids).logits
+    assert loss.dtype == logits.dtype == torch.float32
+    torch.testing.assert_close(loss, expected, rtol=0, atol=0.05)
+    torch.testing.assert_close(logits.exp().sum(-1), torch.ones(input_ids.shape))
