@@ -1,8 +1,8 @@
 """The numbers a card states, looked up by what they are rather than by how a table labels them.
 
 A *run* is the ``results.json`` a training script writes next to its model (scores, training facts and
-``arguments``); ``results/<suite>.json`` from ``scripts/compare.py`` holds one run per model under ``"runs"``. A
-run's scores are those its task declares (`run_scores`). What ``python -m benchmarks.run`` measured
+``arguments``); ``results/<suite>.json`` from ``scripts/compare.py`` holds one run per model and seed under
+``"runs"``. A run's scores are those its task declares (`run_scores`). What ``python -m benchmarks.run`` measured
 (``results/benchmarks.json``) is looked up by model family and measure (`benchmark_figure`), through the table
 `MEASURES` of the figures a card quotes.
 """
@@ -39,16 +39,21 @@ def find_results_file(model_dir: str | Path, results: str | Path | None = None) 
     return path
 
 
-def load_run(results_file: str | Path, model: str | None = None) -> dict:
+def load_run(results_file: str | Path, model: str | None = None, seed: int | None = None) -> dict:
     """One run from ``results_file``: a script's ``results.json``, or ``results/<suite>.json`` with ``model``
-    naming the run (its ``name``)."""
+    naming the run (its ``name``) and ``seed`` the seed of that model's run (default: its first)."""
     data = json.loads(Path(results_file).read_text())
     if "runs" not in data:
         return data
-    names = [run["name"] for run in data["runs"]]
+    names = list(dict.fromkeys(run["name"] for run in data["runs"]))
     if model not in names:
         raise ValueError(f"{results_file} has runs {names}; pick one with --model (got {model!r}).")
-    return data["runs"][names.index(model)]
+    runs = [run for run in data["runs"] if run["name"] == model]
+    if seed is None:
+        return runs[0]
+    if seed not in (seeds := [run.get("seed") for run in runs]):
+        raise ValueError(f"{results_file} has runs of {model!r} with seeds {seeds}, not {seed}.")
+    return runs[seeds.index(seed)]
 
 
 def run_scores(run: dict, split: str = "eval") -> list[tuple[Metric, float]]:

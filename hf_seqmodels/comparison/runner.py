@@ -105,16 +105,10 @@ def keep_hypotheses(run: dict, suite_name: str, results_dir: Path) -> dict:
     return {**run, "hypotheses": str(kept)}
 
 
-def test_references(suite: Suite, fields: dict) -> list[str]:
-    """The test split's target sentences of a translation run with ``fields``: what its hypotheses were scored
-    against."""
-    data_args = parse_dict(suite.module, fields)[1]
-    return data_args.load()["test"][data_args.target_lang]
-
-
 def bootstrap_by_seed(suite: Suite, runs: list[dict], results_dir: Path) -> dict[str, dict]:
-    """Per seed with two or more translated runs: `paired_bootstrap` of their saved hypotheses, the baseline being
-    the first of the suite's models among them."""
+    """Per seed with two or more translated runs: `paired_bootstrap` of their saved hypotheses against the test
+    split's target sentences (which every run of the suite scored against), the baseline being the first of the
+    suite's models among them."""
     compared = {}
     for seed in dict.fromkeys(run["seed"] for run in runs):
         translated = [run for run in runs if run["seed"] == seed and "hypotheses" in run]
@@ -122,8 +116,8 @@ def bootstrap_by_seed(suite: Suite, runs: list[dict], results_dir: Path) -> dict
             continue
         systems = {run["name"]: (results_dir / run["hypotheses"]).read_text().splitlines() for run in translated}
         data_args = parse_dict(suite.module, translated[0]["fields"])[1]
-        compared[str(seed)] = paired_bootstrap(systems, test_references(suite, translated[0]["fields"]),
-                                               data_args.bleu_tokenize)
+        references = data_args.load()["test"][data_args.target_lang]
+        compared[str(seed)] = paired_bootstrap(systems, references, data_args.bleu_tokenize)
     return compared
 
 

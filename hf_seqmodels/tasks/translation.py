@@ -59,7 +59,8 @@ from ..training import TrainingArguments, describe_device, save_model, start_run
 from . import arguments
 
 __all__ = ["ModelArguments", "DataArguments", "GenerationArguments", "ARGUMENTS", "TRAINING_DEFAULTS", "run",
-           "CUSTOM_PIPELINES", "TEST_HYPOTHESES", "marian_config", "TranslationTokenizers", "train_tokenizers", "load_tokenizers",
+           "CUSTOM_PIPELINES", "TEST_HYPOTHESES", "marian_config", "TranslationTokenizers", "train_tokenizers",
+           "load_tokenizers",
            "check_language_columns", "tokenize_pairs", "batches_by_length", "translate", "translation_scores",
            "is_degenerate", "implausible_bleu_warning",
            "load_translation_model", "show_examples", "attention_matrix", "attention_figure",
@@ -417,7 +418,8 @@ def show_examples(model_dir: str, sentences: list[str]) -> None:
 
 def marian_config(transformer: PretrainedConfig) -> MarianConfig:
     """The MarianConfig with our Transformer config's sizes, dropouts, vocabularies, embedding sharing and special
-    ids. Marian's layers are post-norm with sinusoidal positions: a config of another kind is refused."""
+    ids: the same trainable parameters (Marian also counts its fixed sinusoidal position tables as parameters).
+    Marian's layers are post-norm with sinusoidal positions: a config of another kind is refused."""
     for name, marian in (("norm_position", "post"), ("position_embedding", "sinusoidal")):
         if getattr(transformer, name) != marian:
             raise ValueError(f"--model_type marian: MarianMTModel has {name}={marian!r} only, got "
