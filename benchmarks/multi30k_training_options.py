@@ -15,11 +15,14 @@ more: the table gives each row's minutes. The table goes to ``results/multi30k_t
 import argparse
 import json
 import os
+import platform
 import shlex
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+import torch
 
 from hf_seqmodels.averaging import average_checkpoints, last_checkpoints
 from hf_seqmodels.tasks import translation
@@ -54,7 +57,8 @@ def train(name: str, output_dir: Path, steps: int, smoke: bool) -> dict:
         raise RuntimeError(f"{name}: {shlex.join(command)} failed (exit {done.returncode}); see {log}.")
     results = json.loads((output_dir / "results.json").read_text())
     return {"row": name, **scores_of(results), "steps": results["steps"], "minutes": results["train_runtime_s"] / 60,
-            "best_step": results["best_step"], "command": shlex.join(["python", *command[1:]])}
+            "best_step": results["best_step"], "device": results["device"],
+            "command": shlex.join(["python", *command[1:]])}
 
 
 def scores_of(results: dict) -> dict:
@@ -83,7 +87,7 @@ def averaged_row(run_dir: Path, count: int) -> dict:
 
 
 def markdown(table: dict) -> str:
-    lines = [f"# {table['title']}", "", table["protocol"], "",
+    lines = [f"# {table['title']}", "", f"`{table['command']}` on {table['machine']}.", "", table["protocol"], "",
              "| training | test BLEU | test chrF | validation BLEU (greedy) | steps | minutes |", "|---|---|---|---|---|---|"]
     for row in table["rows"]:
         cells = [f"{row[key]:.2f}" if key in row else "" for key in ("test_bleu", "test_chrf", "eval_bleu")]
@@ -117,6 +121,10 @@ def main(argv: list[str] | None = None) -> dict:
                     "trainings at once with 1 CPU thread each; test2016 BLEU/chrF with beam search, the model with "
                     "the best validation BLEU (greedy) for the trainings; checkpoints every "
                     f"{CHECKPOINT_EVERY if not args.smoke else 1} steps.",
+        "command": shlex.join(["python", "-m", "benchmarks.multi30k_training_options",
+                               *(sys.argv[1:] if argv is None else argv)]),
+        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPU cores, torch "
+                   f"{torch.__version__}",
         "smoke": args.smoke,
         "rows": rows,
     }

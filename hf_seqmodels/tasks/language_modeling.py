@@ -45,7 +45,7 @@ TRAINING_DEFAULTS = {"learning_rate": 1e-2, "num_warmup_steps": 100, "per_device
                      "num_train_epochs": 1, "time_budget_minutes": 7.5}
 RECURRENT_OPTIONS = ("cell_type", "embedding_size", "hidden_size", "num_layers", "embedding_dropout", "dropout",
                      "output_dropout", "locked_dropout", "weight_drop", "word_type_dropout", "activation_regularization",
-                     "temporal_activation_regularization")
+                     "temporal_activation_regularization", "adaptive_softmax_cutoffs", "adaptive_softmax_div_value")
 LM_PROTOCOLS = ("blocks", "stateful")
 
 
@@ -124,6 +124,14 @@ class ModelArguments(arguments.ModelArguments):
     temporal_activation_regularization: float = field(
         default=0.0, metadata={"help": "Recurrent only: TAR, weight of the top outputs' mean square change from one "
                                        "position to the next (AWD's beta)."}
+    )
+    adaptive_softmax_cutoffs: list[int] | None = field(
+        default=None, metadata={"help": "Recurrent only: an adaptive softmax output layer with these cluster "
+                                        "boundaries (word ids, most frequent first), e.g. 2000 6000 on PTB; needs "
+                                        "--tie_word_embeddings false."}
+    )
+    adaptive_softmax_div_value: float = field(
+        default=4.0, metadata={"help": "Recurrent only: each tail cluster's projection is this many times smaller."}
     )
     tie_word_embeddings: bool = field(default=True, metadata={"help": "Share input and output embeddings."})
 
