@@ -27,7 +27,6 @@ from tests.test_modeling_common import EOS, REMOTE_CODE_SCRIPT, make_model
 FAMILIES = {
     "gru_lm": lambda: (RecurrentForCausalLM, RecurrentModelTester("gru").get_config(RecurrentForCausalLM)),
     "lstm_lm": lambda: (RecurrentForCausalLM, RecurrentModelTester("lstm").get_config(RecurrentForCausalLM)),
-    "attention_gru": lambda: (AttentionSeq2SeqForConditionalGeneration, attention_seq2seq_config()),
     "attention_gru_bahdanau": lambda: (AttentionSeq2SeqForConditionalGeneration, attention_seq2seq_config(
         attention_type="bahdanau")),
     "attention_lstm_input_feeding": lambda: (AttentionSeq2SeqForConditionalGeneration, attention_seq2seq_config(
@@ -36,13 +35,12 @@ FAMILIES = {
     "transformer_lm": lambda: (TransformerForCausalLM, transformer_config(is_encoder_decoder=False)),
 }
 BEAM_SETTINGS = [
-    {"num_beams": 2},
     {"num_beams": 3, "num_return_sequences": 3, "length_penalty": 0.0},
     {"num_beams": 4, "length_penalty": 2.0, "early_stopping": True, "num_return_sequences": 2},
     {"num_beams": 3, "length_penalty": -1.0, "early_stopping": "never"},
     {"num_beams": 3, "length_penalty": 1.5, "early_stopping": "never"},
 ]
-SEEDS = (0, 1, 2)
+SEEDS = (0, 1)
 
 
 @functools.cache
@@ -109,8 +107,9 @@ def test_beam_search_equals_generation_mixin(family, settings):
         torch.testing.assert_close(ours.sequences_scores, theirs.sequences_scores, rtol=0, atol=1e-5)
         assert torch.equal(ours.beam_indices, theirs.beam_indices)
         assert_scores_of_live_rows_equal(theirs.scores, ours.scores)
-        plain = model.generate(**prompts, **options, **settings, custom_generate=decode)
-        assert torch.equal(plain, theirs.sequences)  # without return_dict_in_generate: the sequences alone
+        if seed == 0:  # without return_dict_in_generate: the sequences alone
+            assert torch.equal(model.generate(**prompts, **options, **settings, custom_generate=decode),
+                               theirs.sequences)
 
 
 def decoder_rows(model, prompts, options: dict) -> tuple[int, int, torch.Tensor, torch.Tensor]:
