@@ -57,7 +57,9 @@ def test_sentiment_suite_with_two_seeds(tmp_path):
 
     # The card of a run, rendered from the suite file, states that file's numbers (the model's first seed).
     gru = load_run(results_dir / "sentiment.json", "GRU")
-    assert gru["seed"] == 7
+    assert gru["seed"] == 7 and load_run(results_dir / "sentiment.json", "GRU", seed=8) == saved["runs"][3]
+    with pytest.raises(ValueError, match=r"runs of 'GRU' with seeds \[7, 8\], not 9"):
+        load_run(results_dir / "sentiment.json", "GRU", seed=9)
     card = render_card(gru)
     assert {r.metric_type: r.metric_value for r in card.data.eval_results} == {
         "accuracy": gru["eval_accuracy"], "f1": gru["eval_f1"]}
