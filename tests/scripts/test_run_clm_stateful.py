@@ -4,6 +4,7 @@ import importlib.util
 import json
 
 import pytest
+import torch
 from transformers import AutoModelForCausalLM
 
 from hf_seqmodels.data import load_text_dataset
@@ -49,3 +50,23 @@ def test_stateful_refusals(tmp_path, options, match):
 def test_variable_bptt_needs_the_stateful_protocol(tmp_path):
     with pytest.raises(ValueError, match="--variable_bptt needs --lm_protocol stateful"):
         run_clm()(["--output_dir", str(tmp_path / "lm"), "--variable_bptt"])
+
+
+def test_adaptive_softmax_run_saves_and_reloads_it(data_dir, tmp_path, monkeypatch):
+    """The options reach the config, the saved folder reloads with its clusters, and its log-probabilities are a
+    distribution over the whole vocabulary (generate() and the printed samples read them)."""
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    run_clm()(["--output_dir", str(tmp_path / "lm"), *TINY_CLM, "--lm_protocol", "stateful",
+               "--adaptive_softmax_cutoffs", "50", "200", "--no_tie_word_embeddings"])
+    results = json.loads((tmp_path / "lm" / "results.json").read_text())
+    assert results["test_perplexity"] < results["vocab_size"]
+    model = AutoModelForCausalLM.from_pretrained(tmp_path / "lm")
+    assert model.config.adaptive_softmax_cutoffs == [50, 200] and not model.config.tie_word_embeddings
+    log_probs = model(input_ids=torch.tensor([[1, 2, 3]])).logits
+    assert log_probs.shape[-1] == results["vocab_size"]
+    torch.testing.assert_close(log_probs.exp().sum(-1), torch.ones(1, 3))
+
+
+def test_adaptive_softmax_with_tied_embeddings_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="tie_word_embeddings=False"):
+        run_clm()(["--output_dir", str(tmp_path / "lm"), "--adaptive_softmax_cutoffs", "50", "200"])
