@@ -9,6 +9,6 @@ returns rows for a table, the ratios that matter and the targets they are held t
   names (the language models they measure are built by ``models.py``, the tutorial baselines by ``tutorial.py``).
 
 What they share (sizes and overrides, timing, peak memory, the result record) is in ``common.py``: every time is
-taken by its ``timed``, ``time_call`` or ``interleaved``. ``translation_bleu.py`` and ``quality_gpu.sh`` measure
+taken by its ``timed`` or ``interleaved``. ``translation_bleu.py`` and ``quality_gpu.sh`` measure
 translation quality, not speed.
 """

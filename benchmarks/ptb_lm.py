@@ -22,6 +22,7 @@ from pathlib import Path
 
 import torch
 
+from hf_seqmodels.comparison.recipes import PTB_AWD, PTB_PLAIN
 from hf_seqmodels.tasks import language_modeling as lm
 from hf_seqmodels.training import TrainingArguments
 
@@ -33,14 +34,11 @@ TRAIN_SHARE = 0.85  # of the budget; the rest is left for the final validation a
 # embeddings.
 SHARED = {"embedding_size": 256, "hidden_size": 256, "num_layers": 1, "adaptive_softmax_cutoffs": [2000, 6000],
           "tie_word_embeddings": False}
-PLAIN = {"embedding_dropout": 0.1, "dropout": 0.0, "output_dropout": 0.3}
-AWD = {"locked_dropout": True, "embedding_dropout": 0.2, "dropout": 0.2, "output_dropout": 0.3, "weight_drop": 0.2,
-       "word_type_dropout": 0.05, "activation_regularization": 2.0, "temporal_activation_regularization": 1.0}
 VARIANTS = {
-    "lstm": {"cell_type": "lstm", **SHARED, **PLAIN},
-    "gru": {"cell_type": "gru", **SHARED, **PLAIN},
-    "lstm-awd": {"cell_type": "lstm", **SHARED, **AWD},
-    "gru-awd": {"cell_type": "gru", **SHARED, **AWD},
+    "lstm": {"cell_type": "lstm", **SHARED, **PTB_PLAIN},
+    "gru": {"cell_type": "gru", **SHARED, **PTB_PLAIN},
+    "lstm-awd": {"cell_type": "lstm", **SHARED, **PTB_AWD},
+    "gru-awd": {"cell_type": "gru", **SHARED, **PTB_AWD},
 }
 TRAINING = {"per_device_train_batch_size": 40, "per_device_eval_batch_size": 10, "learning_rate": 1e-2,
             "lr_scheduler_type": "linear", "num_warmup_steps": 100, "max_grad_norm": 0.25, "num_train_epochs": 6,

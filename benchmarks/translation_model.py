@@ -158,7 +158,7 @@ def bleu_model(folder: Path, device: str) -> TimedModel:
     results = folder / "results.json"
     scores = json.loads(results.read_text()) if results.is_file() else {}
     origin = {"model_dir": str(folder), "test_bleu": scores.get("test_bleu"),
-              "test_bleu_signature": scores.get("test_bleu_signature"), "test_num_beams": scores.get("test_num_beams")}
+              "test_bleu_signature": scores.get("bleu_signature"), "test_num_beams": scores.get("test_num_beams")}
     return TimedModel(model_label(model.config), model, load_tokenizers(folder).source, origin)
 
 

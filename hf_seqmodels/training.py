@@ -601,7 +601,8 @@ def train(
 
     Returns:
         ``steps``, ``resumed_from_step`` (0 for a new run), ``epochs`` (fractional), ``train_runtime_s``,
-        ``stopped_by_time_budget``, ``train_loss`` (mean over the last logging window), the final
+        ``stopped_by_time_budget``, ``train_tokens`` (the input tokens of the batches trained on, padding not
+        counted, summed over processes), ``train_loss`` (mean over the last logging window), the final
         ``learning_rate``, the ``gradient_accumulation_steps`` and ``mixed_precision`` it ran with, the final
         ``eval_loss`` and ``eval_perplexity``, and ``eval_history`` (one entry per evaluation, with its
         ``learning_rate``); with ``metric_for_best_model``
@@ -677,6 +678,7 @@ def train(
 
     history, window_loss, window_batches, train_loss = [], torch.zeros(()), 0, math.nan
     stopped_by_time_budget = stopped_early = False
+    train_tokens = torch.zeros((), dtype=torch.int64, device=accelerator.device)  # input tokens read, padding not
     start = time.monotonic()
     progress = tqdm(total=max_steps, initial=step, desc="Training", disable=not accelerator.is_local_main_process)
     model.train()
@@ -692,6 +694,7 @@ def train(
             with accelerator.accumulate(model):  # the optimizer steps (and zeroes) only on the last batch of a step
                 teacher_forcing.update(unwrapped, step)
                 outputs = model(**batch)
+                train_tokens += batch["attention_mask"].sum() if "attention_mask" in batch else batch["input_ids"].numel()
                 loss = outputs.loss
                 if label_smoother is not None:
                     loss = label_smoother(outputs, batch["labels"], shift_labels=shifts_labels)
@@ -747,6 +750,7 @@ def train(
         "epochs": step / steps_per_epoch,
         "train_runtime_s": time.monotonic() - start,
         "stopped_by_time_budget": stopped_by_time_budget,
+        "train_tokens": int(accelerator.reduce(train_tokens, reduction="sum")),
         "stopped_early": stopped_early,
         "best_step": final["step"],
         "train_loss": train_loss,

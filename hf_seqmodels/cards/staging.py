@@ -52,7 +52,7 @@ def stage_hub_folder(model_dir: str | Path, target: str | Path, card: ModelCard)
 
     Copied: weights (safetensors only), config.json, generation_config.json, results.json, tokenizer files (and
     those of a translation model's ``source_tokenizer/``), and every ``.py`` file in ``model_dir`` (the remote code
-    ``save_pretrained`` wrote next to config.json). Pickle weights (``*.bin``...) are refused: they run code when
+    ``save_pretrained`` wrote next to config.json) with the decoding loop in ``custom_generate/``. Pickle weights (``*.bin``...) are refused: they run code when
     loaded. An existing ``target`` is replaced (whole, at once: `files.replacing`) only if it is empty or a
     folder staged earlier (it holds `STAGING_MARKER`); it may not overlap ``model_dir``. ``target`` stays locked
     for this process (`files.lock_folder`: another staging into it is refused), and what a killed staging left
@@ -89,6 +89,8 @@ def stage_hub_folder(model_dir: str | Path, target: str | Path, card: ModelCard)
             for path in source.iterdir():
                 if path.name in TOKENIZER_FILES:
                     shutil.copy2(path, temp / SOURCE_TOKENIZER_DIR / path.name)
+        if (decoding := model_dir / "custom_generate").is_dir():  # the model's own decoding loop (models/decoding.py)
+            shutil.copytree(decoding, temp / "custom_generate", ignore=shutil.ignore_patterns("__pycache__"))
         card.save(temp / "README.md")
     return sorted(str(p.relative_to(target)) for p in target.rglob("*") if p.is_file() and p.name != STAGING_MARKER)
 

@@ -148,7 +148,7 @@ def train_stateful(
     optimizer = make_optimizer(model, args)
     scheduler = get_scheduler(args.lr_scheduler_type, optimizer, args.num_warmup_steps, max_steps)
     generator = torch.Generator().manual_seed(args.seed)
-    history, step, start, window_losses = [], 0, time.monotonic(), []
+    history, step, start, window_losses, train_tokens = [], 0, time.monotonic(), [], 0
     stopped_by_time_budget = False
     model.train()
     while step < max_steps and not stopped_by_time_budget:
@@ -164,6 +164,7 @@ def train_stateful(
             optimizer.zero_grad()
             step += 1
             window_losses.append(loss.item())
+            train_tokens += inputs.shape[0] * size
             if step % args.logging_steps == 0:
                 recent = window_losses[-args.logging_steps:]
                 logger.info(f"step {step}/{max_steps}: loss {sum(recent) / len(recent):.3f}, "
@@ -182,6 +183,7 @@ def train_stateful(
         "epochs": step / steps_per_epoch,
         "train_runtime_s": time.monotonic() - start,
         "stopped_by_time_budget": stopped_by_time_budget,
+        "train_tokens": train_tokens,
         "train_loss": sum(recent) / len(recent),
         "eval_loss": history[-1]["eval_loss"],
         "eval_perplexity": history[-1]["eval_perplexity"],

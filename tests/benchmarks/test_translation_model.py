@@ -48,7 +48,8 @@ def saved_folder(tmp_path_factory, data_dir):
     folder = tmp_path_factory.mktemp("bleu") / "multi30k-attention-gru"
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
-    (folder / "results.json").write_text(json.dumps({"test_bleu": 12.345, "test_num_beams": 5}))
+    (folder / "results.json").write_text(json.dumps({"test_bleu": 12.345, "test_num_beams": 5,
+                                                     "bleu_signature": "nrefs:1|tok:13a"}))
     return folder, model
 
 
@@ -58,7 +59,7 @@ def test_timed_models_load_the_saved_folder_with_its_bleu(saved_folder):
     by_pattern = dataclasses.replace(SMOKE, model_dir=str(folder.parent / "multi30k-attention-{cell_type}"))
     for sizes in (by_path, by_pattern):
         [timed] = timed_models(sizes, Settings(smoke=True))
-        assert timed.origin == {"model_dir": str(folder), "test_bleu": 12.345, "test_bleu_signature": None,
+        assert timed.origin == {"model_dir": str(folder), "test_bleu": 12.345, "test_bleu_signature": "nrefs:1|tok:13a",
                                 "test_num_beams": 5}
         assert timed.label == "attention GRU (luong_general)" and not timed.model.training
         for (name, value), (_, loaded) in zip(model.state_dict().items(), timed.model.state_dict().items(),

@@ -61,3 +61,16 @@ def test_bad_repo_ids_are_refused_before_staging(tmp_path, repo_id, message):
         prepare_hub_folder(bert_folder(tmp_path), repo_id, benchmarks="")
     assert not (tmp_path / "ner-hub").exists()
     check_repo_id("me/sst2-bilstm.v2")
+
+
+def test_the_model_s_decoding_loop_is_staged_with_it(tmp_path):
+    """save_pretrained writes custom_generate/ (models/decoding.py) beside the weights; the Hub repo needs it whole."""
+    model_dir = bert_folder(tmp_path)
+    (model_dir / "custom_generate").mkdir()
+    for name in ("generate.py", "decoding.py"):
+        (model_dir / "custom_generate" / name).write_text(f"# {name}\n")
+    (model_dir / "custom_generate" / "__pycache__").mkdir()
+    folder = prepare_hub_folder(model_dir, "me/ner-bert", benchmarks="")
+    assert "custom_generate/generate.py" in folder.files and "custom_generate/decoding.py" in folder.files
+    assert not any("__pycache__" in name for name in folder.files)
+    assert (folder.path / "custom_generate" / "generate.py").read_text() == "# generate.py\n"
