@@ -1,4 +1,5 @@
-"""A card's Speed section: what ``python -m benchmarks.run`` measured on the model's family, one sentence a finding.
+"""A card's Speed section: what ``python -m benchmarks.run`` measured on the model's family, one sentence a finding;
+every figure is the median over interleaved rounds (a ratio: of the per-round ratios), as the benchmarks report it.
 
 Each sentence names the measures it quotes as format fields (``{beam_speedup}``, keys of `MEASURES` for the
 family) plus ``{model}``, the label of the model the benchmark measured; a sentence is stated only when every figure
@@ -14,9 +15,10 @@ _INCREMENTAL = ("{model}: with the cache, a token after a 1024-token prefix took
 
 SENTENCES = {
     "attention_seq2seq": (
-        "{model}: batched `generate(num_beams=5)` (batches of 64) ran {beam_speedup}x as fast as a per-sentence "
-        "Python beam search with the same semantics, {sorted_beam_speedup}x with batches sorted by source length, "
-        "and found the same best hypothesis for {beam_agreement:.0%} of the sentences.",
+        "{model}: batched `generate(num_beams=5)` (batches of 64 sorted by source length) ran {beam_speedup}x as fast "
+        "as a per-sentence beam search that batches each sentence's beams (as JoeyNMT and OpenNMT decode a single "
+        "sentence), and found the same best hypothesis for {beam_agreement:.0%} of the sentences; "
+        "{per_hypothesis_speedup}x as fast as one calling the decoder once per hypothesis.",
         "{model}: at batch 1, `generate()` ran at {batch1_greedy_speed} (greedy) and {batch1_beam_speed} (beam 5) "
         "of the speed of a plain decoding loop.",
     ),
@@ -27,8 +29,8 @@ SENTENCES = {
     ),
     "recurrent_lm": (
         _INCREMENTAL,
-        "{model}: training on padded, masked batches ran at {training_vs_tutorial}x the throughput of the tutorial "
-        "per-timestep cell loop.",
+        "{model}: training on padded, masked batches ran at {training_vs_tutorial}x the throughput of a tutorial "
+        "model over PyTorch's fused recurrent layer, and {training_vs_cell_loop}x that of a per-timestep cell loop.",
     ),
     "transformer_lm": (_INCREMENTAL,),
 }
@@ -53,5 +55,5 @@ def speed_source(benchmarks: dict) -> str:
     """Where the benchmark figures come from: the machine and versions of their results file."""
     machine = benchmarks.get("machine", {})
     where = machine.get("gpu") or f"{machine.get('cpu_count')} cores of an {machine.get('cpu')} CPU"
-    return (f"on {where} (torch {machine.get('torch')}, hf_seqmodels {machine.get('git_commit')}), with the "
-            "benchmarks' own model sizes, not this model's")
+    return (f"on {where} (torch {machine.get('torch')}, hf_seqmodels {machine.get('git_commit')}; medians of "
+            "interleaved rounds), with the benchmarks' own model sizes, not this model's")

@@ -74,10 +74,10 @@ def test_benchmark_family(config, family):
 def test_benchmark_figures_are_found_by_family_measure_and_config():
     summary = BENCHMARKS["entries"]["translation"]["summary"]["attention GRU (luong_general)"]
     figure = benchmark_figure(BENCHMARKS, "attention_seq2seq", "beam_speedup", GRU_SEQ2SEQ)
-    assert figure == ("attention GRU (luong_general)", summary["speedup_vs_matched"])
+    assert figure == ("attention GRU (luong_general)", summary["sorted_speedup_vs_beams_batched"]["ratio"])
     incremental = BENCHMARKS["entries"]["incremental"]["summary"]["recurrent LM (lstm)"]
     assert benchmark_figure(BENCHMARKS, "recurrent_lm", "cached_token_growth", LSTM_LM).value == \
-        incremental["per_token_growth_1024_vs_16"]["cached"]
+        incremental["per_token_growth_1024_vs_16"]["cached"]["ratio"]
     assert benchmark_figure(BENCHMARKS, "recurrent_lm", "cache_speedup", GRU_LM) is None  # measured on an LSTM
     with pytest.raises(KeyError):
         benchmark_figure(BENCHMARKS, "recurrent_lm", "beam_speedup", LSTM_LM)  # not a measure of the family
@@ -86,8 +86,10 @@ def test_benchmark_figures_are_found_by_family_measure_and_config():
 def test_benchmark_figures_need_the_same_model():
     """A label that only starts like the model's, or an entry of one model with another cell, is not the model's."""
     translation = {"sizes": {"attention_type": "bahdanau"},
-                   "summary": {"attention GRU (bahdanau, 2 layers)": {"speedup_vs_matched": 9.0}}}
-    training = {"sizes": {"cell_type": "lstm"}, "summary": {"masked_vs_tutorial_throughput": 1.9}}
+                   "summary": {"attention GRU (bahdanau, 2 layers)": {
+                       "sorted_speedup_vs_beams_batched": {"ratio": 9.0, "quartiles": [8.5, 9.5]}}}}
+    training = {"sizes": {"cell_type": "lstm"},
+                "summary": {"masked_vs_tutorial_fused_throughput": {"ratio": 1.9, "quartiles": [1.8, 2.0]}}}
     benchmarks = {"entries": {"translation": translation, "training": training}}
     assert benchmark_figure(benchmarks, "attention_seq2seq", "beam_speedup", GRU_SEQ2SEQ) is None
     assert benchmark_figure(benchmarks, "recurrent_lm", "training_vs_tutorial", GRU_LM) is None

@@ -16,8 +16,11 @@ def test_generative_cards_state_the_benchmark_figures_of_their_family():
     batch1 = next(v for k, v in entries["batch1_overhead"].items() if k.startswith("attention GRU "))
     text = str(render_card(TRANSLATION_RUN, benchmarks=BENCHMARKS))
     assert "## Speed" in text and f"hf_seqmodels {BENCHMARKS['machine']['git_commit']}" in text
-    assert f"ran {translation['speedup_vs_matched']}x as fast as a per-sentence Python beam search" in text
-    assert f"at {batch1['greedy, generate()']} (greedy) and {batch1['beam 5, generate()']} (beam 5)" in text
+    assert (f"ran {translation['sorted_speedup_vs_beams_batched']['ratio']}x as fast as a per-sentence beam search "
+            "that batches each sentence's beams") in text
+    assert f"{translation['sorted_speedup_vs_per_hypothesis']['ratio']}x as fast as one calling the decoder" in text
+    assert (f"at {batch1['greedy, generate()']['ratio']} (greedy) and {batch1['beam 5, generate()']['ratio']} "
+            "(beam 5)") in text
 
     marian = entries["transformer_vs_marian"]
     run = {**TRANSLATION_RUN, "model_config": TransformerConfig(vocab_size=100).to_dict()}
@@ -26,8 +29,12 @@ def test_generative_cards_state_the_benchmark_figures_of_their_family():
     lm = {**TRANSLATION_RUN, "task": "text-generation", "eval_perplexity": 99.0,
           "model_config": RecurrentConfig(vocab_size=100, cell_type="lstm").to_dict()}
     text = str(render_card(lm, benchmarks=BENCHMARKS))
-    assert f"{entries['incremental']['recurrent LM (lstm)']['cache_speedup_at_1024']}x less than recomputing" in text
-    assert f"{entries['training']['masked_vs_tutorial_throughput']}x the throughput of the tutorial" in text
+    speedup = entries["incremental"]["recurrent LM (lstm)"]["cache_speedup_at_1024"]["ratio"]
+    assert f"{speedup}x less than recomputing" in text
+    training = entries["training"]
+    assert (f"{training['masked_vs_tutorial_fused_throughput']['ratio']}x the throughput of a tutorial model over "
+            f"PyTorch's fused recurrent layer, and {training['masked_vs_tutorial_cell_loop_throughput']['ratio']}x "
+            "that of a per-timestep cell loop") in text
 
     # No figures measured on the family, or no benchmarks: no section.
     assert "## Speed" not in str(render_card(TRANSLATION_RUN))
