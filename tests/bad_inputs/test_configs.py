@@ -66,7 +66,7 @@ def field_kind(config_class, name: str) -> str:
         return "dropout" if name.endswith(("dropout", "weight_drop")) else "positive number"
     if annotation is int:
         return "count" if name == "spelling_features" else "size"
-    return {bool: "flag", int | None: "optional size"}[annotation]
+    return {bool: "flag", int | None: "optional size", list[int] | None: "cutoffs"}[annotation]
 
 
 WRONG_TYPES = st.one_of(st.text(max_size=6), st.lists(st.integers(0, 3), max_size=2),
@@ -85,6 +85,11 @@ BAD_VALUES = {  # kind: values it must refuse
                          st.floats().filter(lambda x: not 0 <= x < math.inf)),
     "flag": st.one_of(WRONG_TYPES, st.sampled_from(["false", "False", "true", "0", "no"]), st.none(), st.integers(),
                       st.floats()),
+    "cutoffs": st.one_of(st.text(max_size=6), st.dictionaries(st.text(max_size=2), st.integers(), max_size=1),
+                         st.booleans(), st.integers(), st.floats(), st.just([]),
+                         st.lists(st.one_of(st.integers(-3, VOCAB + 3), st.floats()), min_size=1, max_size=3).filter(
+                             lambda ids: not (all(type(i) is int for i in ids) and 0 < ids[0] and ids[-1] < VOCAB
+                                              and all(a < b for a, b in zip(ids, ids[1:]))))),
     "token id": st.one_of(st.integers(max_value=-1), st.integers(min_value=VOCAB), st.integers(0, VOCAB - 1).map(float),
                           st.booleans(), st.text(max_size=4), st.just([]),
                           st.lists(st.integers(-3, VOCAB + 3), min_size=1, max_size=3).filter(
@@ -100,6 +105,7 @@ GOOD_VALUES = {  # kind: values it must keep
     "penalty": st.one_of(st.integers(0, 10), st.floats(0, 1e300)),
     "flag": st.booleans(),
     "token id": st.one_of(st.none(), st.integers(0, VOCAB - 1)),
+    "cutoffs": st.none(),  # a list needs tie_word_embeddings=False: tests/models/test_adaptive_softmax.py
 }
 GOOD_FIELD_VALUES = {  # fields whose good values are narrower than their kind's, given the rest of BASES
     "vocab_size": st.integers(EOS + 1, 2**31),  # holds the special tokens
@@ -107,10 +113,11 @@ GOOD_FIELD_VALUES = {  # fields whose good values are narrower than their kind's
     "num_heads": st.sampled_from([1, 2, 4, 8]),  # divides d_model
     "eos_token_id": st.one_of(st.none(), st.integers(0, VOCAB - 1), st.lists(st.integers(0, VOCAB - 1), min_size=1)),
     "crf_constrain_bio": st.just(False),  # True needs use_crf and BIO labels: tests/models/test_heads.py
+    "adaptive_softmax_div_value": st.one_of(st.integers(2, 10), st.floats(1, 1e300, exclude_min=True)),  # > 1
 }
 TYPICAL_MISTAKES = {  # kind: the mistake a hand-edited config.json typically makes
     "size": 8.0, "optional size": 0, "count": -1, "dropout": "0.1", "positive number": math.inf, "probability": "0.5",
-    "penalty": -1.0, "flag": "false", "choice": "LSTM", "token id": 5.0,
+    "penalty": -1.0, "flag": "false", "choice": "LSTM", "token id": 5.0, "cutoffs": "2000,6000",
 }
 
 
