@@ -21,21 +21,15 @@ import torch
 
 from hf_seqmodels.models.decoding import decode
 
+from . import beam_speed
 from .common import Settings, columns, interleaved, paired_ratio, rate
-from .translation_model import SMOKE, bleu_model, english_test2016, pad_batch, stand_in_model
+from .translation_model import SMOKE, bleu_model, english_test2016, stand_in_model
 
 LOOPS = {"generation_mixin": None, "ours": decode}
 
 
-def sorted_batches(sources: list[list[int]], batch_size: int, pad_id: int) -> list[tuple[list[int], dict]]:
-    """The sentences longest first, in padded batches: (their positions, generate()'s inputs)."""
-    order = sorted(range(len(sources)), key=lambda i: -len(sources[i]))
-    batches = []
-    for start in range(0, len(order), batch_size):
-        chosen = order[start:start + batch_size]
-        ids = pad_batch([sources[i] for i in chosen], pad_id)
-        batches.append((chosen, {"input_ids": ids, "attention_mask": (ids != pad_id).long()}))
-    return batches
+def longest_first(sources: list[list[int]]) -> list[int]:
+    return sorted(range(len(sources)), key=lambda i: -len(sources[i]))
 
 
 def translate(model, batches, custom_generate, **options) -> dict[int, tuple[list[int], float | None]]:
@@ -43,8 +37,8 @@ def translate(model, batches, custom_generate, **options) -> dict[int, tuple[lis
     pad = model.config.pad_token_id
     found = {}
     with torch.no_grad():
-        for chosen, inputs in batches:
-            result = model.generate(**inputs, **options, custom_generate=custom_generate,
+        for chosen, ids, mask in batches:
+            result = model.generate(input_ids=ids, attention_mask=mask, **options, custom_generate=custom_generate,
                                     return_dict_in_generate=True, output_scores=options.get("num_beams", 1) > 1)
             scores = result.get("sequences_scores")
             for row, position in enumerate(chosen):
@@ -105,8 +99,9 @@ def main(argv: list[str] | None = None) -> dict:
     beam = {"num_beams": args.num_beams, "max_new_tokens": args.max_new_tokens, "do_sample": False,
             "early_stopping": True, "length_penalty": 1.0}
     greedy = {"num_beams": 1, "max_new_tokens": args.max_new_tokens, "do_sample": False}
-    batches = sorted_batches(sources, args.batch_size, config.pad_token_id)
-    singles = sorted_batches(sources[:args.batch1_sentences], 1, config.pad_token_id)
+    batches = beam_speed.batches(sources, longest_first(sources), args.batch_size, config.pad_token_id, "cpu")
+    singles = beam_speed.batches(sources, longest_first(sources[:args.batch1_sentences]), 1, config.pad_token_id,
+                                 "cpu")
     results = {
         "model": timed.origin, "threads": torch.get_num_threads(), "device": "cpu",
         "settings": {name: getattr(args, name) for name in ("sentences", "batch_size", "num_beams",
