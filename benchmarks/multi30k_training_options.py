@@ -76,7 +76,8 @@ def averaged_row(run_dir: Path, count: int) -> dict:
     data = DataArguments(dataset_name=arguments["dataset_name"], max_eval_samples=arguments["max_eval_samples"])
     test = data.load()["test"]
     scores, _ = translation.translation_scores(
-        model, tokenizers, test[arguments["source_lang"]], test[arguments["target_lang"]], prefix="test_", bleu_tokenize=arguments["bleu_tokenize"],
+        model, tokenizers, test[arguments["source_lang"]], test[arguments["target_lang"]], prefix="test_",
+        bleu_tokenize=arguments["bleu_tokenize"],
         batch_size=arguments["per_device_eval_batch_size"], max_source_length=arguments["max_source_length"],
         max_new_tokens=arguments["max_new_tokens"], num_beams=arguments["num_beams"],
         length_penalty=arguments["length_penalty"])
@@ -88,7 +89,8 @@ def averaged_row(run_dir: Path, count: int) -> dict:
 
 def markdown(table: dict) -> str:
     lines = [f"# {table['title']}", "", f"`{table['command']}` on {table['machine']}.", "", table["protocol"], "",
-             "| training | test BLEU | test chrF | validation BLEU (greedy) | steps | minutes |", "|---|---|---|---|---|---|"]
+             "| training | test BLEU | test chrF | validation BLEU (greedy) | steps | minutes |",
+             "|---|---|---|---|---|---|"]
     for row in table["rows"]:
         cells = [f"{row[key]:.2f}" if key in row else "" for key in ("test_bleu", "test_chrf", "eval_bleu")]
         steps = row.get("steps", "")
