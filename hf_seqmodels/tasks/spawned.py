@@ -1,25 +1,62 @@
-"""Run a task in a fresh process (``multiprocessing`` spawn), its output in a log file: what `scripts/compare.py`
-does for each model, so that runs side by side share no state (Accelerate's, torch's threads, the RNGs)."""
+"""Run a task in a fresh process, its output in a log file: what `scripts/compare.py` does for each model, so that
+runs side by side share no state (Accelerate's, torch's threads, the RNGs).
+
+Each process is forked from a server process (multiprocessing's ``forkserver``) that has imported the tasks and run
+nothing else, so a run starts without the seconds of importing torch, transformers and datasets again. It takes the
+caller's environment variables, working directory and ``sys.path`` of the moment it starts, as a spawned process
+would. Where the platform has no forkserver (Windows), each process is spawned.
+"""
 
 import importlib
 import multiprocessing
 import os
+import sys
+from multiprocessing import forkserver
 from pathlib import Path
+
+# What the server imports once: every module a comparison runs in its processes.
+PRELOADED = ("hf_seqmodels.comparison.measured", "hf_seqmodels.tasks.language_modeling",
+             "hf_seqmodels.tasks.text_classification", "hf_seqmodels.tasks.token_classification",
+             "hf_seqmodels.tasks.translation", "hf_seqmodels.tasks.word_vectors")
+
+
+def _context():
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(list(PRELOADED))
+    # Python 3.11's server imports them with its own default sys.path, not the caller's (it ignores the sys_path it
+    # is given): it gets the caller's as PYTHONPATH while it starts, so that it imports the code the caller runs.
+    saved = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(sys.path)
+    try:
+        forkserver.ensure_running()  # a no-op once the server runs
+    finally:
+        if saved is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = saved
+    return context
 
 
 def run_in_process(task: str, parsed: tuple, log: Path, num_threads: int = 0) -> int:
     """Run ``<task>.run(*parsed)`` (``task`` a module name such as ``"hf_seqmodels.tasks.text_classification"``,
-    ``parsed`` its argument dataclasses) in a spawned process whose stdout and stderr go to ``log``, with
+    ``parsed`` its argument dataclasses) in a fresh process whose stdout and stderr go to ``log``, with
     ``num_threads`` torch threads (0: the task's own choice). Returns the exit code: 0, or 1 when the run raised
     (its traceback is in the log)."""
-    process = multiprocessing.get_context("spawn").Process(target=_run_logged,
-                                                            args=(task, parsed, str(log), num_threads))
+    process = _context().Process(target=_run_logged, args=(task, parsed, str(log), num_threads, dict(os.environ),
+                                                           os.getcwd(), list(sys.path)))
     process.start()
     process.join()
     return process.exitcode
 
 
-def _run_logged(task: str, parsed: tuple, log: str, num_threads: int) -> None:
+def _run_logged(task: str, parsed: tuple, log: str, num_threads: int, environment: dict, cwd: str,
+                path: list[str]) -> None:
+    os.environ.clear()
+    os.environ.update(environment)
+    os.chdir(cwd)
+    sys.path[:] = path
     stream = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     os.dup2(stream, 1)
     os.dup2(stream, 2)

@@ -1,0 +1,35 @@
+"""`tasks.spawned.run_in_process`: each run is a fresh process with the caller's environment variables and working
+directory of the moment it starts (not those of the forkserver's start), the caller's code (the package from the
+caller's sys.path, whatever the working directory), the threads asked for, its output in the log, and nothing left
+by an earlier run."""
+
+import json
+
+import hf_seqmodels
+from hf_seqmodels.tasks.spawned import run_in_process
+
+PROBE = "tests.tasks.spawned_probe"
+
+
+def test_each_run_is_fresh_and_sees_the_callers_environment_now(tmp_path, monkeypatch):
+    seen = []
+    for value, threads in (("first", 1), ("second", 2)):
+        monkeypatch.setenv("HF_SEQMODELS_PROBE", value)
+        (tmp_path / value).mkdir()
+        monkeypatch.chdir(tmp_path / value)
+        log = tmp_path / f"{value}.log"
+        assert run_in_process(PROBE, (str(tmp_path / f"{value}.json"), "HF_SEQMODELS_PROBE"), log, threads) == 0
+        assert log.read_text() == "a line for the log\n"
+        seen.append(json.loads((tmp_path / f"{value}.json").read_text()))
+    assert seen == [{"variable": value, "cwd": str(tmp_path / value), "threads": threads, "marked": False,
+                     "package": hf_seqmodels.__file__}
+                    for value, threads in (("first", 1), ("second", 2))]
+
+
+def test_a_run_that_raises_exits_1_with_its_traceback_in_the_log(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_SEQMODELS_PROBE", "fail")
+    log = tmp_path / "run.log"
+    assert run_in_process(PROBE, (str(tmp_path / "out.json"), "HF_SEQMODELS_PROBE"), log) == 1
+    assert "RuntimeError: the probe was told to fail" in log.read_text()
+    assert not (tmp_path / "out.json").exists()
+
