@@ -8,7 +8,10 @@ per-sentence searches people run, on the same weights.
   transformers' beam semantics (``matched_beam_search``);
 - a hand-written batched beam loop over the same batches as ``generate()``;
 - ``generate()`` with batches in test order or sorted by source length, each also with
-  ``cache_implementation="static"`` (on a GPU its decoding steps replay as CUDA graphs).
+  ``cache_implementation="static"`` (on a GPU its decoding steps replay as CUDA graphs);
+- ``generate(custom_generate=decode)``, our decoding loop (``hf_seqmodels/models/decoding.py``: a sentence that has
+  finished leaves the batch) on the length-sorted batches: what a saved folder's ``generate()`` runs when loaded
+  with ``trust_remote_code=True``.
 
 Each search decodes every sentence once per round, the searches taking turns (order reversed every other round),
 after an untimed first pass. Reported: sentences/s and each speed-up as the median and quartiles over the rounds
@@ -20,6 +23,8 @@ import functools
 from collections.abc import Callable
 
 import torch
+
+from hf_seqmodels.models.decoding import decode
 
 from .beam_search import agreement, counts, hand_beam_search, matched_beam_search, strip
 from .common import (
@@ -75,6 +80,8 @@ def searches(sizes: Sizes) -> dict[str, tuple[str, str]]:
     return {
         "generate_sorted": (f"generate(num_beams={beams}), batches of {batch} sorted by source length", "ours"),
         "generate": (f"generate(num_beams={beams}), batches of {batch} in test order", "ours"),
+        "custom_sorted": (f"generate(num_beams={beams}, custom_generate=decode) (our decoding loop: finished "
+                          f"sentences leave the batch), batches of {batch} sorted by source length", "ours"),
         "generate_static_sorted": (f"{static}, batches of {batch} sorted by source length", "ours"),
         "generate_static": (f"{static}, batches of {batch} in test order", "ours"),
         "beams_batched": (f"per sentence, its {beams} beams in one decoder call per step (JoeyNMT / OpenNMT at "
@@ -106,7 +113,9 @@ def measure(model, sources: list[list[int]], sizes: Sizes, device: str):
     by_length = batches(sources, sorted(in_order, key=lambda i: len(sources[i])), sizes.batch_size, pad, device)
     one_by_one = batches(sources, in_order, 1, pad, device)
     static = functools.partial(generate_beam, cache_implementation="static")
+    custom = functools.partial(generate_beam, custom_generate=decode)
     plan = {"generate_sorted": (generate_beam, by_length), "generate": (generate_beam, test_order),
+            "custom_sorted": (custom, by_length),
             "generate_static_sorted": (static, by_length), "generate_static": (static, test_order),
             "beams_batched": (beams_batched, one_by_one), "per_hypothesis": (per_hypothesis, one_by_one),
             "hand_batched": (hand_batched, test_order)}
@@ -140,6 +149,7 @@ def summarize(rounds, first_pass: dict[str, float]) -> dict:
     summary = {}
     for baseline in BASELINES:
         for ours, key in (("generate_sorted", "sorted_speedup"), ("generate", "speedup"),
+                          ("custom_sorted", "custom_sorted_speedup"),
                           ("generate_static_sorted", "static_sorted_speedup"), ("generate_static", "static_speedup")):
             summary[f"{key}_vs_{baseline}"] = paired_ratio(rounds, baseline, ours)
     reference = rounds.last[REFERENCE]
@@ -170,7 +180,8 @@ def run(settings: Settings) -> dict:
             "mean_output_length": round(sum(map(len, rounds.last[REFERENCE])) / len(sources), 2),
         }
         profiles.update(profile_searches(timed_model, sources, sizes, device))
-        for ours, how in (("sorted_speedup", "generate()"), ("static_sorted_speedup", "generate(static cache)")):
+        for ours, how in (("sorted_speedup", "generate()"), ("custom_sorted_speedup", "generate(custom_generate="
+                          "decode)"), ("static_sorted_speedup", "generate(static cache)")):
             targets.append(target(f"{label}: {how}, length-sorted batches of {sizes.batch_size}, vs the per-sentence "
                                   "search with its beams batched (median of per-round ratios)",
                                   summary[label][f"{ours}_vs_beams_batched"]["ratio"], minimum=wanted))

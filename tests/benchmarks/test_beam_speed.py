@@ -7,9 +7,9 @@ def test_translation_searches_agree(smoke_entries):
     entry = smoke_entries["translation"]
     for summary in entry["summary"].values():
         # Same semantics, same weights: both per-sentence baselines, the batched hand loop and every generate()
-        # variant must find generate()'s best hypotheses.
-        for search in ("beams_batched", "per_hypothesis", "hand_batched", "generate_sorted", "generate_static",
-                       "generate_static_sorted"):
+        # variant (our decoding loop among them) must find generate()'s best hypotheses.
+        for search in ("beams_batched", "per_hypothesis", "hand_batched", "generate_sorted", "custom_sorted",
+                       "generate_static", "generate_static_sorted"):
             assert summary[f"agreement_{search}"] == 1.0, search
         # generate()'s decoder calls have up to batch x beams rows, the beams-batched search's beams rows, the
         # per-hypothesis search's one.
@@ -21,7 +21,7 @@ def test_translation_searches_agree(smoke_entries):
             assert summary[f"decoder_rows_generate_vs_{baseline}"] > 0
         assert "NOT THE BLEU MODEL" in summary["model"]["warning"]  # smoke runs time the stand-in
     assert "NOT THE BLEU MODEL" in entry["notes"]
-    assert len(entry["rows"]) == 7 * len(entry["summary"])
+    assert len(entry["rows"]) == 8 * len(entry["summary"])
     assert all(row["counts"] == "yes" for row in entry["rows"])
 
 
@@ -34,5 +34,6 @@ def test_translation_speeds_are_medians_of_rounds(smoke_entries):
             low, high = row[f"{column}_iqr"]
             assert 0 < low <= row[column] <= high, (row["search"], column)
     for summary in entry["summary"].values():
-        headline = summary["sorted_speedup_vs_beams_batched"]
-        assert headline["quartiles"][0] <= headline["ratio"] <= headline["quartiles"][1]
+        for ours in ("sorted", "custom_sorted"):
+            headline = summary[f"{ours}_speedup_vs_beams_batched"]
+            assert headline["quartiles"][0] <= headline["ratio"] <= headline["quartiles"][1]
