@@ -17,6 +17,7 @@ from ..paths import REPO_ROOT
 from .catalog import TASKS, Metric
 
 DEFAULT_BENCHMARKS = REPO_ROOT / "results" / "benchmarks.json"
+SUITE_ROW = "suite_row"  # the key of a suite run's row (`load_run`)
 
 
 def format_metric(value: float, percent: bool) -> str:
@@ -41,7 +42,8 @@ def find_results_file(model_dir: str | Path, results: str | Path | None = None) 
 
 def load_run(results_file: str | Path, model: str | None = None, seed: int | None = None) -> dict:
     """One run from ``results_file``: a script's ``results.json``, or ``results/<suite>.json`` with ``model``
-    naming the run (its ``name``) and ``seed`` the seed of that model's run (default: its first)."""
+    naming the run (its ``name``) and ``seed`` the seed of that model's run (default: its first). A run of a suite
+    carries the model's row of the suite (mean ± sd over its seeds) under `SUITE_ROW`."""
     data = json.loads(Path(results_file).read_text())
     if "runs" not in data:
         return data
@@ -50,10 +52,13 @@ def load_run(results_file: str | Path, model: str | None = None, seed: int | Non
         raise ValueError(f"{results_file} has runs {names}; pick one with --model (got {model!r}).")
     runs = [run for run in data["runs"] if run["name"] == model]
     if seed is None:
-        return runs[0]
-    if seed not in (seeds := [run.get("seed") for run in runs]):
+        run = runs[0]
+    elif seed not in (seeds := [run.get("seed") for run in runs]):
         raise ValueError(f"{results_file} has runs of {model!r} with seeds {seeds}, not {seed}.")
-    return runs[seeds.index(seed)]
+    else:
+        run = runs[seeds.index(seed)]
+    row = next((row for row in data.get("rows", []) if row["name"] == model), None)
+    return run if row is None else {**run, SUITE_ROW: {"suite": data.get("suite"), **row}}
 
 
 def run_scores(run: dict, split: str = "eval") -> list[tuple[Metric, float]]:
@@ -61,6 +66,21 @@ def run_scores(run: dict, split: str = "eval") -> list[tuple[Metric, float]]:
     (``eval_*``), or with ``split="test"`` those of the test split (``test_*``)."""
     keys = {metric: split + metric.key.removeprefix("eval") for metric in TASKS[run["task"]].metrics}
     return [(metric, run[key]) for metric, key in keys.items() if key in run]
+
+
+def seed_scores(run: dict) -> list[tuple[str, str]]:
+    """For a run loaded from a suite (`load_run`): each test score of its task as the suite's row states it over
+    the model's seeds, ``(name, "mean ± sd (n=3)")``; empty for a run of its own."""
+    row = run.get(SUITE_ROW)
+    if row is None:
+        return []
+    scores = []
+    for metric in TASKS[run["task"]].metrics:
+        if (summary := row.get("test" + metric.key.removeprefix("eval"))) is not None:
+            spread = "" if summary["sd"] is None else f" ± {format_metric(summary['sd'], metric.percent)}"
+            scores.append((metric.name, f"{format_metric(summary['mean'], metric.percent)}{spread} "
+                                        f"(n={summary['n']})"))
+    return scores
 
 
 def load_benchmarks(path: str | Path | None = None) -> dict | None:

@@ -147,3 +147,31 @@ def test_a_crf_tagger_card_states_the_crf_and_the_test_scores():
     assert "| Entity F1 (seqeval) | 87.65 |" in validation and "| Token accuracy | 96.12 |" in validation
     assert "| Entity F1 (seqeval) | 41.23 |" in test.split("##")[0] and "| Token accuracy | 91.23 |" in test
     assert "Test split" not in str(render_card(NER_RUN)) and "viterbi_tags" not in str(render_card(NER_RUN))
+
+
+def test_a_card_of_a_suite_run_states_the_models_mean_and_sd_over_its_seeds(tmp_path):
+    """A run loaded from ``results/<suite>.json`` brings its model's row: the card gives that model's own test
+    scores and the mean ± sample sd over every seed of the recipe (recomputed here with `statistics`)."""
+    import json
+    import statistics
+
+    from hf_seqmodels.cards.results import load_run
+    from hf_seqmodels.comparison.aggregate import rows
+
+    accuracies = {42: 0.8386, 43: 0.8331, 44: 0.8484}
+    runs = [{**RUN, "seed": seed, "test_accuracy": accuracy, "test_f1": accuracy - 0.01}
+            for seed, accuracy in accuracies.items()]
+    runs.append({**RUN, "name": "GRU", "seed": 42, "test_accuracy": 0.5, "test_f1": 0.5})
+    suite = {"suite": "sentiment", "runs": runs,
+             "rows": rows(runs, ["BiLSTM", "GRU"], ["test_accuracy", "test_f1"])}
+    (tmp_path / "sentiment.json").write_text(json.dumps(suite))
+    text = str(render_card(load_run(tmp_path / "sentiment.json", "BiLSTM", seed=43)))
+    own, over_seeds = text.split("The same recipe trained once per seed (42, 43, 44) by `scripts/compare.py "
+                                 "sentiment`, test split")
+    assert "| Accuracy | 83.31 |" in own  # seed 43's run
+    values = list(accuracies.values())
+    assert (f"| Accuracy | {100 * statistics.mean(values):.2f} ± {100 * statistics.stdev(values):.2f} (n=3) |"
+            in over_seeds.split("##")[0])
+    single = str(render_card(load_run(tmp_path / "sentiment.json", "GRU")))
+    assert "| Accuracy | 50.00 (n=1) |" in single
+    assert "over the seeds" not in str(render_card({**RUN, "test_accuracy": 0.8}))
