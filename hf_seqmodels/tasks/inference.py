@@ -25,6 +25,7 @@ from .translation import (
     TranslationTokenizers,
     attention_figure,
     batches_by_length,
+    decoding_loop,
     load_tokenizers,
     load_translation_model,
 )
@@ -126,7 +127,7 @@ def translate_nbest(
         inputs = tokenizers.source([texts[i] for i in batch], padding=True, return_tensors="pt",
                                    return_token_type_ids=False).to(model.device)
         outputs = model.generate(**inputs, num_return_sequences=num_return_sequences, output_scores=True,
-                                 return_dict_in_generate=True, **generate_kwargs)
+                                 return_dict_in_generate=True, **{**decoding_loop(model), **generate_kwargs})
         decoded = tokenizers.target.batch_decode(outputs.sequences, skip_special_tokens=True)
         scores = outputs.get("sequences_scores")  # beam search only
         for k, text in enumerate(decoded):
@@ -206,7 +207,8 @@ def continue_prompts(model, tokenizer, prompts: list[str], num_return_sequences:
     continuations = []
     for prompt in prompts:
         inputs = tokenizer(start + prompt, return_tensors="pt", return_token_type_ids=False).to(model.device)
-        outputs = model.generate(**inputs, num_return_sequences=num_return_sequences, **generate_kwargs)
+        outputs = model.generate(**inputs, num_return_sequences=num_return_sequences,
+                                 **{**decoding_loop(model), **generate_kwargs})
         continuations.append([text.strip() for text in tokenizer.batch_decode(outputs, skip_special_tokens=True)])
     return continuations
 

@@ -51,6 +51,8 @@ from ..cli import check_at_least, check_choice, check_different, check_range
 from ..data import LengthGroupedSampler, TokenBatchSampler, check_column_files
 from ..evaluation import BLEU_TOKENIZE_CHOICES, bleu_tokenization, translation_metrics, translation_signatures
 from ..models import pipeline_translation
+from ..models.decoding import decode
+from ..models.modeling_utils import SeqModelsPreTrainedModel
 from ..models.pipeline_translation import CUSTOM_PIPELINES, SOURCE_TOKENIZER_DIR
 from ..paths import check_model_path
 from ..pretrained import load_pretrained
@@ -61,7 +63,8 @@ from . import arguments
 __all__ = ["ModelArguments", "DataArguments", "GenerationArguments", "ARGUMENTS", "TRAINING_DEFAULTS", "run",
            "CUSTOM_PIPELINES", "TEST_HYPOTHESES", "marian_config", "TranslationTokenizers", "train_tokenizers",
            "load_tokenizers",
-           "check_language_columns", "tokenize_pairs", "batches_by_length", "translate", "translation_scores",
+           "check_language_columns", "tokenize_pairs", "batches_by_length", "decoding_loop", "translate",
+           "translation_scores",
            "is_degenerate", "implausible_bleu_warning",
            "load_translation_model", "show_examples", "attention_matrix", "attention_figure",
            "save_attention_plot"]
@@ -263,6 +266,12 @@ def batches_by_length(texts: list[str], batch_size: int, rows: list[int] | None 
     return (order[start : start + batch_size] for start in range(0, len(order), batch_size))
 
 
+def decoding_loop(model) -> dict:
+    """The generate() options that run our decoding loop (`models.decoding`: transformers' outputs and scores, but a
+    sentence that has finished leaves the batch) on a model of ours; none for another (Marian, a Hub model)."""
+    return {"custom_generate": decode} if isinstance(model, SeqModelsPreTrainedModel) else {}
+
+
 @torch.no_grad()
 def translate(
     model,
@@ -272,8 +281,8 @@ def translate(
     max_source_length: int | None = None,
     **generate_kwargs,
 ) -> list[str]:
-    """Translate ``texts`` in batches of similar lengths with ``model.generate(**generate_kwargs)``; detokenized
-    strings, in the order of ``texts``."""
+    """Translate ``texts`` in batches of similar lengths with ``model.generate(**generate_kwargs)`` (through our
+    decoding loop on our models, `decoding_loop`); detokenized strings, in the order of ``texts``."""
     was_training = model.training
     model.eval()
     translations = [""] * len(texts)
@@ -281,7 +290,7 @@ def translate(
         batch = tokenizers.source([texts[i] for i in rows], padding=True, truncation=max_source_length is not None,
                                   max_length=max_source_length, return_tensors="pt").to(model.device)
         batch.pop("token_type_ids", None)
-        generated = model.generate(**batch, **generate_kwargs)
+        generated = model.generate(**batch, **{**decoding_loop(model), **generate_kwargs})
         for i, text in zip(rows, tokenizers.target.batch_decode(generated, skip_special_tokens=True)):
             translations[i] = text.strip()
     model.train(was_training)
