@@ -42,6 +42,17 @@ def bootstrap_cell(compared: dict | None, name: str) -> str:
     return f"{bleu['mean']:.2f} ± {bleu['ci']:.2f} ({tail})"
 
 
+def command(suite_name: str, suite: Suite, report: dict) -> str:
+    """The scripts/compare.py command that runs the report's models with its settings."""
+    names = list(dict.fromkeys(run["name"] for run in report["runs"]))
+    options = [" --full" if report["full"] else "",
+               "" if names == list(suite.models) else f' --models "{",".join(names)}"',
+               "" if report["seeds"] == list(DEFAULT_SEEDS) else " --seeds " + ",".join(map(str, report["seeds"])),
+               "" if report["num_threads"] == 1 else f" --num_threads {report['num_threads']}",
+               "" if report.get("jobs", 1) == 1 else f" --jobs {report['jobs']}"]
+    return f"python scripts/compare.py {suite_name}{''.join(options)}"
+
+
 def markdown(suite_name: str, suite: Suite, report: dict) -> str:
     budget, seeds = report["budget"], report["seeds"]
     spread = ("one seed (n=1): no standard deviation" if len(seeds) == 1 else
@@ -54,8 +65,7 @@ def markdown(suite_name: str, suite: Suite, report: dict) -> str:
         + (f"; step caps: {report['step_caps']}" if report.get("step_caps") else "")
         + f". {report['num_threads'] or 'all'} thread(s) per run"
         + (f", {report['jobs']} runs at once" if report.get("jobs", 1) > 1 else "") + ". "
-        f"Command: `python scripts/compare.py {suite_name}{' --full' if report['full'] else ''}"
-        f"{'' if seeds == list(DEFAULT_SEEDS) else ' --seeds ' + ','.join(map(str, seeds))}`; the runs took "
+        f"Command: `{command(suite_name, suite, report)}`; the runs took "
         f"{sum(run.get('process_wall_time_s', 0) for run in report['runs']) / 60:.1f} min of wall-clock time. "
         f"Each figure: {spread}. Peak memory: the GPU's peak allocation on a GPU, else the process's peak resident "
         "memory.",
