@@ -1,4 +1,4 @@
-"""A task's run in a comparison's spawned process (`tasks.spawned.run_in_process` of this module), followed by the
+"""A task's run in a comparison's fresh process (`tasks.spawned.run_in_process` of this module), followed by the
 process's peak memory, written to ``PEAK_MEMORY`` in the run's output folder: the GPU's peak allocation where the
 run used one, else the process's peak resident memory."""
 

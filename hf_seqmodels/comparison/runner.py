@@ -1,4 +1,4 @@
-"""Run a suite: every model once per seed, each run in its own spawned process (`tasks.spawned`), and gather the
+"""Run a suite: every model once per seed, each run in a fresh process of its own (`tasks.spawned`), and gather the
 runs' results.json into ``<results_dir>/<suite>.json`` with the rows (mean ± sd over the seeds, `aggregate`), the
 table and the chart (`report`). A translation suite also keeps every run's test translations under
 ``<results_dir>/hypotheses/<suite>/<model>.seed<k>.txt`` and compares them by paired bootstrap (`significance`)."""
