@@ -11,6 +11,7 @@ import importlib
 import multiprocessing
 import os
 import sys
+import threading
 from multiprocessing import forkserver
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from pathlib import Path
 PRELOADED = ("hf_seqmodels.comparison.measured", "hf_seqmodels.tasks.language_modeling",
              "hf_seqmodels.tasks.text_classification", "hf_seqmodels.tasks.token_classification",
              "hf_seqmodels.tasks.translation", "hf_seqmodels.tasks.word_vectors")
+_STARTING = threading.Lock()  # compare.py starts runs from several threads: one changes PYTHONPATH at a time
 
 
 def _context():
@@ -27,15 +29,16 @@ def _context():
     context.set_forkserver_preload(list(PRELOADED))
     # Python 3.11's server imports them with its own default sys.path, not the caller's (it ignores the sys_path it
     # is given): it gets the caller's as PYTHONPATH while it starts, so that it imports the code the caller runs.
-    saved = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join(sys.path)
-    try:
-        forkserver.ensure_running()  # a no-op once the server runs
-    finally:
-        if saved is None:
-            del os.environ["PYTHONPATH"]
-        else:
-            os.environ["PYTHONPATH"] = saved
+    with _STARTING:
+        saved = os.environ.get("PYTHONPATH")
+        os.environ["PYTHONPATH"] = os.pathsep.join(sys.path)
+        try:
+            forkserver.ensure_running()  # a no-op once the server runs
+        finally:
+            if saved is None:
+                del os.environ["PYTHONPATH"]
+            else:
+                os.environ["PYTHONPATH"] = saved
     return context
 
 
@@ -44,8 +47,11 @@ def run_in_process(task: str, parsed: tuple, log: Path, num_threads: int = 0) ->
     ``parsed`` its argument dataclasses) in a fresh process whose stdout and stderr go to ``log``, with
     ``num_threads`` torch threads (0: the task's own choice). Returns the exit code: 0, or 1 when the run raised
     (its traceback is in the log)."""
-    process = _context().Process(target=_run_logged, args=(task, parsed, str(log), num_threads, dict(os.environ),
-                                                           os.getcwd(), list(sys.path)))
+    context = _context()
+    with _STARTING:  # the caller's environment, not one that another thread's server start has changed
+        environment = dict(os.environ)
+    process = context.Process(target=_run_logged, args=(task, parsed, str(log), num_threads, environment,
+                                                        os.getcwd(), list(sys.path)))
     process.start()
     process.join()
     return process.exitcode
