@@ -55,9 +55,11 @@ def test_sentiment_suite_with_two_seeds(tmp_path):
     assert "--seeds 7,8" in table
     assert (results_dir / "sentiment.png").read_bytes()[:4] == b"\x89PNG"
 
-    # The card of a run, rendered from the suite file, states that file's numbers (the model's first seed).
+    # The card of a run, rendered from the suite file, states that file's numbers (the model's first seed, and the
+    # model's row over its seeds).
     gru = load_run(results_dir / "sentiment.json", "GRU")
-    assert gru["seed"] == 7 and load_run(results_dir / "sentiment.json", "GRU", seed=8) == saved["runs"][3]
+    assert gru["seed"] == 7 and load_run(results_dir / "sentiment.json", "GRU", seed=8) == {
+        **saved["runs"][3], "suite_row": {"suite": "sentiment", **saved["rows"][1]}}
     with pytest.raises(ValueError, match=r"runs of 'GRU' with seeds \[7, 8\], not 9"):
         load_run(results_dir / "sentiment.json", "GRU", seed=9)
     card = render_card(gru)
