@@ -694,7 +694,8 @@ def train(
             with accelerator.accumulate(model):  # the optimizer steps (and zeroes) only on the last batch of a step
                 teacher_forcing.update(unwrapped, step)
                 outputs = model(**batch)
-                train_tokens += batch["attention_mask"].sum() if "attention_mask" in batch else batch["input_ids"].numel()
+                train_tokens += (batch["attention_mask"].sum() if "attention_mask" in batch
+                                 else batch["input_ids"].numel())
                 loss = outputs.loss
                 if label_smoother is not None:
                     loss = label_smoother(outputs, batch["labels"], shift_labels=shifts_labels)

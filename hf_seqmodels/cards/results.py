@@ -127,13 +127,15 @@ MEASURES = {
     ("transformer_seq2seq", "beam_vs_marian"): Measure("transformer_vs_marian", ("beam", "ratio"), labelled=False),
     ("transformer_seq2seq", "greedy_vs_tutorial"): Measure("transformer_vs_marian", ("greedy_vs_tutorial", "ratio"),
                                                            labelled=False),
-    ("recurrent_lm", "cached_token_growth"): Measure("incremental", ("per_token_growth_1024_vs_16", "cached", "ratio")),
+    ("recurrent_lm", "cached_token_growth"): Measure("incremental",
+                                                     ("per_token_growth_1024_vs_16", "cached", "ratio")),
     ("recurrent_lm", "cache_speedup"): Measure("incremental", ("cache_speedup_at_1024", "ratio")),
     ("recurrent_lm", "training_vs_tutorial"): Measure("training", ("masked_vs_tutorial_fused_throughput", "ratio"),
                                                       labelled=False, same_sizes=("cell_type",)),
     ("recurrent_lm", "training_vs_cell_loop"): Measure("training", ("masked_vs_tutorial_cell_loop_throughput", "ratio"),
                                                        labelled=False, same_sizes=("cell_type",)),
-    ("transformer_lm", "cached_token_growth"): Measure("incremental", ("per_token_growth_1024_vs_16", "cached", "ratio")),
+    ("transformer_lm", "cached_token_growth"): Measure("incremental",
+                                                       ("per_token_growth_1024_vs_16", "cached", "ratio")),
     ("transformer_lm", "cache_speedup"): Measure("incremental", ("cache_speedup_at_1024", "ratio")),
 }
 

@@ -52,11 +52,11 @@ def stage_hub_folder(model_dir: str | Path, target: str | Path, card: ModelCard)
 
     Copied: weights (safetensors only), config.json, generation_config.json, results.json, tokenizer files (and
     those of a translation model's ``source_tokenizer/``), and every ``.py`` file in ``model_dir`` (the remote code
-    ``save_pretrained`` wrote next to config.json) with the decoding loop in ``custom_generate/``. Pickle weights (``*.bin``...) are refused: they run code when
-    loaded. An existing ``target`` is replaced (whole, at once: `files.replacing`) only if it is empty or a
-    folder staged earlier (it holds `STAGING_MARKER`); it may not overlap ``model_dir``. ``target`` stays locked
-    for this process (`files.lock_folder`: another staging into it is refused), and what a killed staging left
-    beside it is removed.
+    ``save_pretrained`` wrote next to config.json) with the decoding loop in ``custom_generate/``. Pickle weights
+    (``*.bin``...) are refused: they run code when loaded. An existing ``target`` is replaced (whole, at once:
+    `files.replacing`) only if it is empty or a folder staged earlier (it holds `STAGING_MARKER`); it may not
+    overlap ``model_dir``. ``target`` stays locked for this process (`files.lock_folder`: another staging into it
+    is refused), and what a killed staging left beside it is removed.
 
     Returns:
         The staged file names, sorted (`STAGING_MARKER` left out).
