@@ -11,7 +11,7 @@ from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
 from .catalog import TASKS, base_model_of, dataset_of
 from .describe import describe_architecture, family_tag, hyperparameters
-from .results import SUITE_ROW, format_metric, run_scores, seed_scores
+from .results import format_metric, run_scores, seed_summary
 from .speed import speed_lines, speed_source
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
@@ -73,9 +73,7 @@ def render_card(run: dict, model_name: str | None = None, license: str | None = 
         scores=table("eval"),
         test_scores=table("test"),
         test_num_beams=run.get("test_num_beams"),
-        seed_scores=seed_scores(run),
-        suite=run.get(SUITE_ROW, {}).get("suite"),
-        seeds=", ".join(str(seed) for seed in run.get(SUITE_ROW, {}).get("seeds", [])),
+        seed_summary=seed_summary(run),
         languages=run.get("languages"),
         signatures=[(name.upper(), run[f"{name}_signature"]) for name in ("bleu", "chrf")
                     if f"{name}_signature" in run],

@@ -68,19 +68,24 @@ def run_scores(run: dict, split: str = "eval") -> list[tuple[Metric, float]]:
     return [(metric, run[key]) for metric, key in keys.items() if key in run]
 
 
-def seed_scores(run: dict) -> list[tuple[str, str]]:
-    """For a run loaded from a suite (`load_run`): each test score of its task as the suite's row states it over
-    the model's seeds, ``(name, "mean ± sd (n=3)")``; empty for a run of its own."""
+def seed_summary(run: dict) -> str:
+    """For a run loaded from a suite (`load_run`): a paragraph and table of each test score of its task as the
+    suite's row states it over the model's seeds (``mean ± sd (n=3)``); empty for a run of its own."""
     row = run.get(SUITE_ROW)
     if row is None:
-        return []
-    scores = []
+        return ""
+    lines = []
     for metric in TASKS[run["task"]].metrics:
         if (summary := row.get("test" + metric.key.removeprefix("eval"))) is not None:
             spread = "" if summary["sd"] is None else f" ± {format_metric(summary['sd'], metric.percent)}"
-            scores.append((metric.name, f"{format_metric(summary['mean'], metric.percent)}{spread} "
-                                        f"(n={summary['n']})"))
-    return scores
+            lines.append(f"| {metric.name} | {format_metric(summary['mean'], metric.percent)}{spread} "
+                         f"(n={summary['n']}) |\n")
+    if not lines:
+        return ""
+    seeds = ", ".join(str(seed) for seed in row["seeds"])
+    return (f"\nThe same recipe trained once per seed ({seeds}) by `scripts/compare.py {row['suite']}`, test split, "
+            "mean ± sample standard deviation over the seeds (this model is one of those runs):\n\n"
+            "| metric | over the seeds |\n|---|---|\n" + "".join(lines))
 
 
 def load_benchmarks(path: str | Path | None = None) -> dict | None:
