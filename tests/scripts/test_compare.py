@@ -1,8 +1,10 @@
 """compare.py on a tiny budget: results/<suite>.json holds each run's results.json (one per model and seed) and the
 rows (mean ± sd over the seeds, recomputed here with `statistics`); the markdown table and the card rendered from
-the suite file state the same numbers, and the chart is written. The option checks come before any run."""
+the suite file state the same numbers, and the chart is written. The option checks come before any run. The command a
+table states runs the same models with the same settings."""
 
 import json
+import shlex
 import statistics
 
 import pytest
@@ -10,7 +12,8 @@ import pytest
 from test_run_classification_ner import script  # tests/scripts is on sys.path
 
 from hf_seqmodels.cards import format_metric, load_run, render_card
-from hf_seqmodels.comparison import SUITES, RunOptions
+from hf_seqmodels.comparison import DEFAULT_SEEDS, SUITES, RunOptions
+from hf_seqmodels.comparison.report import command
 from hf_seqmodels.comparison.runner import budget_of, run_fields
 from hf_seqmodels.tasks.arguments import parse_dict
 
@@ -147,3 +150,18 @@ def test_every_recipe_is_fields_of_its_task(tmp_path, data_dir):
             fields = run_fields(suite, name, 43, budget_of(suite, options), options, tmp_path / name, vectors)
             training_args = parse_dict(suite.module, fields)[2]  # (model, data, training[, generation])
             assert training_args.seed == 43 and training_args.overwrite_output_dir, (suite_name, name)
+
+
+@pytest.mark.parametrize("names, seeds, threads, jobs, full", [
+    (["BiLSTM", "BiLSTM + MiniLM emb.", "BERT (MiniLM-L6)"], [42, 43, 44], 1, 2, False),
+    (list(SUITES["sentiment"].models), list(DEFAULT_SEEDS), 1, 1, False),
+    (["GRU"], [7], 0, 3, True),
+])
+def test_the_stated_command_runs_the_reports_models_and_settings(names, seeds, threads, jobs, full):
+    report = {"full": full, "seeds": seeds, "num_threads": threads, "jobs": jobs,
+              "runs": [{"name": name, "seed": seed} for name in names for seed in seeds]}
+    line = command("sentiment", SUITES["sentiment"], report)
+    suites, options = script("compare").parse_args(shlex.split(line)[2:])
+    assert suites == ["sentiment"]
+    assert (options.models or list(SUITES["sentiment"].models)) == names
+    assert (options.seeds, options.num_threads, options.jobs, options.full) == (seeds, threads, jobs, full)
