@@ -110,7 +110,7 @@ def greedy_or_sample(model, input_ids, logits_processor, stopping_criteria, gene
     stopped = torch.zeros(batch_size, dtype=torch.bool, device=input_ids.device)  # rows stay when not padded
     logits, model_kwargs, step = prefill(model, input_ids, generation_config, model_kwargs)
     while True:
-        next_scores = logits_processor(live_sequences, logits)
+        next_scores = logits_processor(live_sequences, logits) if logits_processor else logits
         scores.add(next_scores, live)
         raw_logits.add(logits, live)
         if generation_config.do_sample:

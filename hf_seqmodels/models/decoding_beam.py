@@ -79,7 +79,9 @@ def beam_search(model, input_ids, logits_processor, stopping_criteria, generatio
     logits, model_kwargs, step = prefill(model, input_ids, config, model_kwargs)
     while True:
         sentences = len(live)
-        log_probs = logits_processor(sequences[:, :length], torch.log_softmax(logits, dim=-1))
+        log_probs = torch.log_softmax(logits, dim=-1)
+        if logits_processor:
+            log_probs = logits_processor(sequences[:, :length], log_probs)
         if scores.steps is not None or raw_logits.steps is not None or track_beams:
             live_rows = (live[:, None] * num_beams + beam_offsets).view(-1)  # rows among all sentences' rows
             raw_logits.add(logits, live_rows)
@@ -102,9 +104,9 @@ def beam_search(model, input_ids, logits_processor, stopping_criteria, generatio
         beam_idx = flat_beams.gather(1, chosen).view(-1)
 
         # The finished set takes the candidates among the top num_beams that just finished, if they beat it.
-        just_finished = hits.clone()
-        just_finished[:, num_beams:] = False
-        if bool(just_finished.any()):
+        if bool(hits[:, :num_beams].any()):
+            just_finished = hits.clone()
+            just_finished[:, num_beams:] = False
             candidate_scores = top_scores / ((length + 1 - prompt_length) ** length_penalty)
             full = torch.all(best.finished, dim=-1, keepdim=True) & (early_stopping is True)
             candidate_scores += full.to(torch.float32) * MASK
