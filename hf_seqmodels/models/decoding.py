@@ -10,6 +10,11 @@ preparation (encoder run, beam expansion, logits processors, stopping criteria):
 A saved model folder carries it in ``custom_generate/`` (``generate`` below), so that
 ``from_pretrained(folder, trust_remote_code=True).generate(...)`` runs it without the package installed.
 
+After the first step (GenerationMixin's ``_prefill``, through ``forward``), a model that has a ``decoding_step``
+(the attention encoder-decoder) takes the other steps through it: ``forward`` without its checks of every argument
+(the loop's inputs were checked at the first step, and are its own since) and without its output objects. Other
+models take every step through ``prepare_inputs_for_generation`` and ``forward``, as GenerationMixin does.
+
 Outputs are those of GenerationMixin: the same tokens, the same pad/eos conventions in the returned tensors, the same
 ``sequences_scores`` and ``beam_indices``. Differences, by design:
 - ``output_scores`` / ``output_logits``: the rows of a sentence that has left the batch hold ``-inf`` from that step
