@@ -146,11 +146,12 @@ def test_finished_sentences_leave_the_batch(family, search):
     assert totals[1] < totals[0], totals
 
 
+@pytest.mark.parametrize("family", ["attention_lstm_input_feeding", "gru_lm"])
 @pytest.mark.parametrize("search", [{}, {"num_beams": 3}], ids=["greedy", "beam"])
-def test_a_model_with_a_decoding_step_runs_forward_once(search):
+def test_a_model_with_a_decoding_step_runs_forward_once(family, search):
     """After the first step, the loop steps through the model's ``decoding_step`` (without forward's checks and
     output objects): forward runs once per generate() call, with GenerationMixin's results."""
-    model, prompts, options = model_and_prompts("attention_lstm_input_feeding", 0)
+    model, prompts, options = model_and_prompts(family, 0)
     calls = []
     handle = model.register_forward_pre_hook(lambda module, args: calls.append(1))
     try:
@@ -161,7 +162,7 @@ def test_a_model_with_a_decoding_step_runs_forward_once(search):
     finally:
         handle.remove()
     assert torch.equal(ours, theirs)
-    assert their_calls == theirs.shape[1] - 1 and len(calls) - their_calls == 1, (their_calls, len(calls))
+    assert their_calls > 1 and len(calls) - their_calls == 1, (their_calls, len(calls))
 def test_what_rows_cannot_follow_is_left_to_generation_mixin():
     """A processor with per-row state (``prefix_allowed_tokens_fn``) and beam sampling: GenerationMixin decodes,
     every row to the end."""
