@@ -1,5 +1,5 @@
-"""Entry ``batch1_overhead``: at batch 1, ``generate()`` (greedy and beam, with the default and the static cache)
-vs plain hand loops on the same model (``benchmarks/translation_model.py``'s, the one whose BLEU is reported): a
+"""Entry ``batch1_overhead``: at batch 1, ``generate()`` (greedy and beam, with the default and the static cache,
+and with our decoding loop: ``custom_generate=decode``) vs plain hand loops on the same model (``benchmarks/translation_model.py``'s, the one whose BLEU is reported): a
 hand greedy loop and the hand beam loop with the sentence's beams in one decoder call per step
 (``benchmarks/beam_search.py``, as JoeyNMT / OpenNMT decode at batch 1). Each search translates every sentence once
 per round, the searches taking turns, after an untimed first pass; speeds are medians and quartiles over the rounds,
@@ -14,6 +14,8 @@ import pstats
 from collections.abc import Callable
 
 import torch
+
+from hf_seqmodels.models.decoding import decode
 
 from .beam_search import agreement, counts, hand_beam_search, hand_greedy, strip
 from .common import (
@@ -36,6 +38,9 @@ def profile_top(fn, limit: int = 12) -> list[str]:
             for (file, line, name), (_, calls, own, cumulative, _) in entries]
 
 
+# The searches compared with the hand loop, as the table names them.
+ROWS = {"generate": "generate()", "generate_static": "generate(cache_implementation='static')",
+        "ours": "generate(custom_generate=decode)"}
 SPLIT_SENTENCES = 8  # the first sentences, for the split of the time inside and outside the decoder calls
 
 
@@ -53,11 +58,13 @@ def searches(model, sizes: Sizes) -> dict[str, dict[str, Callable[[torch.Tensor]
         "greedy": {
             "generate": lambda s: gen(s, 1),
             "generate_static": lambda s: gen(s, 1, cache_implementation="static"),
+            "ours": lambda s: gen(s, 1, custom_generate=decode),
             "hand": lambda s: strip(hand_greedy(model, s, None, sizes.max_new_tokens)[0].tolist(), config),
         },
         f"beam {beams}": {
             "generate": lambda s: gen(s, beams),
             "generate_static": lambda s: gen(s, beams, cache_implementation="static"),
+            "ours": lambda s: gen(s, beams, custom_generate=decode),
             "hand": lambda s: strip(hand_beam_search(model, s, None, beams, sizes.max_new_tokens)[0], config),
         },
     }
@@ -92,7 +99,7 @@ def measure_mode(model, label: str, mode: str, fns: dict[str, Callable], sources
     inside, total = decoder_share(model, fns, sources[:SPLIT_SENTENCES], device)
     split_tokens = sum(len(o) + 1 for o in outputs["generate"][:SPLIT_SENTENCES])
     profiles = {f"{label}, {mode}, {name} (cProfile, own time)":
-                profile_top(lambda: [fns[name](s) for s in sources[:4]]) for name in ("generate", "generate_static")}
+                profile_top(lambda: [fns[name](s) for s in sources[:4]]) for name in ROWS}
     tokens_first = len(outputs["generate"][0]) + 1
     ops = {name: count_ops(lambda: fn(sources[0])) / tokens_first for name, fn in fns.items()}
     tokens = sum(len(o) + 1 for o in outputs["generate"])
@@ -104,8 +111,7 @@ def measure_mode(model, label: str, mode: str, fns: dict[str, Callable], sources
         return spread([seconds / len(sources) * 1e3 for seconds in timings.seconds[name]], 2)
 
     rows = []
-    for name, description in (("generate", "generate()"),
-                              ("generate_static", "generate(cache_implementation='static')")):
+    for name, description in ROWS.items():
         rows.append({"model": label, "mode": mode, "generate": description,
                      **columns("generate_ms_per_sentence", ms_per_sentence(name)),
                      **columns("hand_loop_ms_per_sentence", ms_per_sentence("hand")),
@@ -155,7 +161,9 @@ def run(settings: Settings) -> dict:
                "the sentence's beams in one decoder call per step) call the model's forward with the default cache "
                "exactly as generate() does (benchmarks/beam_search.py). cache_implementation='static' keeps the "
                "recurrent state at fixed addresses, and on a GPU the model then replays its decoding steps as CUDA "
-               "graphs; the hand loops use the default cache (no graphs). ops = aten operators called from Python "
+               "graphs; the hand loops use the default cache (no graphs). custom_generate=decode: our decoding "
+               "loop (hf_seqmodels/models/decoding.py), which after the first step calls the model's decoding_step "
+               "(forward without its per-call checks and output objects). ops = aten operators called from Python "
                "per output token, on the first sentence. model_ms / other_ms per token: time inside the model's "
                f"decoder calls / outside them, on the first {SPLIT_SENTENCES} sentences in a separate pass "
                "(synchronized at each call)."),

@@ -24,26 +24,40 @@ class DecoderCall:
 
 @contextlib.contextmanager
 def decoder_calls(model, device: str | None = None):
-    """Records every decoder call made to ``model``'s forward inside the block: its number of rows and, with
-    ``device``, the seconds it took (``device`` synchronized around it, which a timed run must not pay)."""
+    """Records every decoder call made to ``model`` inside the block, through its forward or through the
+    ``decoding_step`` our decoding loop takes after its first step: its number of rows and, with ``device``, the
+    seconds it took (``device`` synchronized around it, which a timed run must not pay)."""
     calls, started = [], []
 
-    def before(module, args, kwargs):
+    def before(rows: int) -> None:
         if device is not None:
             started.append(clock(device))
-        calls.append(DecoderCall(kwargs["decoder_input_ids"].shape[0], None))
+        calls.append(DecoderCall(rows, None))
 
-    def after(module, args, kwargs, output):
+    def after() -> None:
         if device is not None:
             calls[-1].seconds = clock(device) - started.pop()
 
-    handles = [model.register_forward_pre_hook(before, with_kwargs=True),
-               model.register_forward_hook(after, with_kwargs=True)]
+    step = getattr(model, "decoding_step", None)
+
+    def recorded_step(input_ids, **inputs):
+        before(input_ids.shape[0])
+        logits = step(input_ids, **inputs)
+        after()
+        return logits
+
+    handles = [model.register_forward_pre_hook(lambda module, args, kwargs: before(
+                   kwargs["decoder_input_ids"].shape[0]), with_kwargs=True),
+               model.register_forward_hook(lambda module, args, kwargs, output: after(), with_kwargs=True)]
+    if step is not None:
+        model.decoding_step = recorded_step  # on the instance, over the class's method, until the block ends
     try:
         yield calls
     finally:
         for handle in handles:
             handle.remove()
+        if step is not None:
+            del model.decoding_step
 
 
 def prepared_step(model, source: list[int], rows: int, device: str) -> Callable[[], object]:

@@ -127,6 +127,12 @@ MEASURES = {
     ("attention_seq2seq", "beam_agreement"): Measure("translation", ("agreement_beams_batched",)),
     ("attention_seq2seq", "batch1_greedy_speed"): Measure("batch1_overhead", ("greedy, generate()", "ratio")),
     ("attention_seq2seq", "batch1_beam_speed"): Measure("batch1_overhead", ("beam 5, generate()", "ratio")),
+    ("attention_seq2seq", "our_loop_beam_speedup"): Measure("translation",
+                                                            ("custom_sorted_speedup_vs_beams_batched", "ratio")),
+    ("attention_seq2seq", "our_loop_batch1_greedy_speed"): Measure(
+        "batch1_overhead", ("greedy, generate(custom_generate=decode)", "ratio")),
+    ("attention_seq2seq", "our_loop_batch1_beam_speed"): Measure(
+        "batch1_overhead", ("beam 5, generate(custom_generate=decode)", "ratio")),
     ("transformer_seq2seq", "train_vs_marian"): Measure("transformer_vs_marian", ("train", "ratio"), labelled=False),
     ("transformer_seq2seq", "greedy_vs_marian"): Measure("transformer_vs_marian", ("greedy", "ratio"), labelled=False),
     ("transformer_seq2seq", "beam_vs_marian"): Measure("transformer_vs_marian", ("beam", "ratio"), labelled=False),

@@ -10,6 +10,11 @@ preparation (encoder run, beam expansion, logits processors, stopping criteria):
 A saved model folder carries it in ``custom_generate/`` (``generate`` below), so that
 ``from_pretrained(folder, trust_remote_code=True).generate(...)`` runs it without the package installed.
 
+After the first step (GenerationMixin's ``_prefill``, through ``forward``), a model that has a ``decoding_step``
+(the attention encoder-decoder, the recurrent language model) takes the other steps through it: ``forward`` without its checks of every argument
+(the loop's inputs were checked at the first step, and are its own since) and without its output objects. Other
+models take every step through ``prepare_inputs_for_generation`` and ``forward``, as GenerationMixin does.
+
 Outputs are those of GenerationMixin: the same tokens, the same pad/eos conventions in the returned tensors, the same
 ``sequences_scores`` and ``beam_indices``. Differences, by design:
 - ``output_scores`` / ``output_logits``: the rows of a sentence that has left the batch hold ``-inf`` from that step
@@ -38,7 +43,7 @@ from transformers.generation import logits_process
 from transformers.generation.configuration_utils import GenerationMode
 from transformers.generation.utils import GenerateDecoderOnlyOutput, GenerateEncoderDecoderOutput
 
-from .decoding_batch import StepRecord, cache_of, next_logits, prefill, select_rows
+from .decoding_batch import DefaultStops, StepRecord, cache_of, prefill, select_rows
 from .decoding_beam import beam_search
 
 # Processors that read each row alone and keep no state: applying them to the live rows is applying them to all.
@@ -98,6 +103,7 @@ def greedy_or_sample(model, input_ids, logits_processor, stopping_criteria, gene
     batch_size, length = input_ids.shape
     pad = generation_config._pad_token_tensor
     pads_finished = any(hasattr(criteria, "eos_token_id") for criteria in stopping_criteria)
+    default_stops = DefaultStops.of(stopping_criteria)
     sequences = input_ids.new_full((batch_size, generation_config.max_length), 0 if pad is None else int(pad))
     sequences[:, :length] = input_ids
     live = torch.arange(batch_size, device=input_ids.device)  # the original row of each live row
@@ -107,9 +113,9 @@ def greedy_or_sample(model, input_ids, logits_processor, stopping_criteria, gene
                             batch_size)
     probabilities = None
     stopped = torch.zeros(batch_size, dtype=torch.bool, device=input_ids.device)  # rows stay when not padded
-    logits, model_kwargs = prefill(model, input_ids, generation_config, model_kwargs)
+    logits, model_kwargs, step = prefill(model, input_ids, generation_config, model_kwargs)
     while True:
-        next_scores = logits_processor(live_sequences, logits)
+        next_scores = logits_processor(live_sequences, logits) if logits_processor else logits
         scores.add(next_scores, live)
         raw_logits.add(logits, live)
         if generation_config.do_sample:
@@ -124,7 +130,8 @@ def greedy_or_sample(model, input_ids, logits_processor, stopping_criteria, gene
             sequences[live, length] = tokens
             live_sequences = sequences[live, :length + 1]
         length += 1
-        finished = stopping_criteria(live_sequences, scores.result())
+        finished = (default_stops(tokens, length) if default_stops is not None
+                    else stopping_criteria(live_sequences, scores.result()))
         if not pads_finished:
             finished = stopped = finished | stopped
         count = int(finished.sum())  # the step's one synchronisation
@@ -134,7 +141,7 @@ def greedy_or_sample(model, input_ids, logits_processor, stopping_criteria, gene
             keep = (~finished).nonzero().squeeze(1)
             model_kwargs = select_rows(model_kwargs, len(live), keep)
             live, live_sequences = live[keep], live_sequences[keep]
-        logits, model_kwargs = next_logits(model, live_sequences, model_kwargs)
+        logits, model_kwargs = step(model, live_sequences, model_kwargs)
     sequences = sequences[:, :length]
     if not generation_config.return_dict_in_generate:
         return sequences

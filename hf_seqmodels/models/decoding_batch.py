@@ -4,6 +4,7 @@ masks). Imports only torch and transformers: the file travels in a saved folder'
 
 import torch
 from transformers.cache_utils import Cache
+from transformers.generation.stopping_criteria import EosTokenCriteria, MaxLengthCriteria
 from transformers.utils import ModelOutput
 
 # model_kwargs entries that are not one row per sequence, whatever their first dimension.
@@ -47,11 +48,20 @@ def next_logits(model, sequences: torch.Tensor, model_kwargs: dict) -> tuple[tor
     return _logits_and_kwargs(model, outputs, model_kwargs)
 
 
-def prefill(model, input_ids: torch.Tensor, generation_config, model_kwargs: dict) -> tuple[torch.Tensor, dict]:
-    """The first step (the whole prompt, or the decoder start): as ``next_logits``, through GenerationMixin's
-    ``_prefill``."""
+def model_step(model, sequences: torch.Tensor, step_inputs: dict) -> tuple[torch.Tensor, dict]:
+    """One decoding step through the model's own ``decoding_step``, on what its ``decoding_step_inputs`` prepared:
+    as ``next_logits``, without ``forward``'s per-call checks and output objects."""
+    return model.decoding_step(sequences[:, -1:], **step_inputs), step_inputs
+
+
+def prefill(model, input_ids: torch.Tensor, generation_config, model_kwargs: dict):
+    """The first step (the whole prompt, or the decoder start), through GenerationMixin's ``_prefill``: its logits
+    as ``next_logits`` gives them, the inputs of the next steps and the function that takes them: ``model_step``
+    where the model has a ``decoding_step`` that applies, else ``next_logits`` with ``model_kwargs``."""
     outputs = model._prefill(input_ids, generation_config, model_kwargs, is_first_iteration=True)
-    return _logits_and_kwargs(model, outputs, model_kwargs)
+    logits, model_kwargs = _logits_and_kwargs(model, outputs, model_kwargs)
+    step_inputs = model.decoding_step_inputs(model_kwargs) if hasattr(model, "decoding_step_inputs") else None
+    return (logits, model_kwargs, next_logits) if step_inputs is None else (logits, step_inputs, model_step)
 
 
 def _logits_and_kwargs(model, outputs, model_kwargs: dict) -> tuple[torch.Tensor, dict]:
@@ -59,6 +69,29 @@ def _logits_and_kwargs(model, outputs, model_kwargs: dict) -> tuple[torch.Tensor
         outputs, model_kwargs, is_encoder_decoder=model.config.is_encoder_decoder
     )
     return outputs.logits[:, -1].to(copy=True, dtype=torch.float32), model_kwargs
+
+
+class DefaultStops:
+    """generate()'s own stopping criteria, a maximum length and end-of-sequence tokens, applied to the newest tokens
+    alone: the loops then build no candidate sequences to hand to ``StoppingCriteriaList``. ``of`` gives None when
+    any other criterion is present."""
+
+    def __init__(self, max_length: int | None, eos: torch.Tensor | None):
+        self.max_length, self.eos = max_length, eos
+
+    @classmethod
+    def of(cls, stopping_criteria) -> "DefaultStops | None":
+        if not all(type(criteria) in (EosTokenCriteria, MaxLengthCriteria) for criteria in stopping_criteria):
+            return None
+        lengths = [criteria.max_length for criteria in stopping_criteria if type(criteria) is MaxLengthCriteria]
+        eos = [criteria.eos_token_id.view(-1) for criteria in stopping_criteria if type(criteria) is EosTokenCriteria]
+        return cls(min(lengths, default=None), torch.cat(eos) if eos else None)
+
+    def __call__(self, tokens: torch.Tensor, length: int) -> torch.Tensor:
+        """Whether each of ``tokens`` (any shape), the last of a sequence of ``length`` tokens, ends it."""
+        if self.max_length is not None and length >= self.max_length:
+            return torch.ones_like(tokens, dtype=torch.bool)
+        return torch.isin(tokens, self.eos) if self.eos is not None else torch.zeros_like(tokens, dtype=torch.bool)
 
 
 class StepRecord:

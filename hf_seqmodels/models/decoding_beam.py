@@ -9,10 +9,9 @@ early-stopping heuristic is met, or (``early_stopping=True``) all its ``num_beam
 """
 
 import torch
-from transformers.generation.stopping_criteria import EosTokenCriteria, MaxLengthCriteria
 from transformers.generation.utils import GenerateBeamDecoderOnlyOutput, GenerateBeamEncoderDecoderOutput
 
-from .decoding_batch import StepRecord, cache_of, next_logits, prefill, select_rows
+from .decoding_batch import DefaultStops, StepRecord, cache_of, prefill, select_rows
 
 MASK = -1.0e9  # GenerationMixin's score for what cannot be chosen
 
@@ -73,14 +72,16 @@ def beam_search(model, input_ids, logits_processor, stopping_criteria, generatio
     beam_offsets = torch.arange(num_beams, device=device)
     row_offsets = live[:, None] * num_beams  # first row of each live sentence, in the live batch
     out = _Hypotheses(best.sequences.clone(), num_beams, max_length - length, track_beams)
-    fast_hits = all(type(c) in (EosTokenCriteria, MaxLengthCriteria) for c in stopping_criteria)
+    default_stops = DefaultStops.of(stopping_criteria)
     scores = StepRecord(config.return_dict_in_generate and config.output_scores, rows)
     raw_logits = StepRecord(config.return_dict_in_generate and config.output_logits, rows)
 
-    logits, model_kwargs = prefill(model, input_ids, config, model_kwargs)
+    logits, model_kwargs, step = prefill(model, input_ids, config, model_kwargs)
     while True:
         sentences = len(live)
-        log_probs = logits_processor(sequences[:, :length], torch.log_softmax(logits, dim=-1))
+        log_probs = torch.log_softmax(logits, dim=-1)
+        if logits_processor:
+            log_probs = logits_processor(sequences[:, :length], log_probs)
         if scores.steps is not None or raw_logits.steps is not None or track_beams:
             live_rows = (live[:, None] * num_beams + beam_offsets).view(-1)  # rows among all sentences' rows
             raw_logits.add(logits, live_rows)
@@ -90,11 +91,8 @@ def beam_search(model, input_ids, logits_processor, stopping_criteria, generatio
         top_scores, top_indices = torch.topk(totals, k=keep_k)
         top_beams, top_tokens = top_indices // vocab_size, top_indices % vocab_size
         flat_beams = top_beams + row_offsets
-        if fast_hits:
-            hits = torch.zeros_like(top_tokens, dtype=torch.bool) if length + 1 < max_length else \
-                torch.ones_like(top_tokens, dtype=torch.bool)
-            if eos is not None:
-                hits |= torch.isin(top_tokens, eos)
+        if default_stops is not None:
+            hits = default_stops(top_tokens, length + 1)
         else:
             candidates = torch.cat((sequences[flat_beams.view(-1), :length], top_tokens.view(-1, 1)), dim=1)
             hits = stopping_criteria(candidates, scores.result()).view(sentences, keep_k)
@@ -106,9 +104,9 @@ def beam_search(model, input_ids, logits_processor, stopping_criteria, generatio
         beam_idx = flat_beams.gather(1, chosen).view(-1)
 
         # The finished set takes the candidates among the top num_beams that just finished, if they beat it.
-        just_finished = hits.clone()
-        just_finished[:, num_beams:] = False
-        if bool(just_finished.any()):
+        if bool(hits[:, :num_beams].any()):
+            just_finished = hits.clone()
+            just_finished[:, num_beams:] = False
             candidate_scores = top_scores / ((length + 1 - prompt_length) ** length_penalty)
             full = torch.all(best.finished, dim=-1, keepdim=True) & (early_stopping is True)
             candidate_scores += full.to(torch.float32) * MASK
@@ -154,7 +152,7 @@ def beam_search(model, input_ids, logits_processor, stopping_criteria, generatio
             if track_beams:
                 running_beams = running_beams.index_select(0, keep_rows)
             best.select(keep)
-        logits, model_kwargs = next_logits(model, sequences[:, :length], model_kwargs)
+        logits, model_kwargs = step(model, sequences[:, :length], model_kwargs)
 
     _store(out, best, live, torch.ones_like(live, dtype=torch.bool))
     return _output(model, out, config, prompt_length, scores, raw_logits)

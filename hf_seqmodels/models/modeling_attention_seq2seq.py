@@ -377,16 +377,10 @@ class AttentionSeq2SeqModel(EncoderDecoderMixin, AttentionSeq2SeqPreTrainedModel
         elif cache.states:
             self.decoder.check_cache(cache, batch, source_length)
         check_decoder_mask(decoder_attention_mask, batch, cache.get_seq_length(), decoder_inputs.shape[1])
-        if decoder_input_ids is not None and replays_step(self.decoder, cache, decoder_input_ids, output_hidden_states):
-            outputs, weights, decoder_hidden_states = self.decoder.step_graphs(
-                self.decoder, decoder_input_ids, cache, memory=memory, memory_mask=mask, encoder_final_state=None
-            )
-            outputs, weights = outputs.clone(), weights.clone() if output_attentions and weights is not None else None
-        else:
-            outputs, weights, decoder_hidden_states = self.decoder(
-                decoder_input_ids, memory, mask, encoder_outputs.final_state, cache, output_hidden_states,
-                decoder_inputs_embeds,
-            )
+        outputs, weights, decoder_hidden_states = self.run_decoder(
+            decoder_input_ids, memory, mask, encoder_outputs.final_state, cache, output_hidden_states,
+            decoder_inputs_embeds, output_attentions,
+        )
         result = AttentionSeq2SeqModelOutput(
             last_hidden_state=outputs,
             decoder_hidden_states=decoder_hidden_states,
@@ -397,6 +391,20 @@ class AttentionSeq2SeqModel(EncoderDecoderMixin, AttentionSeq2SeqPreTrainedModel
             **cache_field(cache if use_cache else None),
         )
         return result if return_dict else result.to_tuple()
+
+    def run_decoder(
+        self, decoder_input_ids, memory, mask, encoder_final_state, cache, output_hidden_states=False,
+        decoder_inputs_embeds=None, output_attentions=False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None, tuple[torch.Tensor, ...] | None]:
+        """The decoder on checked inputs (the arguments of [`AttentionSeq2SeqDecoder.forward`], `mask` a bool source
+        mask or None): the replay of its captured step (CUDA graphs) where one applies, else the decoder itself."""
+        if decoder_input_ids is not None and replays_step(self.decoder, cache, decoder_input_ids, output_hidden_states):
+            outputs, weights, hidden_states = self.decoder.step_graphs(
+                self.decoder, decoder_input_ids, cache, memory=memory, memory_mask=mask, encoder_final_state=None
+            )
+            return outputs.clone(), weights.clone() if output_attentions and weights is not None else None, hidden_states
+        return self.decoder(decoder_input_ids, memory, mask, encoder_final_state, cache, output_hidden_states,
+                            decoder_inputs_embeds)
 
 
 def check_decoder_mask(mask: torch.Tensor | None, batch: int, cached: int, length: int) -> None:
@@ -476,6 +484,28 @@ class AttentionSeq2SeqForConditionalGeneration(
                   "output_attentions": output_attentions, "output_hidden_states": output_hidden_states,
                   "logits_to_keep": logits_to_keep}
         return {name: value for name, value in inputs.items() if value is not None}
+
+    def decoding_step_inputs(self, model_kwargs: dict) -> dict | None:
+        """What [`decoding_step`] reads, from generate()'s `model_kwargs` after its first step (a call of `forward`,
+        which checked them): the encoder's outputs, the source mask as `forward` prepares it (None without padding)
+        and the cache. None where the step does not apply (no cache, a `decoder_attention_mask`): the decoding loop
+        then calls `forward` at every step."""
+        cache = recurrent_cache(model_kwargs.get(CACHE_NAME))
+        if not model_kwargs.get("use_cache") or cache is None or model_kwargs.get("decoder_attention_mask") is not None:
+            return None
+        memory = model_kwargs["encoder_outputs"].last_hidden_state
+        mask = prepare_padding_mask(model_kwargs.get("attention_mask"), memory.shape[0], memory.shape[1])
+        return {"memory": memory, "memory_mask": padding_or_none(mask), "cache": cache}
+
+    def decoding_step(self, input_ids: torch.LongTensor, memory: torch.Tensor, memory_mask: torch.Tensor | None,
+                      cache: RecurrentCache) -> torch.Tensor:
+        """One step of hf_seqmodels' decoding loop (`decoding.py`): the float32 logits `(rows, vocab_size)` of the
+        token after `input_ids` `(rows, 1)`, from the inputs [`decoding_step_inputs`] prepared, the cache updated in
+        place. The same computation as `forward`, without its checks of every argument (the loop's inputs were
+        checked at its first step and are its own since) and its output objects: at batch 1 on a CPU they cost a
+        tenth of a step (benchmarks: `batch1_overhead`)."""
+        outputs, _, _ = self.model.run_decoder(input_ids, memory, memory_mask, None, cache)
+        return self._logits(outputs[:, -1:])[:, -1].float()
 
     def forward(
         self,

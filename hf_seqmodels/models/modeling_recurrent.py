@@ -16,7 +16,7 @@ from transformers.modeling_outputs import (
 
 from .adaptive_softmax import AdaptiveSoftmaxHead
 from .cache import RecurrentCache, RecurrentGenerationMixin, recurrent_cache
-from .cache_names import cache_argument, cache_field, output_cache
+from .cache_names import CACHE_NAME, cache_argument, cache_field, output_cache
 from .configuration_recurrent import RecurrentConfig
 from .embeddings import word_type_dropout
 from .heads import SequencePooler, TaggerOutputMixin, sequence_classification_loss
@@ -141,8 +141,6 @@ class RecurrentModel(GraphedSteps, RecurrentPreTrainedModel):
         check_token_inputs(input_ids, inputs_embeds, self.config.vocab_size, self.config.input_size, self.dtype)
         if input_ids is not None:
             inputs_embeds = self._embed(input_ids)
-            if self.spelling is not None:
-                inputs_embeds = torch.cat([inputs_embeds, self.spelling(input_ids)], dim=-1)
         batch_size, length = inputs_embeds.shape[:2]
         output_hidden_states = self._flag(output_hidden_states, "output_hidden_states")
         return_dict = self._flag(return_dict, "return_dict")
@@ -159,8 +157,7 @@ class RecurrentModel(GraphedSteps, RecurrentPreTrainedModel):
 
         inputs = self.embedding_dropout(inputs_embeds)
         if use_cache and replays_step(self, cache, inputs, output_hidden_states):
-            (outputs,) = self.step_graphs(self._step, inputs, cache, mask=mask)
-            outputs, final_state, hidden_states = outputs.clone(), cache.states, None
+            outputs, final_state, hidden_states = self.continue_cache(inputs, cache, mask), cache.states, None
         else:
             outputs, final_state, hidden_states = self.rnn(
                 inputs, mask, states, output_hidden_states, need_states=bool(use_cache) or output_final_state
@@ -178,10 +175,26 @@ class RecurrentModel(GraphedSteps, RecurrentPreTrainedModel):
         return result if return_dict else result.to_tuple()
 
     def _embed(self, input_ids: torch.LongTensor) -> torch.FloatTensor:
-        """The token embeddings, with whole word types dropped in training (``word_type_dropout``)."""
+        """The token embeddings, with whole word types dropped in training (``word_type_dropout``), and the
+        spelling features after them (``spelling_features``)."""
         if self.training and self.config.word_type_dropout > 0:
-            return word_type_dropout(self.embed_tokens, input_ids, self.config.word_type_dropout)
-        return self.embed_tokens(input_ids)
+            embeds = word_type_dropout(self.embed_tokens, input_ids, self.config.word_type_dropout)
+        else:
+            embeds = self.embed_tokens(input_ids)
+        return embeds if self.spelling is None else torch.cat([embeds, self.spelling(input_ids)], dim=-1)
+
+    def continue_cache(self, inputs: torch.Tensor, cache: RecurrentCache, mask: torch.Tensor | None = None):
+        """The top layer's outputs for checked ``inputs`` (after the embedding dropout) continuing the non-empty
+        ``cache``, which keeps the new state: the replay of the captured step (CUDA graphs) where one applies."""
+        if replays_step(self, cache, inputs, False):
+            (outputs,) = self.step_graphs(self._step, inputs, cache, mask=mask)
+            return outputs.clone()
+        return self._step(inputs, cache, mask)[0]
+
+    def decoding_step(self, input_ids: torch.LongTensor, cache: RecurrentCache) -> torch.Tensor:
+        """The top layer's outputs after ``input_ids`` ``(rows, 1)``, the newest tokens of a decoding loop,
+        continuing its ``cache``: forward without its checks and output object."""
+        return self.continue_cache(self.embedding_dropout(self._embed(input_ids)), cache)
 
     def _step(self, inputs: torch.Tensor, cache: RecurrentCache, mask: torch.Tensor | None) -> tuple[torch.Tensor]:
         """A decoding step as ``step_graphs`` replays it: the layers continue from ``cache``, which keeps the state."""
@@ -244,6 +257,29 @@ class RecurrentForCausalLM(RecurrentGenerationMixin, RecurrentPreTrainedModel, G
                              "frequency. Build a new model with the new `vocab_size` and `adaptive_softmax_cutoffs`.")
         return super().resize_token_embeddings(*args, **kwargs)
 
+    def decoding_step_inputs(self, model_kwargs: dict) -> dict | None:
+        """What [`decoding_step`] reads, from generate()'s `model_kwargs` after its first step (a call of `forward`,
+        which checked them): the cache. None without one: the decoding loop then calls `forward` at every step.
+        The attention mask is not needed: it marks the prompts' padding, which the cache has read, and every token
+        after them is real."""
+        cache = recurrent_cache(model_kwargs.get(CACHE_NAME))
+        return {"cache": cache} if model_kwargs.get("use_cache") and cache is not None else None
+
+    def decoding_step(self, input_ids: torch.LongTensor, cache: RecurrentCache) -> torch.Tensor:
+        """One step of hf_seqmodels' decoding loop (`decoding.py`): the float32 logits `(rows, vocab_size)` (with an
+        adaptive softmax, the log-probabilities) of the token after `input_ids` `(rows, 1)`, the cache updated in
+        place. The same computation as `forward`, without its checks of every argument (the loop's inputs were
+        checked at its first step and are its own since) and its output objects."""
+        hidden = self._output_vectors(self.dropout(self.model.decoding_step(input_ids, cache)[:, -1:]))
+        logits = self.lm_head.log_probs(hidden) if isinstance(self.lm_head, AdaptiveSoftmaxHead) else \
+            self.lm_head(hidden)
+        return logits[:, -1].float()
+
+    def _output_vectors(self, dropped: torch.Tensor) -> torch.Tensor:
+        """The vectors the output layer reads: the top layer's outputs after the output dropout, projected to the
+        embedding size where it differs from the hidden size."""
+        return dropped if self.projection is None else self.projection(dropped)
+
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,
@@ -285,7 +321,7 @@ class RecurrentForCausalLM(RecurrentGenerationMixin, RecurrentPreTrainedModel, G
         )
         top = keep_logits_positions(outputs.last_hidden_state, logits_to_keep)
         dropped = self.dropout(top)
-        hidden = dropped if self.projection is None else self.projection(dropped)
+        hidden = self._output_vectors(dropped)
         if isinstance(self.lm_head, AdaptiveSoftmaxHead):
             loss = self.lm_head.loss(hidden, labels, num_items_in_batch=num_items_in_batch, shift_labels=shift_labels)
             logits = self.lm_head.log_probs(hidden) if loss is None else None

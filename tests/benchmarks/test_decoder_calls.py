@@ -6,6 +6,7 @@ import torch
 
 from benchmarks.decoder_calls import decoder_calls, decoder_step_bound
 from hf_seqmodels import AttentionSeq2SeqConfig, AttentionSeq2SeqForConditionalGeneration
+from hf_seqmodels.models.decoding import decode
 
 PAD, BOS, EOS = 0, 1, 2
 
@@ -19,15 +20,19 @@ def model():
     return AttentionSeq2SeqForConditionalGeneration(config).eval()
 
 
+@pytest.mark.parametrize("custom_generate", [None, decode], ids=["generation_mixin", "our_loop"])
 @pytest.mark.parametrize("device", [None, "cpu"])
-def test_every_decoder_call_is_recorded_with_its_rows(model, device):
+def test_every_decoder_call_is_recorded_with_its_rows(model, device, custom_generate):
+    """Through forward (GenerationMixin's loop; our loop's first step) and through ``decoding_step`` (our loop's
+    other steps)."""
     source = torch.tensor([[5, 6, 7, EOS], [8, 9, EOS, PAD], [3, 4, 5, EOS]])
     new_tokens = 4
     with torch.no_grad(), decoder_calls(model, device) as calls:
         model.generate(source, attention_mask=(source != PAD).long(), num_beams=2, do_sample=False,
-                       max_new_tokens=new_tokens, min_new_tokens=new_tokens)
+                       max_new_tokens=new_tokens, min_new_tokens=new_tokens, custom_generate=custom_generate)
     assert len(calls) == new_tokens and all(call.rows == 3 * 2 for call in calls)
     assert all((call.seconds is None) == (device is None) for call in calls)
+    assert "decoding_step" not in vars(model)  # the class's method again
     with torch.no_grad():
         model.generate(source, num_beams=1, max_new_tokens=2)
     assert len(calls) == new_tokens  # the hooks went with the block

@@ -117,11 +117,10 @@ def decoder_rows(model, prompts, options: dict) -> tuple[int, int, torch.Tensor,
     after ``torch.manual_seed(0)``)."""
     counts = []
 
-    def count(module, args, kwargs):
-        ids = kwargs.get("decoder_input_ids", kwargs.get("input_ids"))
-        counts[-1] += ids.shape[0]
+    def count(module, args):  # at the output layer, which every step calls, through forward or decoding_step
+        counts[-1] += args[0].shape[0]
 
-    handle = model.register_forward_pre_hook(count, with_kwargs=True)
+    handle = model.get_output_embeddings().register_forward_pre_hook(count)
     try:
         results = []
         for custom_generate in (None, decode):
@@ -147,6 +146,23 @@ def test_finished_sentences_leave_the_batch(family, search):
     assert totals[1] < totals[0], totals
 
 
+@pytest.mark.parametrize("family", ["attention_lstm_input_feeding", "gru_lm"])
+@pytest.mark.parametrize("search", [{}, {"num_beams": 3}], ids=["greedy", "beam"])
+def test_a_model_with_a_decoding_step_runs_forward_once(family, search):
+    """After the first step, the loop steps through the model's ``decoding_step`` (without forward's checks and
+    output objects): forward runs once per generate() call, with GenerationMixin's results."""
+    model, prompts, options = model_and_prompts(family, 0)
+    calls = []
+    handle = model.register_forward_pre_hook(lambda module, args: calls.append(1))
+    try:
+        with torch.no_grad():
+            theirs = model.generate(**prompts, **options, **search)
+            their_calls = len(calls)
+            ours = model.generate(**prompts, **options, **search, custom_generate=decode)
+    finally:
+        handle.remove()
+    assert torch.equal(ours, theirs)
+    assert their_calls > 1 and len(calls) - their_calls == 1, (their_calls, len(calls))
 def test_what_rows_cannot_follow_is_left_to_generation_mixin():
     """A processor with per-row state (``prefix_allowed_tokens_fn``) and beam sampling: GenerationMixin decodes,
     every row to the end."""

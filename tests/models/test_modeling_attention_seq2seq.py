@@ -13,7 +13,7 @@ from transformers.modeling_layers import GradientCheckpointingLayer
 
 from hf_seqmodels import AttentionSeq2SeqConfig, AttentionSeq2SeqForConditionalGeneration, AttentionSeq2SeqModel
 from hf_seqmodels.models.cache import RecurrentCache
-from hf_seqmodels.models.cache_names import output_cache
+from hf_seqmodels.models.cache_names import CACHE_NAME, output_cache
 from tests.test_generation_common import GenerationTesterMixin
 from tests.test_modeling_common import BOS, EOS, PAD, ModelTesterMixin, assert_same_model, main_output
 
@@ -876,3 +876,26 @@ def test_scheduled_sampling_refuses_decoder_inputs_embeds():
     embeds = torch.zeros(2, 3, 6)
     with pytest.raises(ValueError, match="`decoder_inputs_embeds` cannot be trained with `teacher_forcing_ratio` < 1"):
         model(input_ids=torch.tensor([[5, 3], [4, 6]]), decoder_inputs_embeds=embeds, labels=torch.ones(2, 3).long())
+
+
+@EACH_VARIANT
+def test_decoding_step_continues_a_cache_as_forward_does(variant):
+    """The decoding loop's step (``decoding_step`` on what ``decoding_step_inputs`` prepares): the logits of the
+    whole target, position after position, and the cache forward leaves; a padded source; and no step where
+    generate() passes what only forward reads (a decoder attention mask) or keeps no cache."""
+    model = spread(AttentionSeq2SeqForConditionalGeneration(tiny_config(*variant)))
+    source, mask, targets = padded_batch()
+    with torch.no_grad():
+        full = model(input_ids=source, attention_mask=mask, decoder_input_ids=targets).logits
+        first = model(input_ids=source, attention_mask=mask, decoder_input_ids=targets[:, :1], use_cache=True)
+        kwargs = {"encoder_outputs": model.get_encoder()(source, mask), "attention_mask": mask, "use_cache": True,
+                  CACHE_NAME: output_cache(first)}
+        step_inputs = model.decoding_step_inputs(kwargs)
+        logits = [first.logits[:, -1]] + [model.decoding_step(targets[:, t : t + 1], **step_inputs)
+                                          for t in range(1, targets.shape[1])]
+    torch.testing.assert_close(torch.stack(logits, dim=1), full, rtol=0, atol=1e-6)
+    assert step_inputs["memory_mask"].dtype == torch.bool and not step_inputs["memory_mask"].all()
+    assert step_inputs["cache"].get_seq_length() == targets.shape[1]
+    assert model.decoding_step_inputs({**kwargs, "decoder_attention_mask": torch.ones_like(targets)}) is None
+    assert model.decoding_step_inputs({**kwargs, "use_cache": False}) is None
+    assert model.decoding_step_inputs({**kwargs, "attention_mask": torch.ones_like(mask)})["memory_mask"] is None

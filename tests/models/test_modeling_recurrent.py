@@ -628,3 +628,32 @@ def test_value_checks_still_run_in_eager_mode():
         model(input_ids=torch.tensor([[4, 5]]), attention_mask=torch.tensor([[1, 2]]))
     with pytest.raises(ValueError, match="all padding"):
         model(input_ids=torch.tensor([[4, 5], [4, 5]]), attention_mask=torch.tensor([[1, 1], [0, 0]]))
+
+
+ADAPTIVE_SOFTMAX = {"adaptive_softmax_cutoffs": [6, 12], "adaptive_softmax_div_value": 2.0, "tie_word_embeddings": False}
+
+
+@pytest.mark.parametrize("changes", [{}, ADAPTIVE_SOFTMAX], ids=["full_softmax", "adaptive_softmax"])
+@pytest.mark.parametrize("cell_type", CELL_TYPES)
+def test_decoding_step_continues_a_cache_as_forward_does(cell_type, changes):
+    """The decoding loop's step (``decoding_step`` on what ``decoding_step_inputs`` prepares) after left-padded
+    prompts: the logits forward gives for the whole sequences, position after position, and the cache's length; no
+    step without a cache."""
+    tester = RecurrentModelTester(cell_type)
+    config = tester.get_config(RecurrentForCausalLM, **changes)
+    model = make_model(RecurrentForCausalLM, config)
+    batch = collate(tester.get_examples(config), PAD, padding_side="left")
+    continuation = torch.randint(3, config.vocab_size, (len(batch["input_ids"]), 3),
+                                 generator=torch.Generator().manual_seed(2))
+    whole = torch.cat([batch["input_ids"], continuation], dim=1)
+    mask = torch.cat([batch["attention_mask"], torch.ones_like(continuation)], dim=1)
+    with torch.no_grad():
+        full = model(input_ids=whole, attention_mask=mask).logits[:, -continuation.shape[1]:]
+        first = model(**batch, use_cache=True)
+        step_inputs = model.decoding_step_inputs({"use_cache": True, CACHE_NAME: output_cache(first),
+                                                  "attention_mask": mask})
+        logits = [model.decoding_step(continuation[:, t : t + 1], **step_inputs)
+                  for t in range(continuation.shape[1])]
+    torch.testing.assert_close(torch.stack(logits, dim=1), full, rtol=0, atol=1e-5)
+    assert step_inputs["cache"].get_seq_length() == whole.shape[1]
+    assert model.decoding_step_inputs({"use_cache": False, CACHE_NAME: output_cache(first)}) is None
