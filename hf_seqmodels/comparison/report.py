@@ -65,8 +65,9 @@ def markdown(suite_name: str, suite: Suite, report: dict) -> str:
         + (f"; step caps: {report['step_caps']}" if report.get("step_caps") else "")
         + f". {report['num_threads'] or 'all'} thread(s) per run"
         + (f", {report['jobs']} runs at once" if report.get("jobs", 1) > 1 else "") + ". "
-        f"Command: `{command(suite_name, suite, report)}`; the runs took "
-        f"{sum(run.get('process_wall_time_s', 0) for run in report['runs']) / 60:.1f} min of wall-clock time. "
+        f"Command: `{command(suite_name, suite, report)}`; the runs' processes took "
+        f"{sum(run.get('process_wall_time_s', 0) for run in report['runs']) / 60:.1f} min of wall-clock time "
+        "between them. "
         f"Each figure: {spread}. Peak memory: the GPU's peak allocation on a GPU, else the process's peak resident "
         "memory.",
         "",
