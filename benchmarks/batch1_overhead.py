@@ -1,10 +1,11 @@
-"""Entry ``batch1_overhead``: at batch 1, ``generate()`` (greedy and beam, with the default and the static cache,
-and with our decoding loop: ``custom_generate=decode``) vs plain hand loops on the same model (``benchmarks/translation_model.py``'s, the one whose BLEU is reported): a
-hand greedy loop and the hand beam loop with the sentence's beams in one decoder call per step
-(``benchmarks/beam_search.py``, as JoeyNMT / OpenNMT decode at batch 1). Each search translates every sentence once
-per round, the searches taking turns, after an untimed first pass; speeds are medians and quartiles over the rounds,
-ratios those of each round's pair. Also: the time split into the model's decoder calls and the rest, aten operators
-per token, and a profile of where ``generate()`` spends its time.
+"""Entry ``batch1_overhead``: at batch 1, ``generate()`` (greedy and beam, with the default and the static cache, and
+with our decoding loop: ``custom_generate=decode``) vs plain hand loops on the same model
+(``benchmarks/translation_model.py``'s, the one whose BLEU is reported): a hand greedy loop and the hand beam loop
+with the sentence's beams in one decoder call per step (``benchmarks/beam_search.py``, as JoeyNMT / OpenNMT decode
+at batch 1). Each search translates every sentence once per round, the searches taking turns, after an untimed first
+pass; speeds are medians and quartiles over the rounds, ratios those of each round's pair. Also: the time split into
+the model's decoder calls and the rest, aten operators per token, and a profile of where ``generate()`` spends its
+time.
 """
 
 import cProfile

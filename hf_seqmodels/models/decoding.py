@@ -11,9 +11,10 @@ A saved model folder carries it in ``custom_generate/`` (``generate`` below), so
 ``from_pretrained(folder, trust_remote_code=True).generate(...)`` runs it without the package installed.
 
 After the first step (GenerationMixin's ``_prefill``, through ``forward``), a model that has a ``decoding_step``
-(the attention encoder-decoder, the recurrent language model) takes the other steps through it: ``forward`` without its checks of every argument
-(the loop's inputs were checked at the first step, and are its own since) and without its output objects. Other
-models take every step through ``prepare_inputs_for_generation`` and ``forward``, as GenerationMixin does.
+(the attention encoder-decoder, the recurrent language model) takes the other steps through it: ``forward``
+without its checks of every argument (the loop's inputs were checked at the first step, and are its own since) and
+without its output objects. Other models take every step through ``prepare_inputs_for_generation`` and
+``forward``, as GenerationMixin does.
 
 Outputs are those of GenerationMixin: the same tokens, the same pad/eos conventions in the returned tensors, the same
 ``sequences_scores`` and ``beam_indices``. Differences, by design:

@@ -402,7 +402,8 @@ class AttentionSeq2SeqModel(EncoderDecoderMixin, AttentionSeq2SeqPreTrainedModel
             outputs, weights, hidden_states = self.decoder.step_graphs(
                 self.decoder, decoder_input_ids, cache, memory=memory, memory_mask=mask, encoder_final_state=None
             )
-            return outputs.clone(), weights.clone() if output_attentions and weights is not None else None, hidden_states
+            weights = weights.clone() if output_attentions and weights is not None else None
+            return outputs.clone(), weights, hidden_states
         return self.decoder(decoder_input_ids, memory, mask, encoder_final_state, cache, output_hidden_states,
                             decoder_inputs_embeds)
 

@@ -630,7 +630,8 @@ def test_value_checks_still_run_in_eager_mode():
         model(input_ids=torch.tensor([[4, 5], [4, 5]]), attention_mask=torch.tensor([[1, 1], [0, 0]]))
 
 
-ADAPTIVE_SOFTMAX = {"adaptive_softmax_cutoffs": [6, 12], "adaptive_softmax_div_value": 2.0, "tie_word_embeddings": False}
+ADAPTIVE_SOFTMAX = {"adaptive_softmax_cutoffs": [6, 12], "adaptive_softmax_div_value": 2.0,
+                    "tie_word_embeddings": False}
 
 
 @pytest.mark.parametrize("changes", [{}, ADAPTIVE_SOFTMAX], ids=["full_softmax", "adaptive_softmax"])
