@@ -157,7 +157,7 @@ class RecurrentModel(GraphedSteps, RecurrentPreTrainedModel):
 
         inputs = self.embedding_dropout(inputs_embeds)
         if use_cache and replays_step(self, cache, inputs, output_hidden_states):
-            outputs, final_state, hidden_states = self.continue_cache(inputs, cache, mask), cache.states, None
+            outputs, final_state, hidden_states = self._replay_step(inputs, cache, mask), cache.states, None
         else:
             outputs, final_state, hidden_states = self.rnn(
                 inputs, mask, states, output_hidden_states, need_states=bool(use_cache) or output_final_state
@@ -183,18 +183,20 @@ class RecurrentModel(GraphedSteps, RecurrentPreTrainedModel):
             embeds = self.embed_tokens(input_ids)
         return embeds if self.spelling is None else torch.cat([embeds, self.spelling(input_ids)], dim=-1)
 
-    def continue_cache(self, inputs: torch.Tensor, cache: RecurrentCache, mask: torch.Tensor | None = None):
-        """The top layer's outputs for checked ``inputs`` (after the embedding dropout) continuing the non-empty
-        ``cache``, which keeps the new state: the replay of the captured step (CUDA graphs) where one applies."""
-        if replays_step(self, cache, inputs, False):
-            (outputs,) = self.step_graphs(self._step, inputs, cache, mask=mask)
-            return outputs.clone()
-        return self._step(inputs, cache, mask)[0]
+    def _replay_step(self, inputs: torch.Tensor, cache: RecurrentCache, mask: torch.Tensor | None) -> torch.Tensor:
+        """The top layer's outputs of ``_step`` through its captured CUDA graph (where ``replays_step`` says so),
+        copied out of the graph's own tensors."""
+        (outputs,) = self.step_graphs(self._step, inputs, cache, mask=mask)
+        return outputs.clone()
 
     def decoding_step(self, input_ids: torch.LongTensor, cache: RecurrentCache) -> torch.Tensor:
         """The top layer's outputs after ``input_ids`` ``(rows, 1)``, the newest tokens of a decoding loop,
-        continuing its ``cache``: forward without its checks and output object."""
-        return self.continue_cache(self.embedding_dropout(self._embed(input_ids)), cache)
+        continuing its non-empty ``cache``, which keeps the new state: forward without its checks and output
+        object (the captured step replayed where one applies)."""
+        inputs = self.embedding_dropout(self._embed(input_ids))
+        if replays_step(self, cache, inputs, False):
+            return self._replay_step(inputs, cache, None)
+        return self._step(inputs, cache, None)[0]
 
     def _step(self, inputs: torch.Tensor, cache: RecurrentCache, mask: torch.Tensor | None) -> tuple[torch.Tensor]:
         """A decoding step as ``step_graphs`` replays it: the layers continue from ``cache``, which keeps the state."""
