@@ -60,12 +60,12 @@ def agreement(model, batches, options: dict) -> dict:
             "max_score_difference": max(differences, default=None)}
 
 
-def timings(model, batches, sentences: int, rounds: int, options: dict) -> dict:
+def timings(model, batches, sentences: int, rounds: int, options: dict, device: str) -> dict:
     """Sentences/s of each loop over ``batches`` and the per-round speed-up of ours."""
     def run(loop: Callable | None) -> Callable[[], object]:
         return lambda: translate(model, batches, loop, **options)
 
-    measured = interleaved({name: run(loop) for name, loop in LOOPS.items()}, rounds, device="cpu")
+    measured = interleaved({name: run(loop) for name, loop in LOOPS.items()}, rounds, device)
     figures = {}
     for name in LOOPS:
         figures.update(columns(f"{name}_sentences_per_s", rate(sentences, measured, name)))
@@ -84,6 +84,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--batch1_sentences", type=int, default=100, help="sentences decoded one at a time")
     parser.add_argument("--rounds", type=int, default=5, help="timed rounds (at least 5 for reported figures)")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
     parser.add_argument("--out", type=Path, help="write the results here as JSON")
     args = parser.parse_args(argv)
     if (args.model is None) == (not args.smoke):
@@ -91,31 +92,31 @@ def main(argv: list[str] | None = None) -> dict:
     if args.threads:
         torch.set_num_threads(args.threads)
     if args.smoke:
-        timed = stand_in_model("gru", SMOKE, Settings(smoke=True), "smoke run")
+        timed = stand_in_model("gru", SMOKE, Settings(device=args.device, smoke=True), "smoke run")
         args.sentences, args.batch_size, args.batch1_sentences = 8, 4, 2
         args.num_beams, args.max_new_tokens = 3, 6
     else:
-        timed = bleu_model(Path(args.model), "cpu")
+        timed = bleu_model(Path(args.model), args.device)
     model, config = timed.model, timed.model.config
     sources = english_test2016(timed.tokenizer, args.sentences)
     beam = {"num_beams": args.num_beams, "max_new_tokens": args.max_new_tokens, "do_sample": False,
             "early_stopping": True, "length_penalty": 1.0}
     greedy = {"num_beams": 1, "max_new_tokens": args.max_new_tokens, "do_sample": False}
-    batches = beam_speed.batches(sources, longest_first(sources), args.batch_size, config.pad_token_id, "cpu")
+    batches = beam_speed.batches(sources, longest_first(sources), args.batch_size, config.pad_token_id, args.device)
     singles = beam_speed.batches(sources, longest_first(sources[:args.batch1_sentences]), 1, config.pad_token_id,
-                                 "cpu")
+                                 args.device)
     results = {
         "command": " ".join(["python -m benchmarks.decoding_loop", *(sys.argv[1:] if argv is None else argv)]),
-        "model": timed.origin, "threads": torch.get_num_threads(), "device": "cpu",
+        "model": timed.origin, "threads": torch.get_num_threads(), "device": args.device,
         "settings": {name: getattr(args, name) for name in ("sentences", "batch_size", "num_beams",
                                                             "max_new_tokens", "batch1_sentences", "rounds")},
         "agreement_beam": agreement(model, batches, beam),
         "agreement_greedy": agreement(model, batches, greedy),
-        "beam_batched": timings(model, batches, len(sources), args.rounds, beam),
-        "beam_batch1": timings(model, singles, len(singles), args.rounds, beam),
-        "greedy_batch1": timings(model, singles, len(singles), args.rounds, greedy),
+        "beam_batched": timings(model, batches, len(sources), args.rounds, beam, args.device),
+        "beam_batch1": timings(model, singles, len(singles), args.rounds, beam, args.device),
+        "greedy_batch1": timings(model, singles, len(singles), args.rounds, greedy, args.device),
     }
-    results["machine"] = machine_info("cpu")  # its load average: that of the run's end
+    results["machine"] = machine_info(args.device)  # its load average: that of the run's end
     print(json.dumps(results, indent=1))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
