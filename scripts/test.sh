@@ -8,5 +8,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/venv.sh
-export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1
-exec "$venv/bin/python" -m pytest -x -q "$@"  # pyproject's testpaths: tests/
+# Two workers (pytest-xdist), one torch thread each: the machines have 2 cores and most tests are small.
+export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 OMP_NUM_THREADS=1
+exec "$venv/bin/python" -m pytest -x -q -n 2 "$@"  # pyproject's testpaths: tests/
