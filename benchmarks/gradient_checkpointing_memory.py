@@ -25,7 +25,6 @@ A model class without ``supports_gradient_checkpointing`` is reported as such, n
 import argparse
 import dataclasses
 import json
-import weakref
 from collections.abc import Callable
 from pathlib import Path
 

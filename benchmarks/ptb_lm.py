@@ -43,8 +43,8 @@ VARIANTS = {
 TRAINING = {"per_device_train_batch_size": 40, "per_device_eval_batch_size": 10, "learning_rate": 1e-2,
             "lr_scheduler_type": "linear", "num_warmup_steps": 100, "max_grad_norm": 0.25, "num_train_epochs": 6,
             "logging_steps": 50}
-SMOKE = {"model": {"embedding_size": 16, "hidden_size": 16, "adaptive_softmax_cutoffs": [50, 200]}, "data": {"max_train_samples": 200,
-                                                                     "max_eval_samples": 40}}
+SMOKE = {"model": {"embedding_size": 16, "hidden_size": 16, "adaptive_softmax_cutoffs": [50, 200]},
+         "data": {"max_train_samples": 200, "max_eval_samples": 40}}
 
 
 def run_variant(name: str, minutes: float, seed: int, smoke: bool) -> dict:

@@ -77,7 +77,8 @@ class NTASGD(torch.optim.Optimizer):
             self._restore_hook = None
 
     def _averaged(self):
-        return ((p, self.state[p]) for group in self.param_groups for p in group["params"] if "average" in self.state[p])
+        return ((p, self.state[p]) for group in self.param_groups for p in group["params"]
+                if "average" in self.state[p])
 
 
 def evaluate_with_averages(optimizer: torch.optim.Optimizer, model: torch.nn.Module, evaluate: Callable[[], float]

@@ -113,7 +113,8 @@ def _wordpiece(model: models.WordPiece) -> Tokenizer:
     tokenizer.decoder = decoders.Sequence([
         decoders.WordPiece(), decoders.Fuse(),
         decoders.Replace(Regex(f"(?<=[{CJK}]) | (?=[{CJK}])"), ""),
-        decoders.Replace(Regex(r"(?<=\w) (?=['’-] ?\w)|(?<=\w['’-]|\w ['’-]|\d[,.]) (?=\w)"), ""),  # Mary's, well-known, 5,000
+        # Mary's, well-known, 5,000
+        decoders.Replace(Regex(r"(?<=\w) (?=['’-] ?\w)|(?<=\w['’-]|\w ['’-]|\d[,.]) (?=\w)"), ""),
     ])
     return tokenizer
 

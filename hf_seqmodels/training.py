@@ -7,8 +7,9 @@ token counts over processes, and only the main process logs, shows progress bars
 Files: the final model goes to ``output_dir`` through `save_model`, which builds a complete folder next to it
 and swaps it into place (`files.replacing`); it replaces an earlier run's folder only with
 ``--overwrite_output_dir``, which also deletes that run's checkpoints when a new run starts (`start_run` locks
-both folders against a second run and checks them before any training; parsing the arguments reads no file). The checkpoints (``<checkpoint_dir>/step_<n>``, each with the run's tokenizer) and the
-one a run resumes from are a `checkpoints.Checkpoints`.
+both folders against a second run and checks them before any training; parsing the arguments reads no file). The
+checkpoints (``<checkpoint_dir>/step_<n>``, each with the run's tokenizer) and the one a run resumes from are a
+`checkpoints.Checkpoints`.
 """
 
 import dataclasses
@@ -96,7 +97,8 @@ class TrainingArguments:
         metadata={"help": "A JSON object of the scheduler's own options (transformers' get_scheduler "
                           "scheduler_specific_kwargs), e.g. '{\"num_cycles\": 2}', '{\"min_lr_rate\": 0.1}', "
                           "'{\"num_decay_steps\": 500}' or '{\"factor\": 0.5, \"patience\": 1}'. "
-                          f"warmup_stable_decay decays over the last {WSD_DECAY_SHARE:.0%}% of the steps unless "  # %% for argparse
+                          # "%%": argparse formats help strings with %
+                          f"warmup_stable_decay decays over the last {WSD_DECAY_SHARE:.0%}% of the steps unless "
                           "it names num_decay_steps or num_stable_steps."},
     )
     min_lr: float | None = field(

@@ -242,8 +242,8 @@ def _check_dimension(model: PreTrainedModel, embeddings: torch.nn.Embedding, dim
     if hasattr(model.config, "embedding_size"):
         change = f"drop embedding_size from --config_overrides (the vectors set it to {dimension})"
     else:
-        change = (f"set the Transformer's d_model to {dimension}: --config_overrides d_model={dimension} (--hidden_size "
-                  f"{dimension} in run_classification.py and run_ner.py)")
+        change = (f"set the Transformer's d_model to {dimension}: --config_overrides d_model={dimension} "
+                  f"(--hidden_size {dimension} in run_classification.py and run_ner.py)")
     raise ValueError(f"--word_vectors {path} has {dimension}-dimensional vectors but the model's input embeddings "
                      f"are {embeddings.embedding_dim}-dimensional: {change}.")
 

@@ -112,4 +112,3 @@ def test_every_auto_class_loads_from_the_saved_code(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     loads = sum(len(hf_seqmodels._AUTO_CLASSES[type(make_config())]) for _, make_config in CASES)
     assert result.stdout.count("loaded ") == loads, result.stdout
-

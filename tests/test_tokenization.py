@@ -12,7 +12,7 @@ import torch
 from transformers import AutoTokenizer, pipeline
 
 from hf_seqmodels import RecurrentConfig, RecurrentForCausalLM
-from hf_seqmodels.tokenization import DEFAULT_SPECIAL_TOKENS, KINDS, REPRODUCIBLE_KINDS, train_tokenizer
+from hf_seqmodels.tokenization import DEFAULT_SPECIAL_TOKENS, REPRODUCIBLE_KINDS, train_tokenizer
 
 # PTB style: already tokenized, with "<unk>" in the text.
 TEXTS = ["the company said <unk> N shares", "the market fell", "<unk> said the market rose N %"] * 3

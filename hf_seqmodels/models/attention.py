@@ -55,7 +55,8 @@ class AdditiveAttention(GradientCheckpointingLayer):
         self.energy_layer = nn.Linear(attention_size, 1, bias=False)
 
     def project_keys(self, keys: torch.Tensor) -> torch.Tensor:
-        """``W_k k_j`` for every key: ``(batch, source_length, key_size)`` -> ``(batch, source_length, attention_size)``."""
+        """``W_k k_j`` for every key: ``(batch, source_length, key_size)`` -> ``(batch, source_length,
+        attention_size)``."""
         return self.key_layer(keys)
 
     def forward(

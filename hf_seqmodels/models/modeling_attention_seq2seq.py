@@ -181,7 +181,8 @@ class AttentionSeq2SeqDecoder(GraphedSteps):
         `(h,)` or `(h, c)` each of shape `(1, batch, hidden_size)`."""
         batch, parts = final_state.shape[:2]
         init = torch.tanh(self.bridge(final_state.flatten(1))).view(batch, parts, self.layers, self.hidden_size)
-        return [tuple(init[:, p, layer].unsqueeze(0).contiguous() for p in range(parts)) for layer in range(self.layers)]
+        return [tuple(init[:, p, layer].unsqueeze(0).contiguous() for p in range(parts))
+                for layer in range(self.layers)]
 
     def check_cache(self, cache: RecurrentCache, batch: int, source_length: int) -> None:
         """Raise unless the non-empty ``cache`` continues this decoder for ``batch`` sources of ``source_length``

@@ -72,7 +72,6 @@ class SeqModelsPreTrainedModel(PreTrainedModel):
             check_left_padding(model_kwargs.get("attention_mask"))
         return generation_config, model_kwargs
 
-
     def _get_deprecated_gen_repo(self, generation_mode, trust_remote_code, custom_generate=None):
         # Where generate() finds a search that transformers 5 moved to a Hub `custom_generate` repo (group beam search
         # from `num_beam_groups` > 1, constrained beam search, contrastive search, DoLa). Without trust_remote_code,
@@ -86,8 +85,9 @@ class SeqModelsPreTrainedModel(PreTrainedModel):
                 f"{mode.capitalize()} is no longer part of transformers' generate(): it runs from the Hub's "
                 f"`custom_generate` repo {repo} (https://hf.co/{repo}). {hint}Pass "
                 f"`custom_generate='{repo}', trust_remote_code=True` to generate() to download and run that code"
-                f"{' (not possible offline: HF_HUB_OFFLINE is set)' if is_offline_mode() else ''}, or, offline, a local "
-                f"copy of it: `custom_generate='<folder holding custom_generate/generate.py>', trust_remote_code=True`."
+                f"{' (not possible offline: HF_HUB_OFFLINE is set)' if is_offline_mode() else ''}, or, offline, a "
+                "local copy of it: `custom_generate='<folder holding custom_generate/generate.py>', "
+                "trust_remote_code=True`."
             )
         return super()._get_deprecated_gen_repo(generation_mode, trust_remote_code, custom_generate)
 

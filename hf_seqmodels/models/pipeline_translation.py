@@ -10,7 +10,8 @@ what the old one did: ``[{"translation_text": ...}]`` per input text. A model wi
 from transformers import AutoTokenizer, Pipeline
 
 SOURCE_TOKENIZER_DIR = "source_tokenizer"
-CUSTOM_PIPELINES = {"translation": {"impl": "pipeline_translation.TranslationPipeline", "pt": ["AutoModelForSeq2SeqLM"]}}
+CUSTOM_PIPELINES = {"translation": {"impl": "pipeline_translation.TranslationPipeline",
+                                    "pt": ["AutoModelForSeq2SeqLM"]}}
 
 
 class TranslationPipeline(Pipeline):

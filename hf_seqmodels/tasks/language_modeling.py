@@ -44,8 +44,9 @@ PROMPTS = ["the company said", "the market", "in the first quarter"]
 TRAINING_DEFAULTS = {"learning_rate": 1e-2, "num_warmup_steps": 100, "per_device_train_batch_size": 20,
                      "num_train_epochs": 1, "time_budget_minutes": 7.5}
 RECURRENT_OPTIONS = ("cell_type", "embedding_size", "hidden_size", "num_layers", "embedding_dropout", "dropout",
-                     "output_dropout", "locked_dropout", "weight_drop", "word_type_dropout", "activation_regularization",
-                     "temporal_activation_regularization", "adaptive_softmax_cutoffs", "adaptive_softmax_div_value")
+                     "output_dropout", "locked_dropout", "weight_drop", "word_type_dropout",
+                     "activation_regularization", "temporal_activation_regularization", "adaptive_softmax_cutoffs",
+                     "adaptive_softmax_div_value")
 LM_PROTOCOLS = ("blocks", "stateful")
 
 

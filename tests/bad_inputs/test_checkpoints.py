@@ -453,7 +453,6 @@ def test_saving_a_state_that_has_no_json_form_names_it(tmp_path):
     assert_outcome(AREA, lambda: state.save(tmp_path, 0, True), error=r"odd.when: a object has no JSON form")
 
 
-
 # Through a script: run_clm.py resuming from a checkpoint of its first run
 
 RUN_CLM = Path(__file__).resolve().parents[2] / "scripts" / "run_clm.py"

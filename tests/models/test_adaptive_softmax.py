@@ -7,7 +7,6 @@ import sys
 
 import pytest
 import torch
-from torch.nn import functional as F
 
 from hf_seqmodels import RecurrentConfig, RecurrentForCausalLM
 from hf_seqmodels.models.adaptive_softmax import AdaptiveSoftmaxHead

@@ -5,7 +5,6 @@ import math
 import pytest
 import torch
 
-from torch.nn import functional as F
 
 from hf_seqmodels.models.embeddings import TransformerEmbeddings, sinusoidal_positions
 

@@ -329,7 +329,6 @@ def test_bad_inputs():
     torch.testing.assert_close(as_tuple.logits, model(input_ids=source, labels=torch.tensor([[4, EOS]])).logits)
 
 
-
 def decoder_cache(config, sources: torch.Tensor):
     """The cache a model of ``config`` returns after two decoder positions on ``sources``."""
     torch.manual_seed(0)

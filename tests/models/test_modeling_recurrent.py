@@ -28,7 +28,6 @@ from tests.test_modeling_common import (
     main_output,
     make_model,
     make_tokenizer,
-    per_example,
     random_labels,
 )
 

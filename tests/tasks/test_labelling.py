@@ -142,13 +142,13 @@ def test_non_integer_labels_are_refused():
         label_names(regression, "score")
 
 
-
 def test_numbers_and_strings_across_splits_are_refused():
     raw = datasets.DatasetDict({"train": datasets.Dataset.from_dict({"label": [1, 0]}),
                                 "validation": datasets.Dataset.from_dict({"label": ["pos"]})})
     with pytest.raises(ValueError, match=r"'label' holds numbers and strings across the splits \(e.g. [01] and "
                                          r"'pos'\)"):
         label_names(raw, "label")
+
 
 def test_is_bio():
     assert is_bio(["O", "B-PER", "I-PER", "B-LOC"])

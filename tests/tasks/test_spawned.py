@@ -32,4 +32,3 @@ def test_a_run_that_raises_exits_1_with_its_traceback_in_the_log(tmp_path, monke
     assert run_in_process(PROBE, (str(tmp_path / "out.json"), "HF_SEQMODELS_PROBE"), log) == 1
     assert "RuntimeError: the probe was told to fail" in log.read_text()
     assert not (tmp_path / "out.json").exists()
-
