@@ -24,9 +24,11 @@ Outputs are those of GenerationMixin: the same tokens, the same pad/eos conventi
 - Float results of a batch of other rows may differ in the last bits: near-ties can then choose other tokens.
 
 Cases the loop leaves to GenerationMixin's own decoding method (same results, rows kept): beam sampling,
-``output_attentions`` / ``output_hidden_states``, a static cache (its tensors keep fixed addresses for CUDA graphs),
-a cache that cannot select rows, and logits processors not in ``ROW_WISE_PROCESSORS`` (a processor that keeps
-per-row state, such as ``prefix_allowed_tokens_fn``'s, would be misled by a shrinking batch). Assisted generation
+``output_attentions`` / ``output_hidden_states``, and, for a batch of several sentences, a static cache (its tensors
+keep fixed addresses for CUDA graphs), a cache that cannot select rows, and logits processors not in
+``ROW_WISE_PROCESSORS`` (a processor that keeps per-row state, such as ``prefix_allowed_tokens_fn``'s, would be
+misled by a shrinking batch). A single sentence has no rows to drop (it ends when it is done), so the loop takes
+it with any cache and processors: with a static cache on a GPU, its steps are the model's CUDA graphs. Assisted generation
 and the decoding methods transformers moved to the Hub are refused. generate() hands a decoding method no streamer
 and no ``synced_gpus``: ``generate`` (the folder's entry point) runs GenerationMixin's ``generate`` when they are
 given.
@@ -60,8 +62,8 @@ ROW_WISE_PROCESSORS = tuple(getattr(logits_process, name) for name in (
 
 # The files of ``custom_generate/`` in a saved folder, beside the entry point that transformers loads.
 DECODING_FILES = ("decoding.py", "decoding_batch.py", "decoding_beam.py")
-ENTRY_POINT = '''"""generate() of this model: hf_seqmodels' decoding loop, in which finished sentences leave the batch (see
-decoding.py). transformers loads it with `from_pretrained(folder, trust_remote_code=True)`."""
+ENTRY_POINT = '''"""generate() of this model: hf_seqmodels' decoding loop, in which finished sentences leave the
+batch (see decoding.py). transformers loads it with `from_pretrained(folder, trust_remote_code=True)`."""
 
 from .decoding import generate  # noqa: F401 (transformers reads `generate` from this module)
 '''
@@ -77,7 +79,7 @@ def decode(model, input_ids, logits_processor, stopping_criteria, generation_con
     if mode not in _OURS + (GenerationMode.BEAM_SAMPLE,):
         raise ValueError(f"{mode.name.replace('_', ' ').lower()} is not a decoding mode of hf_seqmodels' loop: use "
                          "greedy search, sampling or beam search, or generate() without `custom_generate`.")
-    if mode not in _OURS or not _rows_can_leave(logits_processor, generation_config, model_kwargs):
+    if mode not in _OURS or not _loop_applies(input_ids, logits_processor, generation_config, model_kwargs):
         method = getattr(GenerationMixin, "_beam_search" if generation_config.num_beams > 1 else "_sample")
         return method(model, input_ids, logits_processor=logits_processor, stopping_criteria=stopping_criteria,
                       generation_config=generation_config, **model_kwargs)
@@ -85,11 +87,16 @@ def decode(model, input_ids, logits_processor, stopping_criteria, generation_con
     return search(model, input_ids, logits_processor, stopping_criteria, generation_config, model_kwargs)
 
 
-def _rows_can_leave(logits_processor, generation_config, model_kwargs: dict) -> bool:
-    """Whether finished rows can leave the batch without changing the results (else GenerationMixin decodes)."""
+def _loop_applies(input_ids, logits_processor, generation_config, model_kwargs: dict) -> bool:
+    """Whether our loop gives GenerationMixin's results (else GenerationMixin decodes). It returns no attentions or
+    hidden states. A batch of one sentence (its beams, or one row) drops no rows, so any cache and processors do;
+    in a larger batch, finished rows must be able to leave without changing the results."""
+    if generation_config.output_attentions or generation_config.output_hidden_states:
+        return False
+    if input_ids.shape[0] == generation_config.num_beams:
+        return True
     cache = cache_of(model_kwargs)
-    return (not (generation_config.output_attentions or generation_config.output_hidden_states)
-            and all(type(processor) in ROW_WISE_PROCESSORS for processor in logits_processor)
+    return (all(type(processor) in ROW_WISE_PROCESSORS for processor in logits_processor)
             and (cache is None or (hasattr(cache, "batch_select_indices") and not getattr(cache, "static", False)))
             and generation_config.cache_implementation != "static")
 

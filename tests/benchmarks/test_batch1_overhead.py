@@ -12,8 +12,9 @@ def test_batch1_overhead_outputs_agree(smoke_entries):
                    for who in ("generate", "hand_loop") for part in ("model", "other")) > 0
         low, high = row["generate_speed_vs_hand_loop_iqr"]
         assert 0 < low <= row["generate_speed_vs_hand_loop"] <= high
-    assert {row["generate"] for row in entry["rows"]} == {"generate()", "generate(cache_implementation='static')",
-                                                          "generate(custom_generate=decode)"}
-    # one target per row: generate() with either cache, and with our loop, against the hand loop
+    assert {row["generate"] for row in entry["rows"]} == {
+        "generate()", "generate(cache_implementation='static')", "generate(custom_generate=decode)",
+        "generate(custom_generate=decode, cache_implementation='static')"}
+    # one target per row: generate() and our loop, with either cache, against the hand loop
     assert len(entry["targets"]) == len(entry["rows"])
     assert "NOT THE BLEU MODEL" in entry["notes"]

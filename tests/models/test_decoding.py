@@ -163,6 +163,8 @@ def test_a_model_with_a_decoding_step_runs_forward_once(family, search):
         handle.remove()
     assert torch.equal(ours, theirs)
     assert their_calls > 1 and len(calls) - their_calls == 1, (their_calls, len(calls))
+
+
 def test_what_rows_cannot_follow_is_left_to_generation_mixin():
     """A processor with per-row state (``prefix_allowed_tokens_fn``) and beam sampling: GenerationMixin decodes,
     every row to the end."""
@@ -172,6 +174,34 @@ def test_what_rows_cannot_follow_is_left_to_generation_mixin():
         theirs, ours, their_result, our_result = decoder_rows(model, prompts, {**options, **search})
         assert torch.equal(our_result, their_result) and ours == theirs, search
 
+
+
+def _refused(method):
+    """``method`` (its signature kept, which generate() reads) raising when called."""
+    @functools.wraps(method)
+    def refused(*args, **kwargs):
+        raise AssertionError(f"GenerationMixin's {method.__name__} decoded, not our loop")
+    return refused
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("search", [{}, {"num_beams": 3}], ids=["greedy", "beam"])
+def test_one_sentence_is_ours_whatever_the_cache_and_processors(family, search, monkeypatch):
+    """A batch of one sentence drops no rows, so our loop decodes it even with a processor that keeps per-row state
+    and a static cache (what it leaves to GenerationMixin in larger batches), with GenerationMixin's results."""
+    model, prompts, options = model_and_prompts(family, 0)
+    one = {name: value[:1] for name, value in prompts.items()}
+    options = {**options, **search, "prefix_allowed_tokens_fn": lambda batch_id, sequence: [EOS, 4, 5, 7, 9],
+               "return_dict_in_generate": True, "output_scores": True}
+    if family.startswith(("gru", "lstm", "attention")):
+        options["cache_implementation"] = "static"
+    with torch.no_grad():
+        theirs = model.generate(**one, **options)
+        for method in ("_sample", "_beam_search"):  # so that only our loop can decode
+            monkeypatch.setattr(GenerationMixin, method, _refused(getattr(GenerationMixin, method)))
+        ours = model.generate(**one, **options, custom_generate=decode)
+    assert torch.equal(ours.sequences, theirs.sequences), (ours.sequences, theirs.sequences)
+    assert_scores_of_live_rows_equal(theirs.scores, ours.scores)
 
 def test_a_mode_the_loop_does_not_run_is_refused():
     model, prompts, _ = model_and_prompts("transformer", 0)

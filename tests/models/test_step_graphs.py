@@ -14,6 +14,7 @@ from torch.utils._pytree import tree_leaves
 from hf_seqmodels import AttentionSeq2SeqForConditionalGeneration, RecurrentConfig, RecurrentForCausalLM
 from hf_seqmodels.models import step_graphs
 from hf_seqmodels.models.cache import RecurrentCache
+from hf_seqmodels.models.decoding import decode as our_loop
 from tests.models.test_modeling_attention_seq2seq import tiny_config
 from tests.test_modeling_common import make_model
 
@@ -79,6 +80,32 @@ def test_graph_steps_match_the_default_cache(emulated_graphs, cell_type, attenti
             torch.testing.assert_close(default.scores, graphed.scores)
     assert len(model.model.decoder.step_graphs.graphs) == 2  # one per batch size (2 rows, 2 x 3 beams)
 
+
+
+@pytest.mark.parametrize("beams", [1, 3])
+def test_our_loop_steps_through_the_graphs_for_one_sentence(emulated_graphs, beams):
+    """One sentence leaves no rows to drop, so our loop (``custom_generate``) takes it with a static cache: forward
+    runs for the first step only, the graph for the others, and the results are GenerationMixin's with the default
+    cache."""
+    model = make_model(AttentionSeq2SeqForConditionalGeneration,
+                       tiny_config("lstm", "luong_concat", True, eos_token_id=None)).eval()
+    source = torch.randint(3, 14, (1, 6), generator=torch.Generator().manual_seed(0))
+    search = {"num_beams": beams, "max_new_tokens": 5, "do_sample": False, "output_scores": True,
+              "return_dict_in_generate": True}
+    calls = []
+    handle = model.register_forward_pre_hook(lambda module, args: calls.append(1))
+    try:
+        with torch.no_grad():
+            default = model.generate(source, **search)
+            calls.clear()
+            graphed = model.generate(source, cache_implementation="static", custom_generate=our_loop, **search)
+    finally:
+        handle.remove()
+    assert len(calls) == 1 and len(model.model.decoder.step_graphs.graphs) == 1, (calls, beams)
+    assert torch.equal(default.sequences, graphed.sequences)
+    torch.testing.assert_close(default.scores, graphed.scores)
+    if beams > 1:
+        torch.testing.assert_close(default.sequences_scores, graphed.sequences_scores)
 
 def test_a_displaced_cache_keeps_its_state(emulated_graphs):
     """Two static caches of the same shape take turns on one graph: each continues from its own state."""
