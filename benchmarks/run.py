@@ -155,12 +155,14 @@ def main(argv: list[str] | None = None) -> dict:
     for name in args.only or ENTRIES:
         print(f"[benchmarks] {name} ...", file=sys.stderr, flush=True)
         entry, seconds = timed(functools.partial(importlib.import_module(ENTRIES[name]).run, settings), args.device)
-        entry.update(
+        entry.update(  # the entry's own machine and overrides: a run with --only keeps the other entries
             seconds=round(seconds, 1),
             load_average_after=[round(value, 2) for value in os.getloadavg()],
             device=args.device,
             smoke=args.smoke,
             ran_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            machine=machine_info(args.device),
+            overrides=overrides,
         )
         entries[name] = entry
         print(f"[benchmarks] {name} done in {entry['seconds']} s", file=sys.stderr, flush=True)

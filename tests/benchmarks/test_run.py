@@ -27,7 +27,8 @@ def test_machine_and_entry_structure(smoke_run):
     assert {"cpu", "cpu_count", "torch_threads", "gpu", "torch", "transformers"} <= set(data["machine"])
     assert set(data["entries"]) == set(ENTRIES)
     for name, entry in data["entries"].items():
-        assert {"title", "sizes", "rows", "summary", "targets", "notes", "seconds", "device", "smoke"} <= set(entry)
+        assert {"title", "sizes", "rows", "summary", "targets", "notes", "seconds", "device", "smoke", "machine",
+                "overrides"} <= set(entry)
         assert entry["smoke"] is True and entry["device"] == "cpu"
         assert entry["rows"], name
         for item in entry["targets"]:
@@ -40,9 +41,12 @@ def test_machine_and_entry_structure(smoke_run):
 def test_only_keeps_other_entries(smoke_run, tmp_path):
     _, data = smoke_run
     (tmp_path / "benchmarks.json").write_text(json.dumps(data))
-    again = run_benchmarks(tmp_path, "--only", "incremental")
+    again = run_benchmarks(tmp_path, "--only", "incremental", "--set", "rounds=2")
     assert set(again["entries"]) == set(data["entries"])
     assert again["entries"]["incremental"]["ran_at"] >= data["entries"]["incremental"]["ran_at"]
+    # each entry keeps the overrides it ran with, whatever the file's top level says of the last run
+    assert again["overrides"] == again["entries"]["incremental"]["overrides"] == {"rounds": "2"}
+    assert again["entries"]["training"]["overrides"] == data["overrides"]
 
 
 def test_help_lists_every_entry(capsys):
