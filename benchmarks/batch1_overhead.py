@@ -169,9 +169,9 @@ def run(settings: Settings) -> dict:
                "loop (hf_seqmodels/models/decoding.py), which after the first step calls the model's decoding_step "
                "(forward without its per-call checks and output objects); with cache_implementation='static' it "
                "keeps the static cache (one sentence leaves no rows to drop), and so the CUDA graphs on a GPU. ops = "
-               "aten operators called from Python per output token, on the first sentence. model_ms / other_ms per token: time inside the model's "
-               f"decoder calls / outside them, on the first {SPLIT_SENTENCES} sentences in a separate pass "
-               "(synchronized at each call)."),
+               "aten operators called from Python per output token, on the first sentence. model_ms / other_ms per "
+               f"token: time inside the model's decoder calls / outside them, on the first {SPLIT_SENTENCES} "
+               "sentences in a separate pass (synchronized at each call)."),
     )
     result["profiles"] = profiles
     return result

@@ -27,11 +27,11 @@ Cases the loop leaves to GenerationMixin's own decoding method (same results, ro
 ``output_attentions`` / ``output_hidden_states``, and, for a batch of several sentences, a static cache (its tensors
 keep fixed addresses for CUDA graphs), a cache that cannot select rows, and logits processors not in
 ``ROW_WISE_PROCESSORS`` (a processor that keeps per-row state, such as ``prefix_allowed_tokens_fn``'s, would be
-misled by a shrinking batch). A single sentence has no rows to drop (it ends when it is done), so the loop takes
-it with any cache and processors: with a static cache on a GPU, its steps are the model's CUDA graphs. Assisted generation
-and the decoding methods transformers moved to the Hub are refused. generate() hands a decoding method no streamer
-and no ``synced_gpus``: ``generate`` (the folder's entry point) runs GenerationMixin's ``generate`` when they are
-given.
+misled by a shrinking batch). A single sentence has no rows to drop (it ends when it is done), so the loop takes it
+with any cache and processors: with a static cache on a GPU, its steps are the model's CUDA graphs. Assisted
+generation and the decoding methods transformers moved to the Hub are refused. generate() hands a decoding method no
+streamer and no ``synced_gpus``: ``generate`` (the folder's entry point) runs GenerationMixin's ``generate`` when
+they are given.
 
 Imports only its ``decoding_*`` siblings, torch and transformers: the files travel in ``custom_generate/``.
 """

@@ -175,7 +175,6 @@ def test_what_rows_cannot_follow_is_left_to_generation_mixin():
         assert torch.equal(our_result, their_result) and ours == theirs, search
 
 
-
 def _refused(method):
     """``method`` (its signature kept, which generate() reads) raising when called."""
     @functools.wraps(method)
@@ -202,6 +201,7 @@ def test_one_sentence_is_ours_whatever_the_cache_and_processors(family, search, 
         ours = model.generate(**one, **options, custom_generate=decode)
     assert torch.equal(ours.sequences, theirs.sequences), (ours.sequences, theirs.sequences)
     assert_scores_of_live_rows_equal(theirs.scores, ours.scores)
+
 
 def test_a_mode_the_loop_does_not_run_is_refused():
     model, prompts, _ = model_and_prompts("transformer", 0)

@@ -81,7 +81,6 @@ def test_graph_steps_match_the_default_cache(emulated_graphs, cell_type, attenti
     assert len(model.model.decoder.step_graphs.graphs) == 2  # one per batch size (2 rows, 2 x 3 beams)
 
 
-
 @pytest.mark.parametrize("beams", [1, 3])
 def test_our_loop_steps_through_the_graphs_for_one_sentence(emulated_graphs, beams):
     """One sentence leaves no rows to drop, so our loop (``custom_generate``) takes it with a static cache: forward
@@ -106,6 +105,7 @@ def test_our_loop_steps_through_the_graphs_for_one_sentence(emulated_graphs, bea
     torch.testing.assert_close(default.scores, graphed.scores)
     if beams > 1:
         torch.testing.assert_close(default.sequences_scores, graphed.sequences_scores)
+
 
 def test_a_displaced_cache_keeps_its_state(emulated_graphs):
     """Two static caches of the same shape take turns on one graph: each continues from its own state."""
