@@ -54,13 +54,30 @@ def model_step(model, sequences: torch.Tensor, step_inputs: dict) -> tuple[torch
     return model.decoding_step(sequences[:, -1:], **step_inputs), step_inputs
 
 
-def prefill(model, input_ids: torch.Tensor, generation_config, model_kwargs: dict):
+def prefill(model, input_ids: torch.Tensor, generation_config, model_kwargs: dict, rows_per_source: int = 1):
     """The first step (the whole prompt, or the decoder start), through GenerationMixin's ``_prefill``: its logits
     as ``next_logits`` gives them, the inputs of the next steps and the function that takes them: ``model_step``
-    where the model has a ``decoding_step`` that applies, else ``next_logits`` with ``model_kwargs``."""
+    where the model has a ``decoding_step`` that applies, else ``next_logits`` with ``model_kwargs``.
+
+    ``rows_per_source`` > 1: the rows come in runs of that many identical rows, which stay together to the end (a
+    sentence's beams, as generate() expands them). The first step then runs on one row per run, and its logits and
+    the inputs it prepared (cache included) are repeated for the others: at batch 64 and 5 beams it costs a fifth
+    (a prompt's prefill too), with the same results up to the last bits of a batch of another size. A static cache
+    keeps the size it was made for: all rows then take the step."""
+    rows = input_ids.shape[0]
+    cache = cache_of(model_kwargs)
+    once = rows_per_source > 1 and generation_config.cache_implementation != "static" and not (
+        cache is not None and (getattr(cache, "static", False) or cache.get_seq_length() > 0))
+    if once:
+        firsts = torch.arange(0, rows, rows_per_source, device=input_ids.device)
+        input_ids, model_kwargs = input_ids.index_select(0, firsts), select_rows(model_kwargs, rows, firsts)
     outputs = model._prefill(input_ids, generation_config, model_kwargs, is_first_iteration=True)
     logits, model_kwargs = _logits_and_kwargs(model, outputs, model_kwargs)
-    step_inputs = model.decoding_step_inputs(model_kwargs) if hasattr(model, "decoding_step_inputs") else None
+    if once:
+        repeat = torch.arange(len(firsts), device=logits.device).repeat_interleave(rows_per_source)
+        logits, model_kwargs = logits.index_select(0, repeat), select_rows(model_kwargs, len(firsts), repeat)
+    step_inputs = (model.decoding_step_inputs(model_kwargs, rows_per_source)
+                   if hasattr(model, "decoding_step_inputs") else None)
     return (logits, model_kwargs, next_logits) if step_inputs is None else (logits, step_inputs, model_step)
 
 

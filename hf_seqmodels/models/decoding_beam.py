@@ -6,6 +6,10 @@ from the cache, the encoder outputs and the masks, as fairseq's ``SequenceGenera
 
 A sentence is settled when GenerationMixin would never again let a hypothesis into its finished set: its
 early-stopping heuristic is met, or (``early_stopping=True``) all its ``num_beams`` slots hold finished hypotheses.
+
+A sentence's beams start as one hypothesis, so the first step runs once per sentence (``prefill``), and they stay
+together: a model's ``decoding_step`` is told (``rows_per_source``), and an attention decoder then reads each
+source once per step for all of its beams.
 """
 
 import torch
@@ -76,7 +80,7 @@ def beam_search(model, input_ids, logits_processor, stopping_criteria, generatio
     scores = StepRecord(config.return_dict_in_generate and config.output_scores, rows)
     raw_logits = StepRecord(config.return_dict_in_generate and config.output_logits, rows)
 
-    logits, model_kwargs, step = prefill(model, input_ids, config, model_kwargs)
+    logits, model_kwargs, step = prefill(model, input_ids, config, model_kwargs, num_beams)
     while True:
         sentences = len(live)
         log_probs = torch.log_softmax(logits, dim=-1)

@@ -205,6 +205,7 @@ class AttentionSeq2SeqDecoder(GraphedSteps):
         cache: RecurrentCache,
         output_hidden_states: bool = False,
         inputs_embeds: torch.Tensor | None = None,
+        rows_per_source: int = 1,
     ) -> tuple[torch.Tensor, torch.Tensor | None, tuple[torch.Tensor, ...] | None]:
         """Decode a chunk of target positions, continuing from `cache` (empty at the start) and updating it.
 
@@ -214,6 +215,8 @@ class AttentionSeq2SeqDecoder(GraphedSteps):
             memory: `(batch, source_length, memory_size)` encoder outputs.
             memory_mask: bool `(batch, source_length)`, True for real source tokens; `None` when there is no padding.
             encoder_final_state: `(batch, parts, memory_size)`, used to start when `cache` is empty.
+            rows_per_source: for one position (a decoding step), the number of consecutive rows that share a source,
+                as a sentence's beams do: they attend to it together (see [`_attend`]).
 
         Returns:
             The output vectors `(batch, length, hidden_size)` for the output layer, the attention weights
@@ -231,14 +234,14 @@ class AttentionSeq2SeqDecoder(GraphedSteps):
         extras = {}
         if self.attention_type == "bahdanau" or self.input_feeding:
             outputs, weights, states, layer_outputs, extras = self._step_by_step(
-                embeds, memory, memory_mask, keys, states, cache
+                embeds, memory, memory_mask, keys, states, cache, rows_per_source
             )
         else:
             hidden, states, all_hidden = self.rnn(embeds, None, states, output_hidden_states)
             layer_outputs = all_hidden[1:] if output_hidden_states else None
             outputs, weights = hidden, None
             if self.attention is not None:
-                context, weights = self.attention(hidden, memory, memory_mask, keys)
+                context, weights = self._attend(hidden, memory, memory_mask, keys, rows_per_source)
                 outputs = torch.tanh(self.combine(torch.cat([context, hidden], dim=-1)))
 
         if keys is not None:
@@ -246,7 +249,18 @@ class AttentionSeq2SeqDecoder(GraphedSteps):
         cache.store(states, embeds.shape[1], **extras)
         return outputs, weights, (embeds, *layer_outputs) if output_hidden_states else None
 
-    def _step_by_step(self, embeds, memory, memory_mask, keys, states, cache):
+    def _attend(self, query, memory, memory_mask, keys, rows_per_source: int):
+        """The attention of `query` `(batch, length, hidden_size)`. Where each source serves `rows_per_source`
+        consecutive rows of one position (a sentence's beams), those rows attend as as many queries of one memory
+        row: beam search then reads each source once a step, not once per beam."""
+        if rows_per_source == 1:
+            return self.attention(query, memory, memory_mask, keys)
+        batch, sources = query.shape[0], slice(None, None, rows_per_source)
+        context, weights = self.attention(query.view(batch // rows_per_source, rows_per_source, -1), memory[sources],
+                                          None if memory_mask is None else memory_mask[sources], keys[sources])
+        return context.view(batch, 1, -1), weights.view(batch, 1, -1)
+
+    def _step_by_step(self, embeds, memory, memory_mask, keys, states, cache, rows_per_source):
         """One target position at a time: Bahdanau (the context of the previous state feeds the recurrent layer)
         or Luong with input feeding (the previous attentional vector does: the last one is returned with the extras
         to cache)."""
@@ -259,12 +273,12 @@ class AttentionSeq2SeqDecoder(GraphedSteps):
             embed = embeds[:, t : t + 1]
             if self.attention_type == "bahdanau":
                 query = states[-1][0].transpose(0, 1)  # the top layer's previous h: (batch, 1, hidden)
-                context, weight = self.attention(query, memory, memory_mask, keys)
+                context, weight = self._attend(query, memory, memory_mask, keys, rows_per_source)
                 hidden, states, all_hidden = self.rnn(torch.cat([embed, context], dim=-1), None, states, True)
                 outputs.append(torch.cat([context, hidden, embed], dim=-1))
             else:
                 hidden, states, all_hidden = self.rnn(torch.cat([embed, input_feed], dim=-1), None, states, True)
-                context, weight = self.attention(hidden, memory, memory_mask, keys)
+                context, weight = self._attend(hidden, memory, memory_mask, keys, rows_per_source)
                 input_feed = torch.tanh(self.combine(torch.cat([context, hidden], dim=-1)))
                 outputs.append(input_feed)
             weights.append(weight)
@@ -395,18 +409,19 @@ class AttentionSeq2SeqModel(EncoderDecoderMixin, AttentionSeq2SeqPreTrainedModel
 
     def run_decoder(
         self, decoder_input_ids, memory, mask, encoder_final_state, cache, output_hidden_states=False,
-        decoder_inputs_embeds=None, output_attentions=False,
+        decoder_inputs_embeds=None, output_attentions=False, rows_per_source=1,
     ) -> tuple[torch.Tensor, torch.Tensor | None, tuple[torch.Tensor, ...] | None]:
         """The decoder on checked inputs (the arguments of [`AttentionSeq2SeqDecoder.forward`], `mask` a bool source
         mask or None): the replay of its captured step (CUDA graphs) where one applies, else the decoder itself."""
         if decoder_input_ids is not None and replays_step(self.decoder, cache, decoder_input_ids, output_hidden_states):
             outputs, weights, hidden_states = self.decoder.step_graphs(
-                self.decoder, decoder_input_ids, cache, memory=memory, memory_mask=mask, encoder_final_state=None
+                self.decoder, decoder_input_ids, cache, memory=memory, memory_mask=mask, encoder_final_state=None,
+                rows_per_source=rows_per_source,
             )
             weights = weights.clone() if output_attentions and weights is not None else None
             return outputs.clone(), weights, hidden_states
         return self.decoder(decoder_input_ids, memory, mask, encoder_final_state, cache, output_hidden_states,
-                            decoder_inputs_embeds)
+                            decoder_inputs_embeds, rows_per_source)
 
 
 def check_decoder_mask(mask: torch.Tensor | None, batch: int, cached: int, length: int) -> None:
@@ -487,26 +502,29 @@ class AttentionSeq2SeqForConditionalGeneration(
                   "logits_to_keep": logits_to_keep}
         return {name: value for name, value in inputs.items() if value is not None}
 
-    def decoding_step_inputs(self, model_kwargs: dict) -> dict | None:
+    def decoding_step_inputs(self, model_kwargs: dict, rows_per_source: int = 1) -> dict | None:
         """What [`decoding_step`] reads, from generate()'s `model_kwargs` after its first step (a call of `forward`,
-        which checked them): the encoder's outputs, the source mask as `forward` prepares it (None without padding)
-        and the cache. None where the step does not apply (no cache, a `decoder_attention_mask`): the decoding loop
-        then calls `forward` at every step."""
+        which checked them): the encoder's outputs, the source mask as `forward` prepares it (None without padding),
+        the cache, and `rows_per_source`, the number of consecutive rows that share a source until the end (beam
+        search: `num_beams`). None where the step does not apply (no cache, a `decoder_attention_mask`): the
+        decoding loop then calls `forward` at every step."""
         cache = recurrent_cache(model_kwargs.get(CACHE_NAME))
         if not model_kwargs.get("use_cache") or cache is None or model_kwargs.get("decoder_attention_mask") is not None:
             return None
         memory = model_kwargs["encoder_outputs"].last_hidden_state
         mask = prepare_padding_mask(model_kwargs.get("attention_mask"), memory.shape[0], memory.shape[1])
-        return {"memory": memory, "memory_mask": padding_or_none(mask), "cache": cache}
+        return {"memory": memory, "memory_mask": padding_or_none(mask), "cache": cache,
+                "rows_per_source": rows_per_source}
 
     def decoding_step(self, input_ids: torch.LongTensor, memory: torch.Tensor, memory_mask: torch.Tensor | None,
-                      cache: RecurrentCache) -> torch.Tensor:
+                      cache: RecurrentCache, rows_per_source: int = 1) -> torch.Tensor:
         """One step of hf_seqmodels' decoding loop (`decoding.py`): the float32 logits `(rows, vocab_size)` of the
         token after `input_ids` `(rows, 1)`, from the inputs [`decoding_step_inputs`] prepared, the cache updated in
         place. The same computation as `forward`, without its checks of every argument (the loop's inputs were
         checked at its first step and are its own since) and its output objects: at batch 1 on a CPU they cost a
         tenth of a step (benchmarks: `batch1_overhead`)."""
-        outputs, _, _ = self.model.run_decoder(input_ids, memory, memory_mask, None, cache)
+        outputs, _, _ = self.model.run_decoder(input_ids, memory, memory_mask, None, cache,
+                                               rows_per_source=rows_per_source)
         return self._logits(outputs[:, -1:])[:, -1].float()
 
     def forward(

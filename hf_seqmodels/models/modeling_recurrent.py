@@ -259,11 +259,12 @@ class RecurrentForCausalLM(RecurrentGenerationMixin, RecurrentPreTrainedModel, G
                              "frequency. Build a new model with the new `vocab_size` and `adaptive_softmax_cutoffs`.")
         return super().resize_token_embeddings(*args, **kwargs)
 
-    def decoding_step_inputs(self, model_kwargs: dict) -> dict | None:
+    def decoding_step_inputs(self, model_kwargs: dict, rows_per_source: int = 1) -> dict | None:
         """What [`decoding_step`] reads, from generate()'s `model_kwargs` after its first step (a call of `forward`,
         which checked them): the cache. None without one: the decoding loop then calls `forward` at every step.
         The attention mask is not needed: it marks the prompts' padding, which the cache has read, and every token
-        after them is real."""
+        after them is real. Rows that share a prompt (`rows_per_source`, a sentence's beams) share nothing else
+        here: the argument is accepted for the loop's sake and unused."""
         cache = recurrent_cache(model_kwargs.get(CACHE_NAME))
         return {"cache": cache} if model_kwargs.get("use_cache") and cache is not None else None
 

@@ -59,16 +59,18 @@ class StepGraphs:
         return StepGraphs()  # a copy of the module captures its own
 
     def __call__(
-        self, step: Step, input_ids: torch.Tensor, cache: RecurrentCache, **inputs: torch.Tensor | None
+        self, step: Step, input_ids: torch.Tensor, cache: RecurrentCache, **inputs: torch.Tensor | int | None
     ) -> tuple[torch.Tensor, ...]:
-        """``step(input_ids, cache=cache, **inputs)``'s outputs, through the graph for these shapes. They are the
-        graph's own tensors, which its next replay overwrites: clone what is kept."""
+        """``step(input_ids, cache=cache, **inputs)``'s outputs, through the graph for these shapes (and these
+        values of the inputs that are not tensors). They are the graph's own tensors, which its next replay
+        overwrites: clone what is kept."""
         inputs = {**inputs, **{f"cache.{name}": t for name, t in cache.per_input.items()}}
         key = (
             tuple(input_ids.shape),
             tuple(tuple(t.shape) for t in cache.tensors()),
             tuple(sorted(cache.extras)),
-            tuple((name, None if t is None else (tuple(t.shape), t.dtype)) for name, t in inputs.items()),
+            tuple((name, (tuple(t.shape), t.dtype) if isinstance(t, torch.Tensor) else t)
+                  for name, t in inputs.items()),
         )
         graph = self.graphs.get(key)
         if graph is None:
@@ -81,9 +83,9 @@ class _Graph:
     """One captured step: the input and state tensors it reads, and the outputs it writes."""
 
     def __init__(self, step: Step, input_ids: torch.Tensor, cache: RecurrentCache,
-                 inputs: dict[str, torch.Tensor | None], pool):
+                 inputs: dict[str, torch.Tensor | int | None], pool):
         self.input_ids = input_ids.clone()
-        self.inputs = {name: None if t is None else t.clone() for name, t in inputs.items()}
+        self.inputs = {name: t.clone() if isinstance(t, torch.Tensor) else t for name, t in inputs.items()}
         self.sources = dict.fromkeys(inputs)  # the tensors last copied in, compared by identity
         self.cache = RecurrentCache(static=True)  # the state the graph reads and overwrites: copies of cache's
         self.cache.store(cache.states, 0, **cache.extras)
@@ -106,7 +108,7 @@ class _Graph:
             self.outputs = run()
 
     def replay(self, input_ids: torch.Tensor, cache: RecurrentCache,
-               inputs: dict[str, torch.Tensor | None]) -> tuple[torch.Tensor, ...]:
+               inputs: dict[str, torch.Tensor | int | None]) -> tuple[torch.Tensor, ...]:
         if self.owner() is not cache:
             previous = self.owner()
             if previous is not None and _shares_tensors(previous, self.cache):  # let it keep its own state
@@ -114,7 +116,7 @@ class _Graph:
             cache.adopt(self.cache.states, self.cache.extras)
             self.owner = weakref.ref(cache)
         for name, tensor in inputs.items():
-            if tensor is not None and self.sources[name] is not tensor:
+            if isinstance(tensor, torch.Tensor) and self.sources[name] is not tensor:
                 self.inputs[name].copy_(tensor)
                 self.sources[name] = tensor
         self.input_ids.copy_(input_ids)

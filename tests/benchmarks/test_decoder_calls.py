@@ -30,7 +30,8 @@ def test_every_decoder_call_is_recorded_with_its_rows(model, device, custom_gene
     with torch.no_grad(), decoder_calls(model, device) as calls:
         model.generate(source, attention_mask=(source != PAD).long(), num_beams=2, do_sample=False,
                        max_new_tokens=new_tokens, min_new_tokens=new_tokens, custom_generate=custom_generate)
-    assert len(calls) == new_tokens and all(call.rows == 3 * 2 for call in calls)
+    first_rows = 3 if custom_generate is decode else 3 * 2  # our loop's first step: one row per sentence
+    assert len(calls) == new_tokens and [call.rows for call in calls] == [first_rows] + [3 * 2] * (new_tokens - 1)
     assert all((call.seconds is None) == (device is None) for call in calls)
     assert "decoding_step" not in vars(model)  # the class's method again
     with torch.no_grad():

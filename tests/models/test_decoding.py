@@ -146,6 +146,27 @@ def test_finished_sentences_leave_the_batch(family, search):
     assert totals[1] < totals[0], totals
 
 
+@pytest.mark.parametrize("family", FAMILIES)
+def test_beam_search_takes_its_first_step_once_per_sentence(family):
+    """Every beam of a sentence starts as the same hypothesis: the first step (the prompt, or the decoder start)
+    runs on one row per sentence and is shared by its beams, with GenerationMixin's results."""
+    model, prompts, options = model_and_prompts(family, 0)
+    rows = {}  # per generate() call, the rows of each call of the output layer
+    handle = model.get_output_embeddings().register_forward_pre_hook(
+        lambda module, args: rows[len(rows) - 1].append(args[0].shape[0]))
+    try:
+        with torch.no_grad():
+            rows[0] = []
+            theirs = model.generate(**prompts, **options, num_beams=3)
+            rows[1] = []
+            ours = model.generate(**prompts, **options, num_beams=3, custom_generate=decode)
+    finally:
+        handle.remove()
+    sentences = next(iter(prompts.values())).shape[0]
+    assert torch.equal(ours, theirs)
+    assert (rows[0][0], rows[1][0], rows[1][1]) == (3 * sentences, sentences, 3 * sentences), rows
+
+
 @pytest.mark.parametrize("family", ["attention_lstm_input_feeding", "gru_lm"])
 @pytest.mark.parametrize("search", [{}, {"num_beams": 3}], ids=["greedy", "beam"])
 def test_a_model_with_a_decoding_step_runs_forward_once(family, search):

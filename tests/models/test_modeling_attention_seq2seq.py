@@ -898,3 +898,25 @@ def test_decoding_step_continues_a_cache_as_forward_does(variant):
     assert model.decoding_step_inputs({**kwargs, "decoder_attention_mask": torch.ones_like(targets)}) is None
     assert model.decoding_step_inputs({**kwargs, "use_cache": False}) is None
     assert model.decoding_step_inputs({**kwargs, "attention_mask": torch.ones_like(mask)})["memory_mask"] is None
+
+
+@EACH_VARIANT
+def test_rows_sharing_a_source_attend_to_it_together(variant):
+    """``rows_per_source``: the beams of a sentence (consecutive rows of one source, with different targets) attend
+    as several queries of one memory row; the logits are those of one query per row."""
+    model = spread(AttentionSeq2SeqForConditionalGeneration(tiny_config(*variant)))
+    source, mask, _ = padded_batch()
+    beams = 2
+    source, mask = source.repeat_interleave(beams, dim=0), mask.repeat_interleave(beams, dim=0)
+    targets = torch.tensor([[BOS, 4, 7, 3], [BOS, 9, 9, 5], [BOS, 3, 11, 8], [BOS, 5, 4, 4], [BOS, 8, 6, 3],
+                            [BOS, 3, 3, 9]])
+    logits = {}
+    with torch.no_grad():
+        for rows_per_source in (1, beams):
+            first = model(input_ids=source, attention_mask=mask, decoder_input_ids=targets[:, :1], use_cache=True)
+            kwargs = {"encoder_outputs": model.get_encoder()(source, mask), "attention_mask": mask, "use_cache": True,
+                      CACHE_NAME: output_cache(first)}
+            step_inputs = model.decoding_step_inputs(kwargs, rows_per_source)
+            logits[rows_per_source] = torch.stack([model.decoding_step(targets[:, t : t + 1], **step_inputs)
+                                                   for t in range(1, targets.shape[1])], dim=1)
+    torch.testing.assert_close(logits[beams], logits[1], rtol=0, atol=1e-6)

@@ -424,7 +424,9 @@ def test_gradient_checkpointing_gives_the_same_loss_and_gradients(cell_type, mod
     calls.clear()
     loss, grads = training_step(model, batch)
     assert len(calls) == 2 * config.num_layers
-    torch.testing.assert_close(loss, expected_loss, rtol=0, atol=0)
+    # Reentrant checkpointing runs the forward without autograd, where torch may take another LSTM kernel on
+    # some CPUs (oneDNN's inference one): the loss then differs in the last bits.
+    torch.testing.assert_close(loss, expected_loss, rtol=1e-6, atol=0)
     torch.testing.assert_close(grads, expected_grads, rtol=1e-6, atol=1e-7)
 
     calls.clear()
