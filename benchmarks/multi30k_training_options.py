@@ -58,7 +58,13 @@ def train(name: str, output_dir: Path, steps: int, smoke: bool) -> dict:
     results = json.loads((output_dir / "results.json").read_text())
     return {"row": name, **scores_of(results), "steps": results["steps"], "minutes": results["train_runtime_s"] / 60,
             "best_step": results["best_step"], "device": results["device"],
-            "command": shlex.join(["python", *command[1:]])}
+            "command": shlex.join(["python", *(_relative(part) for part in command[1:])])}
+
+
+def _relative(argument: str) -> str:
+    """A path inside the repository as the training command sees it (run from the repository root)."""
+    path = Path(argument)
+    return str(path.relative_to(REPO_ROOT)) if path.is_absolute() and path.is_relative_to(REPO_ROOT) else argument
 
 
 def scores_of(results: dict) -> dict:
