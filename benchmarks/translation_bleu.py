@@ -1,20 +1,27 @@
 """Translation quality: test2016 BLEU and chrF of the attention GRU and LSTM on Multi30k English -> German, each
-trained by ``scripts/run_translation.py`` with its defaults within a stated time budget.
+trained by ``scripts/run_translation.py`` with its defaults within a stated time budget, for one or more seeds.
 
-    python -m benchmarks.translation_bleu                          # GRU and LSTM, 9 training minutes each
+    python -m benchmarks.translation_bleu                          # GRU and LSTM, 9 training minutes each, seed 42
     python -m benchmarks.translation_bleu --cells gru --time_budget_minutes 30 -- --num_train_epochs 8
+    OMP_NUM_THREADS=1 python -m benchmarks.translation_bleu --jobs 2 --time_budget_minutes 30 --seeds 43 44 -- \
+        --num_train_epochs 3                                       # two more seeds of the README's 3-epoch row
     python -m benchmarks.translation_bleu --out /tmp/b -- --max_train_samples 500 --max_train_steps 5  # smoke
 
-Each model gets its own folder under ``--out`` (replacing that of an earlier run); the table
-(``translation_bleu.md``) and the raw results (``translation_bleu.json``) go there too. Arguments after ``--`` go to
-run_translation.py unchanged. Numbers depend on the machine and on what else runs on it: the table records the
-device, threads and wall times.
+Each model and seed gets its own folder under ``--out`` (replacing that of an earlier run): seed 42's is
+``multi30k-attention-<cell>``, the folder the speed benchmarks time (``translation_model.BLEU_MODEL_DIR``), another
+seed's ``multi30k-attention-<cell>-seed<seed>``. The raw results (``translation_bleu.json``, one row per model and
+seed) keep the rows of the seeds not run this time, so that seeds can be added run by run; the table
+(``translation_bleu.md``) gives each model's mean and sample standard deviation over its seeds, then every run.
+Arguments after ``--`` go to run_translation.py unchanged. Numbers depend on the machine and on what else runs on it:
+each row records the device, threads and wall times of its run.
 """
 
 import argparse
 import json
 import os
 import subprocess
+import shlex
+import statistics
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -25,50 +32,89 @@ from .run import machine_info
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RUN_TRANSLATION = REPO_ROOT / "scripts" / "run_translation.py"
+FOLDER_SEED = 42  # the seed whose folder has no suffix (run_translation.py's default seed)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cells", nargs="+", default=["gru", "lstm"], choices=["rnn", "gru", "lstm"])
+    parser.add_argument("--seeds", nargs="+", type=int, default=[FOLDER_SEED], help="a run per model and seed")
     parser.add_argument("--time_budget_minutes", type=float, default=9.0)
     parser.add_argument("--config_overrides", default="", help="more config fields, e.g. 'hidden_size=512'")
     parser.add_argument("--out", default=str(REPO_ROOT / "results"))
-    parser.add_argument("--jobs", type=int, default=1, help="models trained at once (on a GPU; their times then "
-                                                              "include the contention)")
+    parser.add_argument("--jobs", type=int, default=1, help="models trained at once (their times then include the "
+                                                              "contention)")
     parser.add_argument("extra", nargs="*", help="arguments for run_translation.py (after --)")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
 
-    def train(cell: str) -> dict:
-        folder = out / f"multi30k-attention-{cell}"
-        overrides = ",".join(filter(None, [f"cell_type={cell}", args.config_overrides]))
-        command = [sys.executable, str(RUN_TRANSLATION), "--output_dir", str(folder), "--config_overrides", overrides,
-                   "--time_budget_minutes", str(args.time_budget_minutes), "--overwrite_output_dir", *args.extra]
-        subprocess.run(command, check=True, cwd=REPO_ROOT)
-        results = json.loads((folder / "results.json").read_text())
-        return {"cell_type": cell, **{k: v for k, v in results.items() if k not in ("eval_history", "arguments")},
-                "config_overrides": results["arguments"]["config_overrides"]}
-
-    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        rows = list(pool.map(train, args.cells))
-
     device = torch.cuda.get_device_name() if torch.cuda.is_available() else f"CPU {machine_info('cpu')['cpu']}"
     machine = f"{device}, {os.cpu_count()} cores, torch {torch.__version__}, {torch.get_num_threads()} threads"
     if args.jobs > 1:
         machine += f", {args.jobs} models trained at once"
-    (out / "translation_bleu.json").write_text(json.dumps({"machine": machine, "rows": rows}, indent=2) + "\n")
-    lines = [f"Multi30k En->De test2016, sacreBLEU (13a, cased) on detokenized text; {machine}.", "",
-             "| model | params | epochs | train min | test BLEU | test chrF | beams | valid BLEU (greedy) | wall min |",
-             "|---|---|---|---|---|---|---|---|---|"]
+
+    def train(cell: str, seed: int) -> dict:
+        folder = out / (f"multi30k-attention-{cell}" + ("" if seed == FOLDER_SEED else f"-seed{seed}"))
+        overrides = ",".join(filter(None, [f"cell_type={cell}", args.config_overrides]))
+        command = [sys.executable, str(RUN_TRANSLATION), "--output_dir", str(folder), "--config_overrides", overrides,
+                   "--time_budget_minutes", str(args.time_budget_minutes), "--seed", str(seed),
+                   "--overwrite_output_dir", *args.extra]
+        subprocess.run(command, check=True, cwd=REPO_ROOT)
+        results = json.loads((folder / "results.json").read_text())
+        return {"cell_type": cell, "seed": seed,
+                **{k: v for k, v in results.items() if k not in ("eval_history", "arguments")},
+                "config_overrides": results["arguments"]["config_overrides"], "machine": machine,
+                "command": shlex.join(["python", "-m", "benchmarks.translation_bleu", *sys.argv[1:]])}
+
+    runs = [(cell, seed) for seed in args.seeds for cell in args.cells]
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        rows = list(pool.map(lambda run: train(*run), runs))
+    rows = [row for row in _earlier_rows(out / "translation_bleu.json") if (row["cell_type"], row["seed"]) not in
+            runs] + rows
+    rows.sort(key=lambda row: (args.cells.index(row["cell_type"]) if row["cell_type"] in args.cells else len(
+        args.cells), row["cell_type"], row["seed"]))
+    (out / "translation_bleu.json").write_text(json.dumps({"rows": rows}, indent=2) + "\n")
+    table = markdown(rows)
+    (out / "translation_bleu.md").write_text(table)
+    print(table)
+
+
+def _earlier_rows(path: Path) -> list[dict]:
+    """The rows of an earlier results file; a file from before the seeds were recorded held seed 42's runs, with
+    its machine beside the rows."""
+    if not path.is_file():
+        return []
+    earlier = json.loads(path.read_text())
+    return [{"seed": FOLDER_SEED, "machine": earlier.get("machine"), **row} for row in earlier["rows"]]
+
+
+def _mean_sd(values: list[float]) -> str:
+    return f"{statistics.mean(values):.2f}" + (f" ± {statistics.stdev(values):.2f}" if len(values) > 1 else "")
+
+
+def markdown(rows: list[dict]) -> str:
+    """Each model's mean ± sample standard deviation over its seeds, then every run."""
+    lines = ["Multi30k En->De test2016, sacreBLEU (13a, cased) on detokenized text, beam search; mean ± sample "
+             "standard deviation (n-1) over the seeds, then every run with its machine.", "",
+             "| model | seeds | test BLEU | test chrF | valid BLEU (greedy) | epochs | train min |",
+             "|---|---|---|---|---|---|---|"]
+    for cell in dict.fromkeys(row["cell_type"] for row in rows):
+        runs = [row for row in rows if row["cell_type"] == cell]
+        lines.append(f"| attention {cell.upper()} | {', '.join(str(row['seed']) for row in runs)} | "
+                     + " | ".join(_mean_sd([row[key] for row in runs]) for key in ("test_bleu", "test_chrf",
+                                                                                  "eval_bleu", "epochs"))
+                     + f" | {_mean_sd([row['train_runtime_s'] / 60 for row in runs])} |")
+    lines += ["", "| model | seed | params | epochs | train min | test BLEU | test chrF | beams | valid BLEU "
+              "(greedy) | wall min | machine |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
         lines.append(
-            f"| attention {row['cell_type'].upper()} | {row['num_parameters'] / 1e6:.1f}M | {row['epochs']:.2f} | "
-            f"{row['train_runtime_s'] / 60:.1f} | {row['test_bleu']:.2f} | {row['test_chrf']:.2f} | "
-            f"{row['test_num_beams']} | {row['eval_bleu']:.2f} | {row['wall_time_s'] / 60:.1f} |"
+            f"| attention {row['cell_type'].upper()} | {row['seed']} | {row['num_parameters'] / 1e6:.1f}M | "
+            f"{row['epochs']:.2f} | {row['train_runtime_s'] / 60:.1f} | {row['test_bleu']:.2f} | "
+            f"{row['test_chrf']:.2f} | {row['test_num_beams']} | {row['eval_bleu']:.2f} | "
+            f"{row['wall_time_s'] / 60:.1f} | {row['machine']} |"
         )
-    (out / "translation_bleu.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
