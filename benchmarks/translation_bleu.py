@@ -19,9 +19,9 @@ each row records the device, threads and wall times of its run.
 import argparse
 import json
 import os
-import subprocess
 import shlex
 import statistics
+import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -33,11 +33,12 @@ from .run import machine_info
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RUN_TRANSLATION = REPO_ROOT / "scripts" / "run_translation.py"
 FOLDER_SEED = 42  # the seed whose folder has no suffix (run_translation.py's default seed)
+CELLS = ("rnn", "gru", "lstm")  # in the order of the tables
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--cells", nargs="+", default=["gru", "lstm"], choices=["rnn", "gru", "lstm"])
+    parser.add_argument("--cells", nargs="+", default=["gru", "lstm"], choices=CELLS)
     parser.add_argument("--seeds", nargs="+", type=int, default=[FOLDER_SEED], help="a run per model and seed")
     parser.add_argument("--time_budget_minutes", type=float, default=9.0)
     parser.add_argument("--config_overrides", default="", help="more config fields, e.g. 'hidden_size=512'")
@@ -72,8 +73,7 @@ def main():
         rows = list(pool.map(lambda run: train(*run), runs))
     rows = [row for row in _earlier_rows(out / "translation_bleu.json") if (row["cell_type"], row["seed"]) not in
             runs] + rows
-    rows.sort(key=lambda row: (args.cells.index(row["cell_type"]) if row["cell_type"] in args.cells else len(
-        args.cells), row["cell_type"], row["seed"]))
+    rows.sort(key=lambda row: (CELLS.index(row["cell_type"]), row["seed"]))
     (out / "translation_bleu.json").write_text(json.dumps({"rows": rows}, indent=2) + "\n")
     table = markdown(rows)
     (out / "translation_bleu.md").write_text(table)

@@ -46,7 +46,7 @@ from transformers.generation import logits_process
 from transformers.generation.configuration_utils import GenerationMode
 from transformers.generation.utils import GenerateDecoderOnlyOutput, GenerateEncoderDecoderOutput
 
-from .decoding_batch import DefaultStops, StepRecord, cache_of, prefill, select_rows
+from .decoding_batch import DefaultStops, StepRecord, cache_of, prefill, rows_can_leave, select_rows
 from .decoding_beam import beam_search
 
 # Processors that read each row alone and keep no state: applying them to the live rows is applying them to all.
@@ -95,10 +95,8 @@ def _loop_applies(input_ids, logits_processor, generation_config, model_kwargs: 
         return False
     if input_ids.shape[0] == generation_config.num_beams:
         return True
-    cache = cache_of(model_kwargs)
     return (all(type(processor) in ROW_WISE_PROCESSORS for processor in logits_processor)
-            and (cache is None or (hasattr(cache, "batch_select_indices") and not getattr(cache, "static", False)))
-            and generation_config.cache_implementation != "static")
+            and rows_can_leave(generation_config, cache_of(model_kwargs)))
 
 
 def greedy_or_sample(model, input_ids, logits_processor, stopping_criteria, generation_config, model_kwargs):

@@ -31,6 +31,13 @@ def _select(value, rows: int, keep: torch.Tensor):
     return value
 
 
+def rows_can_leave(generation_config, cache: Cache | None) -> bool:
+    """Whether ``select_rows`` can take rows out of what generate() prepared: no cache, or one that selects batch
+    rows and is not static (a static cache keeps the size it was made for, at fixed addresses for CUDA graphs)."""
+    return generation_config.cache_implementation != "static" and (
+        cache is None or (hasattr(cache, "batch_select_indices") and not getattr(cache, "static", False)))
+
+
 def select_rows(model_kwargs: dict, rows: int, keep: torch.Tensor) -> dict:
     """``model_kwargs`` for the rows ``keep`` (1-D indices into the current ``rows``): the rows of sentences that
     have finished stop costing. The cache shrinks in place (``batch_select_indices``)."""
@@ -66,8 +73,8 @@ def prefill(model, input_ids: torch.Tensor, generation_config, model_kwargs: dic
     keeps the size it was made for: all rows then take the step."""
     rows = input_ids.shape[0]
     cache = cache_of(model_kwargs)
-    once = rows_per_source > 1 and generation_config.cache_implementation != "static" and not (
-        cache is not None and (getattr(cache, "static", False) or cache.get_seq_length() > 0))
+    once = rows_per_source > 1 and rows_can_leave(generation_config, cache) and (
+        cache is None or cache.get_seq_length() == 0)
     if once:
         firsts = torch.arange(0, rows, rows_per_source, device=input_ids.device)
         input_ids, model_kwargs = input_ids.index_select(0, firsts), select_rows(model_kwargs, rows, firsts)

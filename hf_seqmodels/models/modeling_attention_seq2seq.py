@@ -250,9 +250,9 @@ class AttentionSeq2SeqDecoder(GraphedSteps):
         return outputs, weights, (embeds, *layer_outputs) if output_hidden_states else None
 
     def _attend(self, query, memory, memory_mask, keys, rows_per_source: int):
-        """The attention of `query` `(batch, length, hidden_size)`. Where each source serves `rows_per_source`
-        consecutive rows of one position (a sentence's beams), those rows attend as as many queries of one memory
-        row: beam search then reads each source once a step, not once per beam."""
+        """The attention of `query` `(batch, length, hidden_size)`. With `rows_per_source` > 1 (one position,
+        `length` 1), each source serves that many consecutive rows (a sentence's beams), which attend as that many
+        queries of one memory row: beam search then reads each source once a step, not once per beam."""
         if rows_per_source == 1:
             return self.attention(query, memory, memory_mask, keys)
         batch, sources = query.shape[0], slice(None, None, rows_per_source)
