@@ -46,7 +46,7 @@ from transformers.generation import logits_process
 from transformers.generation.configuration_utils import GenerationMode
 from transformers.generation.utils import GenerateDecoderOnlyOutput, GenerateEncoderDecoderOutput
 
-from .decoding_batch import DefaultStops, StepRecord, cache_of, prefill, rows_can_leave, select_rows
+from .decoding_batch import DefaultStops, RowsBuffer, StepRecord, cache_of, prefill, rows_can_leave, select_rows
 from .decoding_beam import beam_search
 
 # Processors that read each row alone and keep no state: applying them to the live rows is applying them to all.
@@ -120,6 +120,7 @@ def greedy_or_sample(model, input_ids, logits_processor, stopping_criteria, gene
     probabilities = None
     stopped = torch.zeros(batch_size, dtype=torch.bool, device=input_ids.device)  # rows stay when not padded
     logits, model_kwargs, step = prefill(model, input_ids, generation_config, model_kwargs)
+    logits_buffer = RowsBuffer(logits)
     while True:
         next_scores = logits_processor(live_sequences, logits) if logits_processor else logits
         scores.add(next_scores, live)
@@ -147,7 +148,7 @@ def greedy_or_sample(model, input_ids, logits_processor, stopping_criteria, gene
             keep = (~finished).nonzero().squeeze(1)
             model_kwargs = select_rows(model_kwargs, len(live), keep)
             live, live_sequences = live[keep], live_sequences[keep]
-        logits, model_kwargs = step(model, live_sequences, model_kwargs)
+        logits, model_kwargs = step(model, live_sequences, model_kwargs, logits_buffer.rows(len(live)))
     sequences = sequences[:, :length]
     if not generation_config.return_dict_in_generate:
         return sequences

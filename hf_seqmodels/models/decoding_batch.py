@@ -45,20 +45,35 @@ def select_rows(model_kwargs: dict, rows: int, keep: torch.Tensor) -> dict:
             for name, value in model_kwargs.items()}
 
 
-def next_logits(model, sequences: torch.Tensor, model_kwargs: dict) -> tuple[torch.Tensor, dict]:
+def next_logits(model, sequences: torch.Tensor, model_kwargs: dict, out: torch.Tensor) -> tuple[torch.Tensor, dict]:
     """One decoding step, as GenerationMixin's loop takes it: the float32 logits of the next token
-    ``(rows, vocab_size)`` after ``sequences`` ``(rows, length)``, and the updated ``model_kwargs``."""
+    ``(rows, vocab_size)`` after ``sequences`` ``(rows, length)``, copied into ``out``, and the updated
+    ``model_kwargs``."""
     inputs = model.prepare_inputs_for_generation(
         sequences, next_sequence_length=1 if model_kwargs["use_cache"] else None, **model_kwargs
     )
     outputs = model(**inputs, return_dict=True)
-    return _logits_and_kwargs(model, outputs, model_kwargs)
+    return _logits_and_kwargs(model, outputs, model_kwargs, out)
 
 
-def model_step(model, sequences: torch.Tensor, step_inputs: dict) -> tuple[torch.Tensor, dict]:
+def model_step(model, sequences: torch.Tensor, step_inputs: dict, out: torch.Tensor) -> tuple[torch.Tensor, dict]:
     """One decoding step through the model's own ``decoding_step``, on what its ``decoding_step_inputs`` prepared:
-    as ``next_logits``, without ``forward``'s per-call checks and output objects."""
-    return model.decoding_step(sequences[:, -1:], **step_inputs), step_inputs
+    as ``next_logits``, without ``forward``'s per-call checks and output objects (the logits written into ``out``
+    where the model's output layer can)."""
+    return model.decoding_step(sequences[:, -1:], **step_inputs, out=out), step_inputs
+
+
+class RowsBuffer:
+    """One ``(rows, vocab_size)`` float32 tensor that a decoding loop's steps write their logits (or
+    log-probabilities) into, in its first ``rows`` rows: the live rows only ever shrink. Asking the allocator for
+    rows x vocabulary floats at every step costs, on a CPU, fresh pages each time (at 320 rows x 6000 tokens, a
+    sixth of a step)."""
+
+    def __init__(self, like: torch.Tensor):
+        self.tensor = torch.empty_like(like, dtype=torch.float32)
+
+    def rows(self, count: int) -> torch.Tensor:
+        return self.tensor[:count]
 
 
 def prefill(model, input_ids: torch.Tensor, generation_config, model_kwargs: dict, rows_per_source: int = 1):
@@ -88,11 +103,13 @@ def prefill(model, input_ids: torch.Tensor, generation_config, model_kwargs: dic
     return (logits, model_kwargs, next_logits) if step_inputs is None else (logits, step_inputs, model_step)
 
 
-def _logits_and_kwargs(model, outputs, model_kwargs: dict) -> tuple[torch.Tensor, dict]:
+def _logits_and_kwargs(model, outputs, model_kwargs: dict, out: torch.Tensor | None = None
+                       ) -> tuple[torch.Tensor, dict]:
     model_kwargs = model._update_model_kwargs_for_generation(
         outputs, model_kwargs, is_encoder_decoder=model.config.is_encoder_decoder
     )
-    return outputs.logits[:, -1].to(copy=True, dtype=torch.float32), model_kwargs
+    logits = outputs.logits[:, -1]
+    return (logits.to(copy=True, dtype=torch.float32) if out is None else out.copy_(logits)), model_kwargs
 
 
 class DefaultStops:

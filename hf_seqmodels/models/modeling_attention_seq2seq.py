@@ -22,6 +22,7 @@ from .modeling_utils import (
     keep_logits_positions,
     lm_loss,
     lm_output_layers,
+    output_layer_into,
 )
 from .recurrent_layers import RecurrentStack, State
 from .step_graphs import GraphedSteps, replays_step
@@ -517,15 +518,16 @@ class AttentionSeq2SeqForConditionalGeneration(
                 "rows_per_source": rows_per_source}
 
     def decoding_step(self, input_ids: torch.LongTensor, memory: torch.Tensor, memory_mask: torch.Tensor | None,
-                      cache: RecurrentCache, rows_per_source: int = 1) -> torch.Tensor:
+                      cache: RecurrentCache, rows_per_source: int = 1, out: torch.Tensor | None = None
+                      ) -> torch.Tensor:
         """One step of hf_seqmodels' decoding loop (`decoding.py`): the float32 logits `(rows, vocab_size)` of the
         token after `input_ids` `(rows, 1)`, from the inputs [`decoding_step_inputs`] prepared, the cache updated in
-        place. The same computation as `forward`, without its checks of every argument (the loop's inputs were
-        checked at its first step and are its own since) and its output objects: at batch 1 on a CPU they cost a
-        tenth of a step (benchmarks: `batch1_overhead`)."""
+        place; written into `out` where given (see `output_layer_into`). The same computation as `forward`, without
+        its checks of every argument (the loop's inputs were checked at its first step and are its own since) and
+        its output objects: at batch 1 on a CPU they cost a tenth of a step (benchmarks: `batch1_overhead`)."""
         outputs, _, _ = self.model.run_decoder(input_ids, memory, memory_mask, None, cache,
                                                rows_per_source=rows_per_source)
-        return self._logits(outputs[:, -1:])[:, -1].float()
+        return self._logits(outputs[:, -1], out).float()
 
     def forward(
         self,
@@ -593,13 +595,13 @@ class AttentionSeq2SeqForConditionalGeneration(
         )
         return result if return_dict else result.to_tuple()
 
-    def _logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        """The output layer: decoder output vectors `(batch, length, hidden_size)` -> logits `(batch, length,
-        vocab_size)`."""
+    def _logits(self, hidden: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        """The output layer: decoder output vectors `(..., hidden_size)` -> logits `(..., vocab_size)`; for 2-D
+        `hidden`, written into `out` where given (see `output_layer_into`)."""
         hidden = self.dropout(hidden)
         if self.projection is not None:
             hidden = self.projection(hidden)
-        return self.lm_head(hidden)
+        return output_layer_into(self.lm_head, hidden, out)
 
     def _decode_sampling_own_predictions(
         self, decoder_input_ids, decoder_inputs_embeds, encoder_outputs, cache, use_cache, **inputs

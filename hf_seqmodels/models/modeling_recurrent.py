@@ -28,6 +28,7 @@ from .modeling_utils import (
     keep_logits_positions,
     lm_loss,
     lm_output_layers,
+    output_layer_into,
     shift_labels_of,
 )
 from .recurrent_layers import RecurrentStack, make_dropout
@@ -268,15 +269,17 @@ class RecurrentForCausalLM(RecurrentGenerationMixin, RecurrentPreTrainedModel, G
         cache = recurrent_cache(model_kwargs.get(CACHE_NAME))
         return {"cache": cache} if model_kwargs.get("use_cache") and cache is not None else None
 
-    def decoding_step(self, input_ids: torch.LongTensor, cache: RecurrentCache) -> torch.Tensor:
+    def decoding_step(self, input_ids: torch.LongTensor, cache: RecurrentCache, out: torch.Tensor | None = None
+                      ) -> torch.Tensor:
         """One step of hf_seqmodels' decoding loop (`decoding.py`): the float32 logits `(rows, vocab_size)` (with an
         adaptive softmax, the log-probabilities) of the token after `input_ids` `(rows, 1)`, the cache updated in
-        place. The same computation as `forward`, without its checks of every argument (the loop's inputs were
-        checked at its first step and are its own since) and its output objects."""
-        hidden = self._output_vectors(self.dropout(self.model.decoding_step(input_ids, cache)[:, -1:]))
-        logits = self.lm_head.log_probs(hidden) if isinstance(self.lm_head, AdaptiveSoftmaxHead) else \
-            self.lm_head(hidden)
-        return logits[:, -1].float()
+        place; written into `out` where given (see `output_layer_into`). The same computation as `forward`, without
+        its checks of every argument (the loop's inputs were checked at its first step and are its own since) and
+        its output objects."""
+        hidden = self._output_vectors(self.dropout(self.model.decoding_step(input_ids, cache)[:, -1]))
+        if isinstance(self.lm_head, AdaptiveSoftmaxHead):
+            return self.lm_head.log_probs(hidden).float()
+        return output_layer_into(self.lm_head, hidden, out).float()
 
     def _output_vectors(self, dropped: torch.Tensor) -> torch.Tensor:
         """The vectors the output layer reads: the top layer's outputs after the output dropout, projected to the

@@ -174,6 +174,28 @@ def lm_output_layers(
     return projection, nn.Linear(embedding_size if tie_word_embeddings else hidden_size, vocab_size)
 
 
+def output_layer_into(layer: nn.Module, hidden: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
+    """``layer(hidden)`` for ``hidden`` ``(rows, size)``, written into ``out`` ``(rows, vocab_size)`` when it is given
+    and ``layer`` is a plain ``nn.Linear`` of ``out``'s dtype: the same ``addmm`` as ``layer(hidden)``. A decoding loop
+    passes one buffer for all its steps: asking the allocator for rows x vocabulary floats at every step costs, on a
+    CPU, fresh pages each time. Any other layer (a PEFT wrapper, another dtype), a layer with hooks, autocast or
+    autograd (``out=`` has no gradient) computes through ``layer(hidden)``, as in ``forward``."""
+    if (out is None or type(layer) is not nn.Linear or layer.weight.dtype != out.dtype or _has_hooks(layer)
+            or torch.is_grad_enabled() or torch.is_autocast_enabled(hidden.device.type)):
+        return layer(hidden)
+    if layer.bias is None:
+        return torch.mm(hidden, layer.weight.t(), out=out)
+    return torch.addmm(layer.bias, hidden, layer.weight.t(), out=out)
+
+
+def _has_hooks(module: nn.Module) -> bool:
+    """Whether calling ``module`` runs hooks, its own or global ones (what ``Module.__call__`` checks before its
+    fast path)."""
+    hooks = nn.modules.module
+    return bool(module._forward_hooks or module._forward_pre_hooks or hooks._global_forward_hooks
+                or hooks._global_forward_pre_hooks)
+
+
 def keep_logits_positions(hidden: torch.Tensor, logits_to_keep: int | torch.Tensor) -> torch.Tensor:
     """The positions of ``hidden`` ``(batch, length, size)`` whose logits a language model computes, as transformers'
     ``logits_to_keep``: an int keeps the last ``logits_to_keep`` (0: all, what generate() does not ask for), a 1-D

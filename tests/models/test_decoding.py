@@ -283,3 +283,31 @@ def test_saved_folder_decodes_with_our_loop_where_the_package_is_not_installed(t
                             env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.count("decoded ") == len(cases), result.stdout
+
+
+
+@pytest.mark.parametrize("family", ["gru_lm", "attention_gru_bahdanau"])
+@pytest.mark.parametrize("search", [{}, {"num_beams": 3}])
+def test_steps_write_their_logits_into_one_buffer(family, search):
+    """After the first step, every step's logits land in the loop's one (rows, vocab) buffer, however many rows are
+    still live: no rows x vocabulary allocation per step, and GenerationMixin's results."""
+    model, prompts, options = model_and_prompts(family, 0)
+    addresses = []
+
+    def recording(*args, **kwargs):
+        logits = type(model).decoding_step(model, *args, **kwargs)
+        addresses.append((logits.data_ptr(), kwargs["out"].data_ptr(), len(logits)))
+        return logits
+
+    with torch.no_grad():
+        theirs = model.generate(**prompts, **options, **search)
+        model.decoding_step = recording
+        try:
+            ours = model.generate(**prompts, **options, **search, custom_generate=decode)
+        finally:
+            del model.decoding_step
+    assert torch.equal(ours, theirs)
+    rows = len(next(iter(prompts.values()))) * search.get("num_beams", 1)
+    assert min(count for _, _, count in addresses) < rows, "no row left the batch: the test shows nothing"
+    assert all(address == buffer for address, buffer, _ in addresses), addresses
+    assert len({address for address, _, _ in addresses}) == 1, addresses

@@ -87,3 +87,39 @@ def test_lm_loss_with_shift_labels_scores_each_position_against_its_given_target
                                modeling_utils.lm_loss(logits, labels, shift=True))
     with pytest.raises(ValueError, match="`shift_labels` is for causal language models"):
         modeling_utils.lm_loss(logits, labels, shift=False, shift_labels=shift_labels)
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_output_layer_into_writes_what_the_layer_computes_into_the_buffer(bias):
+    torch.manual_seed(0)
+    layer, hidden = torch.nn.Linear(8, 50, bias=bias), torch.randn(6, 8)
+    buffer = torch.full((10, 50), float("nan"))
+    with torch.no_grad():
+        result = modeling_utils.output_layer_into(layer, hidden, buffer[:6])
+    assert result.data_ptr() == buffer.data_ptr() and torch.equal(result, layer(hidden))
+    assert torch.isnan(buffer[6:]).all()
+
+
+def test_output_layer_into_leaves_layers_it_cannot_see_through_to_their_call():
+    """Autograd (``out=`` has none), a hook, another dtype, a subclass (a PEFT wrapper adds its own terms) or
+    autocast: the layer's own call runs, and the buffer is not written."""
+    torch.manual_seed(0)
+    hidden, buffer = torch.randn(3, 8), torch.zeros(3, 50)
+    plain, hooked, half = torch.nn.Linear(8, 50), torch.nn.Linear(8, 50), torch.nn.Linear(8, 50).bfloat16()
+    calls = []
+    hooked.register_forward_hook(lambda module, args, output: calls.append(output.shape))
+
+    class Wrapped(torch.nn.Linear):
+        def forward(self, hidden):
+            return super().forward(hidden) + 1.0
+
+    wrapped = Wrapped(8, 50)
+    assert modeling_utils.output_layer_into(plain, hidden, buffer).requires_grad
+    with torch.no_grad():
+        assert torch.equal(modeling_utils.output_layer_into(hooked, hidden, buffer), hooked(hidden))
+        assert len(calls) == 2
+        assert torch.equal(modeling_utils.output_layer_into(wrapped, hidden, buffer), wrapped(hidden))
+        assert modeling_utils.output_layer_into(half, hidden.bfloat16(), buffer).dtype == torch.bfloat16
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            assert modeling_utils.output_layer_into(plain, hidden, buffer).dtype == torch.bfloat16
+    assert not buffer.any()
