@@ -159,6 +159,11 @@ def quartiles(values: list[float]) -> tuple[float, float, float]:
     return low, middle, high
 
 
+def mean_sd(values: list[float]) -> str:
+    """``mean ± sample standard deviation`` (n-1) of ``values``, to two decimals; the mean alone for one value."""
+    return f"{statistics.mean(values):.2f}" + (f" ± {statistics.stdev(values):.2f}" if len(values) > 1 else "")
+
+
 def peak_memory_bytes(fn: Callable[[], object], device: str) -> int:
     """Peak bytes of live tensors allocated while ``fn()`` runs, above what was live before it.
 

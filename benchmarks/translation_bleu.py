@@ -20,7 +20,6 @@ import argparse
 import json
 import os
 import shlex
-import statistics
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +27,7 @@ from pathlib import Path
 
 import torch
 
+from .common import mean_sd
 from .run import machine_info
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -89,10 +89,6 @@ def _earlier_rows(path: Path) -> list[dict]:
     return [{"seed": FOLDER_SEED, "machine": earlier.get("machine"), **row} for row in earlier["rows"]]
 
 
-def _mean_sd(values: list[float]) -> str:
-    return f"{statistics.mean(values):.2f}" + (f" ± {statistics.stdev(values):.2f}" if len(values) > 1 else "")
-
-
 def markdown(rows: list[dict]) -> str:
     """Each model's mean ± sample standard deviation over its seeds, then every run."""
     lines = ["Multi30k En->De test2016, sacreBLEU (13a, cased) on detokenized text, beam search; mean ± sample "
@@ -102,9 +98,9 @@ def markdown(rows: list[dict]) -> str:
     for cell in dict.fromkeys(row["cell_type"] for row in rows):
         runs = [row for row in rows if row["cell_type"] == cell]
         lines.append(f"| attention {cell.upper()} | {', '.join(str(row['seed']) for row in runs)} | "
-                     + " | ".join(_mean_sd([row[key] for row in runs]) for key in ("test_bleu", "test_chrf",
+                     + " | ".join(mean_sd([row[key] for row in runs]) for key in ("test_bleu", "test_chrf",
                                                                                   "eval_bleu", "epochs"))
-                     + f" | {_mean_sd([row['train_runtime_s'] / 60 for row in runs])} |")
+                     + f" | {mean_sd([row['train_runtime_s'] / 60 for row in runs])} |")
     lines += ["", "| model | seed | params | epochs | train min | test BLEU | test chrF | beams | valid BLEU "
               "(greedy) | wall min | machine |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in rows:

@@ -1,7 +1,8 @@
 """benchmarks/multi30k_training_options.py's plumbing, in seconds: two tiny trainings and their averaged
-checkpoints write the table."""
+checkpoints write the table; a run of another seed adds its rows to it."""
 
 import json
+import statistics
 
 import sacrebleu
 
@@ -26,3 +27,16 @@ def test_smoke_run_writes_three_rows(data_dir, tmp_path):
                            max_new_tokens=64)
     assert averaged["test_bleu"] == sacrebleu.corpus_bleu(hypotheses, [test["de"]]).score
     assert "| teacher forcing, last 5 checkpoints averaged |" in (tmp_path / "multi30k_training_options.md").read_text()
+
+
+def test_another_seed_adds_its_rows_and_the_table_gives_mean_and_sd(data_dir, tmp_path):
+    first = options.main(["--smoke", "--work_dir", str(tmp_path / "runs"), "--out", str(tmp_path)])
+    second = options.main(["--smoke", "--seeds", "43", "--work_dir", str(tmp_path / "runs"), "--out", str(tmp_path)])
+    assert [(row["row"], row["seed"]) for row in second["rows"]] == [
+        (name, seed) for name in [*options.TRAININGS, options.AVERAGED_ROW] for seed in (42, 43)]
+    assert [row for row in second["rows"] if row["seed"] == 42] == first["rows"]
+    assert (tmp_path / "runs" / "teacher-forcing-seed43").is_dir() and "--seed 43" in second["rows"][1]["command"]
+    assert len(second["commands"]) == 2 and "--seeds 43" in second["commands"][1]
+    forced = [row["test_bleu"] for row in second["rows"][:2]]
+    line = f"| teacher forcing | 42, 43 | {statistics.mean(forced):.2f} ± {statistics.stdev(forced):.2f} |"
+    assert line in (tmp_path / "multi30k_training_options.md").read_text()
