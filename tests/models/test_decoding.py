@@ -18,6 +18,7 @@ from hf_seqmodels import (
     TransformerForConditionalGeneration,
 )
 from hf_seqmodels.models.decoding import decode
+from hf_seqmodels.models.decoding_beam import top_k
 from tests.models.test_modeling_attention_seq2seq import tiny_config as attention_seq2seq_config
 from tests.models.test_modeling_recurrent import RecurrentModelTester
 from tests.models.test_modeling_transformer import tiny_config as transformer_config
@@ -311,3 +312,16 @@ def test_steps_write_their_logits_into_one_buffer(family, search):
     assert min(count for _, _, count in addresses) < rows, "no row left the batch: the test shows nothing"
     assert all(address == buffer for address, buffer, _ in addresses), addresses
     assert len({address for address, _, _ in addresses}) == 1, addresses
+
+
+@pytest.mark.parametrize("shape, k", [((64, 5 * 6000), 10), ((9, 4 * 8000), 8), ((3, 50257), 6), ((1, 30000), 10)])
+def test_top_k_finds_what_topk_finds(shape, k):
+    """The two-pass top-k (best blocks first) against torch.topk: the same values and positions without ties; with
+    ties (values from a few integers, -inf among them), the same values, at positions that hold them."""
+    generator = torch.Generator().manual_seed(0)
+    values = torch.randn(shape, generator=generator)
+    assert all(torch.equal(ours, theirs) for ours, theirs in zip(top_k(values, k), torch.topk(values, k)))
+    tied = torch.randint(-3, 3, shape, generator=generator).float().masked_fill_(values > 1.5, float("-inf"))
+    scores, positions = top_k(tied, k)
+    assert torch.equal(scores, torch.topk(tied, k).values) and torch.equal(tied.gather(1, positions), scores)
+    assert all(len(set(row)) == k for row in positions.tolist())
