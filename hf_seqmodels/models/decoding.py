@@ -14,7 +14,8 @@ After the first step (GenerationMixin's ``_prefill``, through ``forward``), a mo
 (the attention encoder-decoder, the recurrent language model) takes the other steps through it: ``forward``
 without its checks of every argument (the loop's inputs were checked at the first step, and are its own since) and
 without its output objects. Other models take every step through ``prepare_inputs_for_generation`` and
-``forward``, as GenerationMixin does.
+``forward``, as GenerationMixin does. The steps write their logits, and beam search its log-probabilities, into
+buffers made at the first step (``RowsBuffer``): no rows x vocabulary tensor is allocated per step.
 
 Outputs are those of GenerationMixin: the same tokens, the same pad/eos conventions in the returned tensors, the same
 ``sequences_scores`` and ``beam_indices``. Differences, by design:
