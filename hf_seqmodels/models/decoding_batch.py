@@ -63,19 +63,6 @@ def model_step(model, sequences: torch.Tensor, step_inputs: dict, out: torch.Ten
     return model.decoding_step(sequences[:, -1:], **step_inputs, out=out), step_inputs
 
 
-class RowsBuffer:
-    """One ``(rows, vocab_size)`` float32 tensor that a decoding loop's steps write their logits (or
-    log-probabilities) into, in its first ``rows`` rows: the live rows only ever shrink. Asking the allocator for
-    rows x vocabulary floats at every step costs, on a CPU, fresh pages each time (at 320 rows x 6000 tokens, a
-    sixth of a step)."""
-
-    def __init__(self, like: torch.Tensor):
-        self.tensor = torch.empty_like(like, dtype=torch.float32)
-
-    def rows(self, count: int) -> torch.Tensor:
-        return self.tensor[:count]
-
-
 def prefill(model, input_ids: torch.Tensor, generation_config, model_kwargs: dict, rows_per_source: int = 1):
     """The first step (the whole prompt, or the decoder start), through GenerationMixin's ``_prefill``: its logits
     as ``next_logits`` gives them, the inputs of the next steps and the function that takes them: ``model_step``

@@ -15,7 +15,7 @@ source once per step for all of its beams.
 import torch
 from transformers.generation.utils import GenerateBeamDecoderOnlyOutput, GenerateBeamEncoderDecoderOutput
 
-from .decoding_batch import DefaultStops, RowsBuffer, StepRecord, cache_of, prefill, select_rows
+from .decoding_batch import DefaultStops, StepRecord, cache_of, prefill, select_rows
 
 MASK = -1.0e9  # GenerationMixin's score for what cannot be chosen
 
@@ -81,10 +81,10 @@ def beam_search(model, input_ids, logits_processor, stopping_criteria, generatio
     raw_logits = StepRecord(config.return_dict_in_generate and config.output_logits, rows)
 
     logits, model_kwargs, step = prefill(model, input_ids, config, model_kwargs, num_beams)
-    logits_buffer, log_probs_buffer = RowsBuffer(logits), RowsBuffer(logits)
+    logits_buffer, log_probs_buffer = torch.empty_like(logits), torch.empty_like(logits)
     while True:
         sentences = len(live)
-        log_probs = torch.log_softmax(logits, dim=-1, out=log_probs_buffer.rows(len(logits)))
+        log_probs = torch.log_softmax(logits, dim=-1, out=log_probs_buffer[:len(logits)])
         if logits_processor:
             log_probs = logits_processor(sequences[:, :length], log_probs)
         if scores.steps is not None or raw_logits.steps is not None or track_beams:
@@ -157,7 +157,7 @@ def beam_search(model, input_ids, logits_processor, stopping_criteria, generatio
             if track_beams:
                 running_beams = running_beams.index_select(0, keep_rows)
             best.select(keep)
-        logits, model_kwargs = step(model, sequences[:, :length], model_kwargs, logits_buffer.rows(len(sequences)))
+        logits, model_kwargs = step(model, sequences[:, :length], model_kwargs, logits_buffer[:len(sequences)])
 
     _store(out, best, live, torch.ones_like(live, dtype=torch.bool))
     return _output(model, out, config, prompt_length, scores, raw_logits)
