@@ -170,8 +170,10 @@ def top_k(values: torch.Tensor, k: int, block: int = 256) -> tuple[torch.Tensor,
     (at 64 sentences x 5 beams x 6000 tokens on 2 CPU cores, 0.77 ms against 1.24). The same values, best first;
     where values tie, other positions of the tied value may be returned (topk promises no order among ties)."""
     rows, width = values.shape
+    if rows * width < 2**16:  # small: one pass is cheaper
+        return torch.topk(values, k)
     size = next((size for size in range(block, block // 4, -1) if width % size == 0), None)
-    if size is None or width < 4 * k * size or rows * width < 2**16:  # small: one pass is cheaper
+    if size is None or width < 4 * k * size:
         return torch.topk(values, k)
     blocks = values.view(rows, width // size, size)
     best_blocks = torch.topk(blocks.amax(dim=-1), k).indices
