@@ -33,11 +33,10 @@ from hf_seqmodels.tasks import translation
 from hf_seqmodels.tasks.arguments import DataArguments
 from hf_seqmodels.tasks.inference import load_translator
 
-from .common import mean_sd
+from .common import FOLDER_SEED, mean_sd, seed_folder
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 STEPS, CHECKPOINT_EVERY, AVERAGED = 600, 50, 5
-FOLDER_SEED = 42  # the seed whose run folders have no suffix
 AVERAGED_ROW = f"teacher forcing, last {AVERAGED} checkpoints averaged"
 TRAININGS = {
     "teacher forcing": [],
@@ -46,10 +45,6 @@ TRAININGS = {
 }
 SMOKE = ["--max_train_samples", "64", "--max_eval_samples", "16", "--vocab_size", "300", "--config_overrides",
          "embedding_size=16,hidden_size=16", "--per_device_train_batch_size", "16", "--num_beams", "2"]
-
-
-def run_folder(work_dir: Path, name: str, seed: int) -> Path:
-    return work_dir / (name.replace(" ", "-") + ("" if seed == FOLDER_SEED else f"-seed{seed}"))
 
 
 def train_command(name: str, output_dir: Path, steps: int, smoke: bool, seed: int) -> list[str]:
@@ -154,7 +149,7 @@ def main(argv: list[str] | None = None) -> dict:
     args.work_dir.mkdir(parents=True, exist_ok=True)
     rows = []
     for seed in args.seeds:
-        folders = {name: run_folder(args.work_dir, name, seed) for name in TRAININGS}
+        folders = {name: seed_folder(args.work_dir / name.replace(" ", "-"), seed) for name in TRAININGS}
         with ThreadPoolExecutor(len(TRAININGS)) as pool:
             rows += pool.map(lambda name: train(name, folders[name], steps, args.smoke, seed), TRAININGS)
         rows.append(averaged_row(folders["teacher forcing"], AVERAGED, seed))

@@ -27,12 +27,11 @@ from pathlib import Path
 
 import torch
 
-from .common import mean_sd
+from .common import FOLDER_SEED, mean_sd, seed_folder
 from .run import machine_info
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RUN_TRANSLATION = REPO_ROOT / "scripts" / "run_translation.py"
-FOLDER_SEED = 42  # the seed whose folder has no suffix (run_translation.py's default seed)
 CELLS = ("rnn", "gru", "lstm")  # in the order of the tables
 
 
@@ -56,7 +55,7 @@ def main():
         machine += f", {args.jobs} models trained at once"
 
     def train(cell: str, seed: int) -> dict:
-        folder = out / (f"multi30k-attention-{cell}" + ("" if seed == FOLDER_SEED else f"-seed{seed}"))
+        folder = seed_folder(out / f"multi30k-attention-{cell}", seed)
         overrides = ",".join(filter(None, [f"cell_type={cell}", args.config_overrides]))
         command = [sys.executable, str(RUN_TRANSLATION), "--output_dir", str(folder), "--config_overrides", overrides,
                    "--time_budget_minutes", str(args.time_budget_minutes), "--seed", str(seed),
