@@ -12,14 +12,18 @@ import multiprocessing
 import os
 import sys
 import threading
-from multiprocessing import forkserver
+from multiprocessing import connection, forkserver
 from pathlib import Path
 
 # What the server imports once: every module a comparison runs in its processes.
 PRELOADED = ("hf_seqmodels.comparison.measured", "hf_seqmodels.tasks.language_modeling",
              "hf_seqmodels.tasks.text_classification", "hf_seqmodels.tasks.token_classification",
              "hf_seqmodels.tasks.translation", "hf_seqmodels.tasks.word_vectors")
-_STARTING = threading.Lock()  # compare.py starts runs from several threads: one changes PYTHONPATH at a time
+# compare.py starts and awaits runs from several threads; one thread at a time changes PYTHONPATH, starts a process
+# or reads the exit status of one that has ended. A child's status is one message on a pipe, and Process.start()
+# reads those of the other children that have ended (multiprocessing.process._cleanup): two threads reading one
+# child's at once left one of them with end of file, which multiprocessing reports as exit code 255.
+_ONE_AT_A_TIME = threading.Lock()
 
 
 def _context():
@@ -29,7 +33,7 @@ def _context():
     context.set_forkserver_preload(list(PRELOADED))
     # Python 3.11's server imports them with its own default sys.path, not the caller's (it ignores the sys_path it
     # is given): it gets the caller's as PYTHONPATH while it starts, so that it imports the code the caller runs.
-    with _STARTING:
+    with _ONE_AT_A_TIME:
         saved = os.environ.get("PYTHONPATH")
         os.environ["PYTHONPATH"] = os.pathsep.join(sys.path)
         try:
@@ -48,12 +52,13 @@ def run_in_process(task: str, parsed: tuple, log: Path, num_threads: int = 0) ->
     ``num_threads`` torch threads (0: the task's own choice). Returns the exit code: 0, or 1 when the run raised
     (its traceback is in the log)."""
     context = _context()
-    with _STARTING:  # the caller's environment, not one that another thread's server start has changed
-        environment = dict(os.environ)
-    process = context.Process(target=_run_logged, args=(task, parsed, str(log), num_threads, environment,
-                                                        os.getcwd(), list(sys.path)))
-    process.start()
-    process.join()
+    with _ONE_AT_A_TIME:  # the caller's environment, not one that another thread's server start has changed
+        process = context.Process(target=_run_logged, args=(task, parsed, str(log), num_threads, dict(os.environ),
+                                                            os.getcwd(), list(sys.path)))
+        process.start()
+    connection.wait([process.sentinel])  # until the run ends, without reading its status
+    with _ONE_AT_A_TIME:
+        process.join()
     return process.exitcode
 
 
