@@ -18,10 +18,10 @@ import torch
 
 from hf_seqmodels.models.decoding import decode
 
-from .beam_search import agreement, counts, hand_beam_search, hand_greedy, strip
+from .beam_search import agreement, counts, encode, hand_beam_search, hand_greedy, strip
 from .common import (
-    Settings, columns, count_ops, entry_result, first_pass_then_rounds, paired_ratio, resolve_sizes, spread, target,
-    timed,
+    Settings, columns, count_ops, entry_result, first_pass_then_rounds, paired_ratio, ratio_spread, resolve_sizes,
+    spread, target, timed,
 )
 from .decoder_calls import decoder_calls
 from .translation_model import SMOKE, Sizes, english_test2016, origin_note, timed_models
@@ -43,11 +43,19 @@ def profile_top(fn, limit: int = 12) -> list[str]:
 ROWS = {"generate": "generate()", "generate_static": "generate(cache_implementation='static')",
         "ours": "generate(custom_generate=decode)",
         "ours_static": "generate(custom_generate=decode, cache_implementation='static')"}
+SEARCHES = (*ROWS, "hand")
 SPLIT_SENTENCES = 8  # the first sentences, for the split of the time inside and outside the decoder calls
 
 
+def returns_at_once(model, input_ids, *args, **kwargs):
+    """A decoding loop for generate() that takes no step: generate() with it costs its own set-up and the encoder."""
+    return input_ids
+
+
 def searches(model, sizes: Sizes) -> dict[str, dict[str, Callable[[torch.Tensor], list[int]]]]:
-    """By mode (greedy, beam), the searches compared on one source ``(1, length)``, each returning its tokens."""
+    """By mode (greedy, beam), the searches compared on one source ``(1, length)``, each returning its tokens, and
+    the two calls whose difference is generate()'s set-up: ``setup`` (generate() with a loop that takes no step)
+    and ``encoder``."""
     config, beams = model.config, sizes.num_beams
 
     def gen(source, beams, **options):
@@ -63,6 +71,8 @@ def searches(model, sizes: Sizes) -> dict[str, dict[str, Callable[[torch.Tensor]
             "ours": lambda s: gen(s, 1, custom_generate=decode),
             "ours_static": lambda s: gen(s, 1, custom_generate=decode, cache_implementation="static"),
             "hand": lambda s: strip(hand_greedy(model, s, None, sizes.max_new_tokens)[0].tolist(), config),
+            "setup": lambda s: gen(s, 1, custom_generate=returns_at_once),
+            "encoder": lambda s: encode(model, s, None),
         },
         f"beam {beams}": {
             "generate": lambda s: gen(s, beams),
@@ -70,6 +80,8 @@ def searches(model, sizes: Sizes) -> dict[str, dict[str, Callable[[torch.Tensor]
             "ours": lambda s: gen(s, beams, custom_generate=decode),
             "ours_static": lambda s: gen(s, beams, custom_generate=decode, cache_implementation="static"),
             "hand": lambda s: strip(hand_beam_search(model, s, None, beams, sizes.max_new_tokens)[0], config),
+            "setup": lambda s: gen(s, beams, custom_generate=returns_at_once),
+            "encoder": lambda s: encode(model, s, None),
         },
     }
 
@@ -100,6 +112,9 @@ def measure_mode(model, label: str, mode: str, fns: dict[str, Callable], sources
     first_pass, timings = first_pass_then_rounds(
         {name: functools.partial(every_sentence, fn, sources) for name, fn in fns.items()}, rounds, device)
     outputs = timings.last
+    rounds_s = timings.seconds
+    setup = [with_setup - encoder for with_setup, encoder in zip(rounds_s["setup"], rounds_s["encoder"], strict=True)]
+    fns = {name: fns[name] for name in SEARCHES}
     inside, total = decoder_share(model, fns, sources[:SPLIT_SENTENCES], device)
     split_tokens = sum(len(o) + 1 for o in outputs["generate"][:SPLIT_SENTENCES])
     profiles = {f"{label}, {mode}, {name} (cProfile, own time)":
@@ -111,15 +126,19 @@ def measure_mode(model, label: str, mode: str, fns: dict[str, Callable], sources
     def ms_per(seconds: float, count: int, digits: int = 3) -> float:
         return round(seconds / count * 1e3, digits)
 
-    def ms_per_sentence(name: str) -> dict:
-        return spread([seconds / len(sources) * 1e3 for seconds in timings.seconds[name]], 2)
+    def ms_per_sentence(round_seconds: list[float]) -> dict:
+        return spread([seconds / len(sources) * 1e3 for seconds in round_seconds], 2)
 
     rows = []
     for name, description in ROWS.items():
         rows.append({"model": label, "mode": mode, "generate": description,
-                     **columns("generate_ms_per_sentence", ms_per_sentence(name)),
-                     **columns("hand_loop_ms_per_sentence", ms_per_sentence("hand")),
+                     **columns("generate_ms_per_sentence", ms_per_sentence(rounds_s[name])),
+                     **columns("hand_loop_ms_per_sentence", ms_per_sentence(rounds_s["hand"])),
                      **columns("generate_speed_vs_hand_loop", paired_ratio(timings, "hand", name)),
+                     **columns("generate_setup_ms_per_sentence", ms_per_sentence(setup)),
+                     **columns("speed_vs_hand_loop_without_setup", ratio_spread(
+                         [hand / (ours - round_setup) for hand, ours, round_setup
+                          in zip(rounds_s["hand"], rounds_s[name], setup, strict=True)])),
                      "generate_ms_per_output_token": ms_per(timings.median(name), tokens),
                      "first_pass_s": round(first_pass[name], 2),
                      "generate_model_ms_per_token": ms_per(inside[name], split_tokens),
@@ -171,7 +190,12 @@ def run(settings: Settings) -> dict:
                "keeps the static cache (one sentence leaves no rows to drop), and so the CUDA graphs on a GPU. ops = "
                "aten operators called from Python per output token, on the first sentence. model_ms / other_ms per "
                f"token: time inside the model's decoder calls / outside them, on the first {SPLIT_SENTENCES} "
-               "sentences in a separate pass (synchronized at each call)."),
+               "sentences in a separate pass (synchronized at each call). generate_setup_ms_per_sentence: generate()'s "
+               "own work per call outside the decoding loop and the encoder (configuration copy and checks, logits "
+               "processors, stopping criteria, cache), which every loop behind generate() pays, ours included: "
+               "per round, generate() with a loop that returns at once (returns_at_once) less the encoder called "
+               "alone, both timed in the rounds; speed_vs_hand_loop_without_setup: the per-round ratio with that "
+               "set-up taken out of the row's time, i.e. its decoding loop against the hand loop."),
     )
     result["profiles"] = profiles
     return result
