@@ -1,7 +1,7 @@
 """Memory of a training step with and without gradient checkpointing, for every family's training head.
 
 For each model, one forward + backward on the same random batch, plain and after
-``model.gradient_checkpointing_enable()`` (non-reentrant, as ``--gradient_checkpointing`` turns it on), measuring:
+``model.activation_checkpointing_enable()`` (non-reentrant, as ``--gradient_checkpointing`` turns it on), measuring:
 
 - ``saved_activations_mb``: the bytes autograd keeps for the backward pass once the forward has run, counted by
   ``torch.autograd.graph.saved_tensors_hooks`` (each storage once, parameters left out: they are there anyway).
@@ -137,7 +137,7 @@ def checkpointed(model) -> str | None:
     if not getattr(model, "supports_gradient_checkpointing", False):
         return f"{type(model).__name__} does not support gradient checkpointing (supports_gradient_checkpointing)"
     try:
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
     except ValueError as error:  # transformers' own refusal
         return str(error)
     return None

@@ -166,7 +166,7 @@ class TrainingArguments:
     gradient_checkpointing: bool = field(
         default=False,
         metadata={"help": "Keep fewer activations for the backward pass and compute them again there (transformers' "
-                          "gradient_checkpointing_enable): less memory for more time, the same gradients."},
+                          "activation_checkpointing_enable): less memory for more time, the same gradients."},
     )
     label_smoothing_factor: float = field(
         default=0.0, metadata={"help": "Label smoothing of the training loss (0 = none); evaluation stays plain."}
@@ -619,7 +619,7 @@ def train(
             raise ValueError(f"--gradient_checkpointing: {type(model).__name__} does not support gradient "
                              "checkpointing; drop the option.")
         # Non-reentrant: the checkpointed layers' inputs need not require gradients (embeddings may be frozen).
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
     frozen_until_epoch = args.unfreeze_embeddings_after_epochs if args.freeze_embeddings else 0
     if frozen_until_epoch and accelerator.num_processes > 1:
         raise ValueError("--unfreeze_embeddings_after_epochs trains on one process only (DistributedDataParallel "

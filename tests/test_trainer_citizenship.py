@@ -83,16 +83,16 @@ def test_trainer_trains_saves_and_resumes(tester, model_class, tmp_path):
 
 @pytest.mark.parametrize("tester, model_class", HEADS, ids=[cls.__name__ for _, cls in HEADS])
 def test_trainer_gradient_checkpointing_gives_the_same_training(tester, model_class, tmp_path):
-    """TrainingArguments(gradient_checkpointing=True): the Trainer turns it on, and the run ends with the weights of
+    """TrainingArguments(activation_checkpointing=True): the Trainer turns it on, and the run ends with the weights of
     the run without it."""
     config = tester.get_config(model_class)
     dataset = dataset_of(make_model(model_class, config), config, tester.get_examples(config))
     runs = {}
     for checkpointing in (False, True):
         trainer = trainer_for(make_model(model_class, config), config, dataset, tmp_path / str(checkpointing),
-                              save_strategy="no", gradient_checkpointing=checkpointing)
+                              save_strategy="no", activation_checkpointing=checkpointing)
         trainer.train()
-        assert trainer.model.is_gradient_checkpointing == checkpointing
+        assert trainer.model.is_activation_checkpointing == checkpointing
         runs[checkpointing] = trainer.model.state_dict()
     for name, tensor in runs[False].items():
         torch.testing.assert_close(runs[True][name], tensor, rtol=0, atol=1e-6, msg=name)
@@ -155,7 +155,7 @@ def test_training_with_gradient_checkpointing_ends_with_the_same_weights(tmp_pat
     where the run without it does, and the model did checkpoint."""
     plain, plain_results = run_training(tmp_path / "plain")
     checkpointed, results = run_training(tmp_path / "checkpointed", gradient_checkpointing=True)
-    assert checkpointed.is_gradient_checkpointing and not plain.is_gradient_checkpointing
+    assert checkpointed.is_activation_checkpointing and not plain.is_activation_checkpointing
     assert results["steps"] == plain_results["steps"] > 0
     for name, tensor in plain.state_dict().items():
         torch.testing.assert_close(checkpointed.state_dict()[name], tensor, rtol=0, atol=1e-6, msg=name)

@@ -8,7 +8,7 @@ one call. The part of the score that depends only on the keys can be computed on
 ``project_keys`` and passed back at every decoding step as ``projected_keys``. (The Transformer's attention is in
 ``multi_head_attention.py``.)
 
-Both modules are transformers' ``GradientCheckpointingLayer``: after ``model.gradient_checkpointing_enable()``, a
+Both modules are transformers' ``GradientCheckpointingLayer``: after ``model.activation_checkpointing_enable()``, a
 training forward keeps only their inputs and recomputes the scores in the backward pass. The additive scores are the
 largest activation of an attention decoder, ``(batch, target_length, source_length, attention_size)`` when
 teacher forcing attends for every target position at once.

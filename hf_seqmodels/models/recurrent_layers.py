@@ -8,7 +8,7 @@ One case needs no packing: a left-to-right layer on a right-padded batch, whose 
 padding after them. It runs the padded batch as it is (packing costs time, on a GPU about half the throughput)
 whenever the state it would return is not needed or can be read off the outputs (rnn and gru, not the LSTM's cell).
 
-Each layer is a transformers ``GradientCheckpointingLayer``: after ``model.gradient_checkpointing_enable()`` a
+Each layer is a transformers ``GradientCheckpointingLayer``: after ``model.activation_checkpointing_enable()`` a
 training forward keeps only each layer's inputs and runs the layer again in the backward pass. A layer whose kernel
 ``torch.ao.quantization.quantize_dynamic`` replaced (int8 LSTM or GRU) runs its decoding steps through that kernel.
 """

@@ -607,7 +607,7 @@ def loss_and_gradients(model, batch) -> tuple[torch.Tensor, dict[str, torch.Tens
 @EACH_VARIANT
 @pytest.mark.parametrize("use_reentrant", [False, True], ids=["non-reentrant", "reentrant"])
 def test_gradient_checkpointing(variant, use_reentrant):
-    """gradient_checkpointing_enable(): the same loss and gradients as without (dropout 0), with fewer activations
+    """activation_checkpointing_enable(): the same loss and gradients as without (dropout 0), with fewer activations
     kept during the forward pass; the attention's own share: keeping its activations keeps more, and its layers run
     again in the backward pass."""
     model = spread(AttentionSeq2SeqForConditionalGeneration(tiny_config(*variant))).train()
@@ -620,7 +620,7 @@ def test_gradient_checkpointing(variant, use_reentrant):
             inner.register_forward_hook(lambda *args: runs.append(1))
     loss, gradients, kept = loss_and_gradients(model, batch)
     runs_without, runs[:] = len(runs), []
-    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": use_reentrant})
+    model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": use_reentrant})
     checkpointed_loss, checkpointed_gradients, checkpointed_kept = loss_and_gradients(model, batch)
     torch.testing.assert_close(checkpointed_loss, loss, rtol=0, atol=0)
     torch.testing.assert_close(checkpointed_gradients, gradients, rtol=1e-6, atol=1e-6)

@@ -399,7 +399,6 @@ def training_step(model, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     return loss.detach(), {name: param.grad.clone() for name, param in model.named_parameters()}
 
 
-@pytest.mark.filterwarnings("ignore:`gradient_checkpointing_enable` is deprecated:FutureWarning")
 @pytest.mark.parametrize("use_reentrant", [False, True], ids=["non-reentrant", "reentrant"])
 @pytest.mark.parametrize("model_class", [RecurrentForCausalLM, RecurrentForSequenceClassification],
                          ids=lambda cls: cls.__name__)
@@ -420,7 +419,7 @@ def test_gradient_checkpointing_gives_the_same_loss_and_gradients(cell_type, mod
 
     expected_loss, expected_grads = training_step(model, batch)
     assert len(calls) == config.num_layers
-    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": use_reentrant})
+    model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": use_reentrant})
     calls.clear()
     loss, grads = training_step(model, batch)
     assert len(calls) == 2 * config.num_layers

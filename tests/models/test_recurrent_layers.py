@@ -205,7 +205,7 @@ def test_decoding_step_matches_the_fused_kernel(cell_type, nonlinearity):
 @pytest.mark.parametrize("use_reentrant", [False, True], ids=["non-reentrant", "reentrant"])
 @pytest.mark.parametrize("cell_type", ["rnn", "lstm", "gru"])
 def test_checkpointed_layer_passes_gradients_to_its_inputs_and_state(cell_type, use_reentrant):
-    """Under a checkpoint (as `gradient_checkpointing_enable` sets one) the layer runs again in the backward pass and
+    """Under a checkpoint (as `activation_checkpointing_enable` sets one) the layer runs again in the backward pass and
     the gradients of its weights, its inputs and the state it started from (an encoder's, for a decoder) are those
     of the plain run: a reentrant checkpoint sees only tensor arguments, which the state's tensors are."""
     torch.manual_seed(0)
