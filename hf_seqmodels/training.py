@@ -166,7 +166,9 @@ class TrainingArguments:
     gradient_checkpointing: bool = field(
         default=False,
         metadata={"help": "Keep fewer activations for the backward pass and compute them again there (transformers' "
-                          "activation_checkpointing_enable): less memory for more time, the same gradients."},
+                          "activation_checkpointing_enable): less memory for more time, the same gradients. Also "
+                          "--activation_checkpointing, the name transformers' TrainingArguments give it.",
+                  "aliases": ["--activation_checkpointing"]},
     )
     label_smoothing_factor: float = field(
         default=0.0, metadata={"help": "Label smoothing of the training loss (0 = none); evaluation stays plain."}

@@ -146,8 +146,9 @@ def test_seq2seq_trainer_predicts_with_generate(tester, model_class, tmp_path):
 def test_every_task_script_parses_gradient_checkpointing(task, tmp_path):
     """The run_* scripts parse their arguments with task_parser: the flag reaches training.TrainingArguments."""
     module = importlib.import_module(f"hf_seqmodels.tasks.{task}")
-    parsed = task_parser(module).parse_args_into_dataclasses(["--output_dir", str(tmp_path), "--gradient_checkpointing"])
-    assert [args.gradient_checkpointing for args in parsed if isinstance(args, TrainingLoopArguments)] == [True]
+    for flag in ("--gradient_checkpointing", "--activation_checkpointing"):  # ours, and TrainingArguments' name
+        parsed = task_parser(module).parse_args_into_dataclasses(["--output_dir", str(tmp_path), flag])
+        assert [args.gradient_checkpointing for args in parsed if isinstance(args, TrainingLoopArguments)] == [True]
 
 
 def test_training_with_gradient_checkpointing_ends_with_the_same_weights(tmp_path):
