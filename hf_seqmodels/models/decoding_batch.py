@@ -70,19 +70,25 @@ def prefill(model, input_ids: torch.Tensor, generation_config, model_kwargs: dic
 
     ``rows_per_source`` > 1: the rows come in runs of that many identical rows, which stay together to the end (a
     sentence's beams, as generate() expands them). The first step then runs on one row per run, and its logits and
-    the inputs it prepared (cache included) are repeated for the others: at batch 64 and 5 beams it costs a fifth
-    (a prompt's prefill too), with the same results up to the last bits of a batch of another size. A static cache
-    keeps the size it was made for: all rows then take the step."""
+    what it made (the cache) are repeated for the others, while what it read unchanged (encoder outputs) is taken
+    back as generate() expanded it: at batch 64 and 5 beams the step costs a fifth (a prompt's prefill too), with the
+    same results up to the last bits of a batch of another size. A static cache keeps the size it was made for: all
+    rows then take the step."""
     rows = input_ids.shape[0]
     cache = cache_of(model_kwargs)
     once = rows_per_source > 1 and rows_can_leave(generation_config, cache) and (
         cache is None or cache.get_seq_length() == 0)
     if once:
         firsts = torch.arange(0, rows, rows_per_source, device=input_ids.device)
+        every_row = model_kwargs
         input_ids, model_kwargs = input_ids.index_select(0, firsts), select_rows(model_kwargs, rows, firsts)
+        given = dict(model_kwargs)  # the step updates model_kwargs in place
     outputs = model._prefill(input_ids, generation_config, model_kwargs, is_first_iteration=True)
     logits, model_kwargs = _logits_and_kwargs(model, outputs, model_kwargs)
     if once:
+        unchanged = {name for name, value in model_kwargs.items()  # a cache is filled in place: it has changed
+                     if name in given and value is given[name] and not isinstance(value, Cache)}
+        model_kwargs = {name: every_row[name] if name in unchanged else value for name, value in model_kwargs.items()}
         repeat = torch.arange(len(firsts), device=logits.device).repeat_interleave(rows_per_source)
         logits, model_kwargs = logits.index_select(0, repeat), select_rows(model_kwargs, len(firsts), repeat)
     step_inputs = (model.decoding_step_inputs(model_kwargs, rows_per_source)

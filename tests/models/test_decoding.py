@@ -168,6 +168,29 @@ def test_beam_search_takes_its_first_step_once_per_sentence(family):
     assert (rows[0][0], rows[1][0], rows[1][1]) == (3 * sentences, sentences, 3 * sentences), rows
 
 
+def test_beam_search_reads_the_encoder_outputs_generate_expanded_without_a_copy(monkeypatch):
+    """The first step runs on one row per sentence; the steps after it read the encoder outputs that generate()
+    expanded for every beam, not a copy repeated from those rows (the largest per-source tensor is held once)."""
+    model, prompts, options = model_and_prompts("attention_lstm_input_feeding", 0)
+    given, read = [], []
+
+    def recording_decode(model, input_ids, logits_processor, stopping_criteria, generation_config, **model_kwargs):
+        given.append(model_kwargs["encoder_outputs"].last_hidden_state)
+        return decode(model, input_ids, logits_processor, stopping_criteria, generation_config, **model_kwargs)
+
+    def recording_step(input_ids, memory, *args, **kwargs):
+        read.append(memory)
+        return step(input_ids, memory, *args, **kwargs)
+
+    step = model.decoding_step
+    monkeypatch.setattr(model, "decoding_step", recording_step)
+    with torch.no_grad():
+        theirs = model.generate(**prompts, **options, num_beams=3)
+        ours = model.generate(**prompts, **options, num_beams=3, custom_generate=recording_decode)
+    assert torch.equal(ours, theirs)
+    assert read[0].shape == given[0].shape and read[0].data_ptr() == given[0].data_ptr()
+
+
 @pytest.mark.parametrize("family", ["attention_lstm_input_feeding", "gru_lm"])
 @pytest.mark.parametrize("search", [{}, {"num_beams": 3}], ids=["greedy", "beam"])
 def test_a_model_with_a_decoding_step_runs_forward_once(family, search):
