@@ -27,6 +27,7 @@ import math
 import shutil
 import sys
 import time
+import warnings
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -392,13 +393,42 @@ def attention_figure(model, tokenizers: TranslationTokenizers, text: str, **gene
         return None
     figure, axes = plt.subplots(figsize=(0.45 * len(source_tokens) + 2.5, 0.45 * len(target_tokens) + 2))
     axes.imshow(weights.numpy(), cmap="Greys", vmin=0.0, vmax=1.0)
-    axes.set_xticks(range(len(source_tokens)), source_tokens, rotation=90)
-    axes.set_yticks(range(len(target_tokens)), target_tokens)
+    fonts = label_fonts(source_tokens + target_tokens)
+    axes.set_xticks(range(len(source_tokens)), source_tokens, rotation=90, fontfamily=fonts)
+    axes.set_yticks(range(len(target_tokens)), target_tokens, fontfamily=fonts)
     axes.set_xlabel("source")
     axes.set_ylabel("translation")
     axes.set_title(f"{model.config.model_type}: {getattr(model.config, 'attention_type', 'cross-attention')}")
     figure.tight_layout()
     return figure
+
+
+def label_fonts(labels: list[str]) -> list[str]:
+    """The font families that draw ``labels``: matplotlib's default font, then installed fonts that hold
+    the characters it lacks (the tokens of a Chinese target, say), to which matplotlib falls back glyph by glyph.
+    Characters that no installed font holds would be drawn as empty boxes: a warning names them and what to
+    install."""
+    from matplotlib import font_manager
+
+    default = font_manager.get_font(font_manager.findfont(font_manager.FontProperties()))
+    families = [default.family_name]
+    missing = {ord(character) for label in labels for character in label if not character.isspace()}
+    missing -= set(default.get_charmap())
+    for entry in font_manager.fontManager.ttflist:
+        if not missing:
+            break
+        if entry.name in families or entry.name.startswith("Last Resort"):  # its glyphs are placeholder boxes
+            continue
+        held = missing & set(font_manager.get_font(entry.fname).get_charmap())
+        if held:
+            families.append(entry.name)
+            missing -= held
+    if missing:
+        warnings.warn(f"No installed font has the characters {''.join(sorted(map(chr, missing)))[:40]!r}: the "
+                      "attention plot draws them as empty boxes. Install a font that has them (for Chinese, Japanese "
+                      "or Korean: Noto Sans CJK, e.g. `apt install fonts-noto-cjk`) and remove matplotlib's font "
+                      "cache (`~/.cache/matplotlib`) so that it looks again.", stacklevel=3)
+    return families
 
 
 def save_attention_plot(model_dir, text: str, path=None, **generate_kwargs):

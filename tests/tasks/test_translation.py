@@ -28,6 +28,7 @@ from hf_seqmodels.tasks.translation import (
     decoding_loop,
     implausible_bleu_warning,
     is_degenerate,
+    label_fonts,
     load_tokenizers,
     load_translation_model,
     tokenize_pairs,
@@ -179,6 +180,28 @@ def test_attention_matrix(tokenizers):
     torch.testing.assert_close(weights.sum(-1), torch.ones(len(target_tokens)))
     plain = tiny_model(tokenizers, attention_type="none")
     assert attention_matrix(plain, tokenizers, "two cats sit", max_new_tokens=5)[2] is None
+
+
+def holders(character: str) -> set[str]:
+    """The installed font families whose files have a glyph for ``character`` (placeholder fonts aside)."""
+    from matplotlib import font_manager
+
+    return {entry.name for entry in font_manager.fontManager.ttflist if not entry.name.startswith("Last Resort")
+            and ord(character) in font_manager.get_font(entry.fname).get_charmap()}
+
+
+@pytest.mark.parametrize("character", ["\u210a", "\u8fc7"], ids=["script-g", "cjk"])
+def test_attention_plot_labels_fall_back_to_fonts_that_have_their_characters(character, recwarn):
+    """The tick labels' fonts: matplotlib's default (DejaVu Sans, without these characters), then an installed font
+    that has the character: the STIX fonts matplotlib ships have the script g; a CJK character, where no font has it
+    (as on the CI machine), is named in a warning instead of drawn as an empty box."""
+    assert label_fonts(["two", "Katzen", "sitzen"]) == ["DejaVu Sans"] and not recwarn
+    fonts = label_fonts(["two", f"x{character}"])
+    assert fonts[0] == "DejaVu Sans" and character not in "".join(fonts)
+    if holders(character):
+        assert len(fonts) == 2 and fonts[1] in holders(character) and not recwarn
+    else:
+        assert fonts == ["DejaVu Sans"] and len(recwarn) == 1 and character in str(recwarn[0].message)
 
 
 def test_implausible_bleu_warning():
