@@ -121,9 +121,13 @@ class DefaultStops:
         eos = [criteria.eos_token_id.view(-1) for criteria in stopping_criteria if type(criteria) is EosTokenCriteria]
         return cls(min(lengths, default=None), torch.cat(eos) if eos else None)
 
+    def ends_all(self, length: int) -> bool:
+        """Whether every sequence of ``length`` tokens ends, whatever its last token."""
+        return self.max_length is not None and length >= self.max_length
+
     def __call__(self, tokens: torch.Tensor, length: int) -> torch.Tensor:
         """Whether each of ``tokens`` (any shape), the last of a sequence of ``length`` tokens, ends it."""
-        if self.max_length is not None and length >= self.max_length:
+        if self.ends_all(length):
             return torch.ones_like(tokens, dtype=torch.bool)
         return torch.isin(tokens, self.eos) if self.eos is not None else torch.zeros_like(tokens, dtype=torch.bool)
 

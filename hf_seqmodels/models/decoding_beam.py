@@ -50,6 +50,17 @@ class _Hypotheses:
         for name in self.fields():
             setattr(self, name, getattr(self, name).index_select(0, keep))
 
+    def bar(self, early_stopping) -> torch.Tensor:
+        """Per sentence and slot ``(sentences, beams)``, the score that the best running beam, length-penalised as
+        GenerationMixin's early-stopping heuristic does, must beat in some slot for the sentence to go on: the worst
+        finished score in a finished slot, ``MASK`` in an empty one, as the heuristic has it; ``inf`` everywhere in a
+        sentence whose slots are all finished when ``early_stopping=True`` (it then ends as well). It changes only
+        with the finished set, so the loop computes it then, not at every step."""
+        worst = torch.where(self.finished, torch.min(self.scores, dim=1, keepdim=True)[0], MASK)
+        if early_stopping is True:
+            worst = worst.masked_fill(self.finished.all(dim=1, keepdim=True), float("inf"))
+        return worst
+
 
 def beam_search(model, input_ids, logits_processor, stopping_criteria, generation_config, model_kwargs):
     """Beam search for ``input_ids`` ``(batch * num_beams, prompt_length)`` (generate() has expanded them); returns
@@ -71,7 +82,8 @@ def beam_search(model, input_ids, logits_processor, stopping_criteria, generatio
                      if track_beams else None)
     best = _Hypotheses(sequences.view(batch_size, num_beams, -1).clone(), num_beams, max_length - length,
                        track_beams)
-    hope = torch.ones((batch_size, 1), dtype=torch.bool, device=device)  # the heuristic says: can still improve
+    hope = torch.ones(batch_size, dtype=torch.bool, device=device)  # the heuristic says: can still improve
+    bar = best.bar(early_stopping)
     live = torch.arange(batch_size, device=device)  # original sentence of each live sentence
     beam_offsets = torch.arange(num_beams, device=device)
     row_offsets = live[:, None] * num_beams  # first row of each live sentence, in the live batch
@@ -81,10 +93,11 @@ def beam_search(model, input_ids, logits_processor, stopping_criteria, generatio
     raw_logits = StepRecord(config.return_dict_in_generate and config.output_logits, rows)
 
     logits, model_kwargs, step = prefill(model, input_ids, config, model_kwargs, num_beams)
-    logits_buffer, log_probs_buffer = torch.empty_like(logits), torch.empty_like(logits)
+    logits_out, log_probs_out = torch.empty_like(logits), torch.empty_like(logits)  # the live rows of buffers
+    logits_buffer, log_probs_buffer = logits_out, log_probs_out
     while True:
         sentences = len(live)
-        log_probs = torch.log_softmax(logits, dim=-1, out=log_probs_buffer[:len(logits)])
+        log_probs = torch.log_softmax(logits, dim=-1, out=log_probs_out)
         if logits_processor:
             log_probs = logits_processor(sequences[:, :length], log_probs)
         if scores.steps is not None or raw_logits.steps is not None or track_beams:
@@ -103,20 +116,19 @@ def beam_search(model, input_ids, logits_processor, stopping_criteria, generatio
             hits = stopping_criteria(candidates, scores.result()).view(sentences, keep_k)
 
         # The next running beams: the best candidates that did not finish.
-        open_scores = top_scores + hits.to(torch.float32) * MASK
+        open_scores = top_scores.add(hits, alpha=MASK)
         chosen = torch.topk(open_scores, k=num_beams)[1]
         running_scores = open_scores.gather(1, chosen)
         beam_idx = flat_beams.gather(1, chosen).view(-1)
 
         # The finished set takes the candidates among the top num_beams that just finished, if they beat it.
+        # GenerationMixin also masks the candidates of sentences that are done (all slots finished under
+        # early_stopping=True, or the heuristic met): here such a sentence has already left the batch.
         if bool(hits[:, :num_beams].any()):
             just_finished = hits.clone()
             just_finished[:, num_beams:] = False
-            candidate_scores = top_scores / ((length + 1 - prompt_length) ** length_penalty)
-            full = torch.all(best.finished, dim=-1, keepdim=True) & (early_stopping is True)
-            candidate_scores += full.to(torch.float32) * MASK
-            candidate_scores += (~hope).to(torch.float32) * MASK
-            candidate_scores += (~just_finished) * MASK
+            candidate_scores = (top_scores / ((length + 1 - prompt_length) ** length_penalty)).add_(
+                ~just_finished, alpha=MASK)
             order = torch.topk(torch.cat((best.scores, candidate_scores), dim=1), k=num_beams)[1]
             candidate_sequences = sequences.index_select(0, flat_beams.view(-1)).view(sentences, keep_k, -1)
             candidate_sequences[:, :, length] = top_tokens
@@ -127,6 +139,7 @@ def beam_search(model, input_ids, logits_processor, stopping_criteria, generatio
                 history[:, :, length - prompt_length] = (live[:, None] * num_beams + top_beams).to(torch.int32)
                 candidates["beam_indices"] = history
             best.merge(candidates, order)
+            bar = best.bar(early_stopping)
 
         # Carry the chosen beams on: their tokens, their cache rows, their beam history.
         sequences = sequences.index_select(0, beam_idx)
@@ -138,17 +151,17 @@ def beam_search(model, input_ids, logits_processor, stopping_criteria, generatio
         _reorder(model, model_kwargs, beam_idx)
         length += 1
 
-        hope = hope & _can_improve(running_scores, best, length, max_length, prompt_length, early_stopping,
-                                   length_penalty)
-        settled = ~hope.squeeze(1)
-        if early_stopping is True:
-            settled |= best.finished.all(dim=1)
-        count, all_hit = torch.stack((settled.sum(), hits.all())).tolist()  # one synchronisation
-        if count == sentences or all_hit:
+        hope &= (_best_possible(running_scores, length, max_length, prompt_length, early_stopping, length_penalty)
+                 > bar).any(dim=1)
+        if default_stops is not None:  # hits are all True at the maximum length only (keep_k > eos tokens x beams)
+            going, all_hit = int(hope.sum()), default_stops.ends_all(length)
+        else:
+            going, all_hit = torch.stack((hope.sum(), hits.all())).tolist()
+        if going == 0 or all_hit:
             break
-        if count:
-            _store(out, best, live, settled)
-            keep = (~settled).nonzero().squeeze(1)
+        if going < sentences:
+            _store(out, best, live, ~hope)
+            keep = hope.nonzero().squeeze(1)
             keep_rows = (keep[:, None] * num_beams + beam_offsets).view(-1)
             model_kwargs = select_rows(model_kwargs, sentences * num_beams, keep_rows)
             sequences, running_scores, hope, live = (
@@ -157,7 +170,9 @@ def beam_search(model, input_ids, logits_processor, stopping_criteria, generatio
             if track_beams:
                 running_beams = running_beams.index_select(0, keep_rows)
             best.select(keep)
-        logits, model_kwargs = step(model, sequences[:, :length], model_kwargs, logits_buffer[:len(sequences)])
+            bar = bar[keep]
+            logits_out, log_probs_out = logits_buffer[:len(keep_rows)], log_probs_buffer[:len(keep_rows)]
+        logits, model_kwargs = step(model, sequences[:, :length], model_kwargs, logits_out)
 
     _store(out, best, live, torch.ones_like(live, dtype=torch.bool))
     return _output(model, out, config, prompt_length, scores, raw_logits)
@@ -181,17 +196,15 @@ def top_k(values: torch.Tensor, k: int, block: int = 256) -> tuple[torch.Tensor,
     return scores, best_blocks.gather(1, inner // size) * size + inner % size
 
 
-def _can_improve(running_scores, best: _Hypotheses, length: int, max_length: int, prompt_length: int,
-                 early_stopping, length_penalty: float) -> torch.Tensor:
-    """GenerationMixin's early-stopping heuristic: whether a sentence's best running beam may still beat its worst
-    finished hypothesis ``(sentences, 1)``."""
+def _best_possible(running_scores, length: int, max_length: int, prompt_length: int, early_stopping,
+                   length_penalty: float) -> torch.Tensor:
+    """GenerationMixin's early-stopping heuristic: the best score a sentence's best running beam may still reach
+    ``(sentences, 1)``, to compare with ``_Hypotheses.bar``."""
     if early_stopping == "never" and length_penalty > 0.0:
         best_length = max_length - prompt_length
     else:
         best_length = length - prompt_length
-    best_possible = running_scores[:, :1] / (best_length**length_penalty)
-    worst = torch.where(best.finished, torch.min(best.scores, dim=1, keepdim=True)[0], MASK)
-    return torch.any(best_possible > worst, dim=-1, keepdim=True)
+    return running_scores[:, :1] / (best_length**length_penalty)
 
 
 def _reorder(model, model_kwargs: dict, beam_idx: torch.Tensor) -> None:

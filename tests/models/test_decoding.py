@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 import torch
-from transformers import GenerationMixin
+from transformers import GenerationMixin, StoppingCriteria, StoppingCriteriaList
 
 from hf_seqmodels import (
     AttentionSeq2SeqForConditionalGeneration,
@@ -111,6 +111,32 @@ def test_beam_search_equals_generation_mixin(family, settings):
         if seed == 0:  # without return_dict_in_generate: the sequences alone
             assert torch.equal(model.generate(**prompts, **options, **settings, custom_generate=decode),
                                theirs.sequences)
+
+
+class EndsAtTokenOrLength(StoppingCriteria):
+    """A criterion of the user's own, so that the loops take their general path (``StoppingCriteriaList`` on the
+    candidate sequences): a sequence ends at ``token`` or at ``length`` tokens, where every candidate ends."""
+
+    def __init__(self, token: int, length: int):
+        self.token, self.length = token, length
+
+    def __call__(self, input_ids: torch.Tensor, scores, **kwargs) -> torch.Tensor:
+        return (input_ids[:, -1] == self.token) | (input_ids.shape[1] >= self.length)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("search", [{}, {"num_beams": 3}, {"num_beams": 3, "early_stopping": True}],
+                         ids=["greedy", "beam", "beam_early_stopping"])
+def test_a_stopping_criterion_of_ones_own_gives_generation_mixins_results(family, search):
+    model, prompts, options = model_and_prompts(family, 0)
+    prompt_length = 1 if model.config.is_encoder_decoder else prompts["input_ids"].shape[1]
+    for length in (prompt_length + 3, prompt_length + 20):  # every candidate ends at the first; the second not met
+        criteria = StoppingCriteriaList([EndsAtTokenOrLength(token=5, length=length)])
+        theirs, ours = both(model, prompts, options, stopping_criteria=criteria, output_scores=True,
+                            return_dict_in_generate=True, **search)
+        assert torch.equal(ours.sequences, theirs.sequences), (length, ours.sequences, theirs.sequences)
+        if search:
+            torch.testing.assert_close(ours.sequences_scores, theirs.sequences_scores, rtol=0, atol=1e-5)
 
 
 def decoder_rows(model, prompts, options: dict) -> tuple[int, int, torch.Tensor, torch.Tensor]:
