@@ -13,9 +13,11 @@ per-sentence searches people run, on the same weights.
   finished leaves the batch) on the length-sorted batches: what a saved folder's ``generate()`` runs when loaded
   with ``trust_remote_code=True``.
 
-Each search decodes every sentence once per round, the searches taking turns (order reversed every other round),
-after an untimed first pass. Reported: sentences/s and each speed-up as the median and quartiles over the rounds
-(a speed-up is that of each round's pair), and how often each search finds the same best hypothesis as
+The batched searches take the batch size at which our loop is fastest on Multi30k validation sentences (on a GPU
+a larger batch than on a CPU: a decoder call there costs about the same at 5 rows as at 320). Each search decodes
+every sentence once per round, the searches taking turns (order reversed every other round), after an untimed first
+pass. Reported: sentences/s and each speed-up as the median and quartiles over the rounds (a speed-up is that of
+each round's pair), and how often each search finds the same best hypothesis as
 ``generate()``: a baseline whose hypotheses differ does not count, and its row says so.
 """
 
@@ -73,9 +75,9 @@ def hand_batched(model, ids: torch.Tensor, mask: torch.Tensor, sizes: Sizes) -> 
                                                                  sizes.max_new_tokens)]
 
 
-def searches(sizes: Sizes) -> dict[str, tuple[str, str]]:
+def searches(sizes: Sizes, batch: int) -> dict[str, tuple[str, str]]:
     """The searches compared, by name: how the table describes each and its role."""
-    beams, batch = sizes.num_beams, sizes.batch_size
+    beams = sizes.num_beams
     static = f"generate(num_beams={beams}, cache_implementation='static')"
     return {
         "generate_sorted": (f"generate(num_beams={beams}), batches of {batch} sorted by source length", "ours"),
@@ -100,17 +102,40 @@ def decode_pass(search: Callable, batched: list[Batch], count: int) -> list[list
     return outputs
 
 
+def by_source_length(sources: list[list[int]]) -> list[int]:
+    """Positions of ``sources``, shortest first. Batched decoding runs until the longest output of a batch is done;
+    batching sentences of similar source length (as fairseq's generate does) wastes fewer steps."""
+    return sorted(range(len(sources)), key=lambda i: len(sources[i]))
+
+
 @torch.no_grad()
-def measure(model, sources: list[list[int]], sizes: Sizes, device: str):
+def choose_batch_size(model, sources: list[list[int]], sizes: Sizes, device: str) -> tuple[int, dict]:
+    """The batch size of the batched searches: of ``sizes.batch_sizes``, the one at which our decoding loop
+    translates ``sources`` (Multi30k validation sentences, not the test sentences timed afterwards) fastest, in
+    length-sorted batches over interleaved rounds; and each size's sentences/s (median and quartiles). A single size
+    is taken as it is."""
+    if len(sizes.batch_sizes) == 1:
+        return sizes.batch_sizes[0], {}
+    order, search = by_source_length(sources), functools.partial(generate_beam, model, sizes=sizes,
+                                                                  custom_generate=decode)
+    passes = {size: functools.partial(decode_pass, search, batches(sources, order, size, model.config.pad_token_id,
+                                                                   device), len(sources))
+              for size in sizes.batch_sizes}
+    timings = interleaved(passes, max(3, sizes.rounds // 2), device)
+    speeds = {size: rate(len(sources), timings, size) for size in sizes.batch_sizes}
+    return max(speeds, key=lambda size: speeds[size]["median"]), speeds
+
+
+@torch.no_grad()
+def measure(model, sources: list[list[int]], sizes: Sizes, batch_size: int, device: str):
     """The untimed first pass of every search (its seconds, and the decoder calls of ours and the baselines), then
     ``sizes.rounds`` interleaved rounds. Returns the first pass's seconds and decoder-call rows by search, and the
     rounds."""
     pad, count = model.config.pad_token_id, len(sources)
     in_order = list(range(count))
-    # Batched decoding runs until the longest output of a batch is done; batching sentences of similar source length
-    # (as fairseq's generate does) wastes fewer steps. The per-sentence searches take one sentence, unpadded.
-    test_order = batches(sources, in_order, sizes.batch_size, pad, device)
-    by_length = batches(sources, sorted(in_order, key=lambda i: len(sources[i])), sizes.batch_size, pad, device)
+    # The per-sentence searches take one sentence, unpadded.
+    test_order = batches(sources, in_order, batch_size, pad, device)
+    by_length = batches(sources, by_source_length(sources), batch_size, pad, device)
     one_by_one = batches(sources, in_order, 1, pad, device)
     static = functools.partial(generate_beam, cache_implementation="static")
     custom = functools.partial(generate_beam, custom_generate=decode)
@@ -131,10 +156,10 @@ def measure(model, sources: list[list[int]], sizes: Sizes, device: str):
     return first_pass, calls, interleaved(passes, sizes.rounds, device, warmup=0)
 
 
-def table_rows(label: str, rounds, sizes: Sizes, count: int) -> list[dict]:
+def table_rows(label: str, rounds, sizes: Sizes, batch_size: int, count: int) -> list[dict]:
     """One row per search: sentences/s, how many times faster ``OURS`` is, and agreement with ``REFERENCE``."""
     rows = []
-    for name, (description, role) in searches(sizes).items():
+    for name, (description, role) in searches(sizes, batch_size).items():
         reference, found = rounds.last[REFERENCE], rounds.last[name]
         rows.append({"model": label, "search": description, "role": role,
                      **columns("sentences_per_s", rate(count, rounds, name)),
@@ -168,21 +193,25 @@ def run(settings: Settings) -> dict:
     for timed_model in timed_models(sizes, settings):
         timed_list.append(timed_model)
         label, model = timed_model.label, timed_model.model
+        batch_size, on_valid = choose_batch_size(
+            model, english_test2016(timed_model.tokenizer, sizes.num_sentences, "validation"), sizes, device)
         sources = english_test2016(timed_model.tokenizer, sizes.num_sentences)
-        first_pass, calls, rounds = measure(model, sources, sizes, device)
-        rows += table_rows(label, rounds, sizes, len(sources))
+        first_pass, calls, rounds = measure(model, sources, sizes, batch_size, device)
+        rows += table_rows(label, rounds, sizes, batch_size, len(sources))
         median_source = sorted(sources, key=len)[len(sources) // 2]
         summary[label] = {
             "model": timed_model.origin,
+            "batch_size": batch_size,
+            "valid_sentences_per_s_by_batch_size": on_valid,
             **summarize(rounds, first_pass),
             **decoder_step_bound(model, median_source, calls[OURS], {name: calls[name] for name in BASELINES},
                                  device),
             "mean_output_length": round(sum(map(len, rounds.last[REFERENCE])) / len(sources), 2),
         }
-        profiles.update(profile_searches(timed_model, sources, sizes, device))
+        profiles.update(profile_searches(timed_model, sources, sizes, batch_size, device))
         for ours, how in (("sorted_speedup", "generate()"), ("custom_sorted_speedup", "generate(custom_generate="
                           "decode)"), ("static_sorted_speedup", "generate(static cache)")):
-            targets.append(target(f"{label}: {how}, length-sorted batches of {sizes.batch_size}, vs the per-sentence "
+            targets.append(target(f"{label}: {how}, length-sorted batches of {batch_size}, vs the per-sentence "
                                   "search with its beams batched (median of per-round ratios)",
                                   summary[label][f"{ours}_vs_beams_batched"]["ratio"], minimum=wanted))
         targets += [target(f"{label}: the {name.replace('_', ' ')} search finds generate()'s best hypotheses",
@@ -191,8 +220,12 @@ def run(settings: Settings) -> dict:
         "Translation decoding: batched generate() vs per-sentence beam search (Multi30k test2016)",
         sizes, rows, summary, targets,
         notes=(f"{origin_note(timed_list)} First {sizes.num_sentences} test2016 sentences, beam {sizes.num_beams}, "
-               f"max_new_tokens {sizes.max_new_tokens}, length_penalty 1.0, early_stopping=True. Every search "
-               f"decodes every sentence once per round, {sizes.rounds} rounds taking turns after an untimed first "
+               f"max_new_tokens {sizes.max_new_tokens}, length_penalty 1.0, early_stopping=True. The batched "
+               f"searches' batch size (summary: batch_size) is the one of {list(sizes.batch_sizes)} at which our "
+               f"decoding loop was fastest on the first {sizes.num_sentences} validation sentences, in "
+               "length-sorted batches over interleaved rounds before the test rounds "
+               "(valid_sentences_per_s_by_batch_size). Every search decodes every sentence once per round, "
+               f"{sizes.rounds} rounds taking turns after an untimed first "
                "pass: sentences_per_s is the median over the rounds (_iqr: lower and upper quartile); "
                f"{OURS}_speedup is the median over the rounds of that search's time / length-sorted generate()'s "
                "in the same round (> 1: generate() is faster), with its quartiles. A search whose best hypotheses "
@@ -209,11 +242,12 @@ def run(settings: Settings) -> dict:
 
 
 @torch.no_grad()
-def profile_searches(timed_model: TimedModel, sources: list[list[int]], sizes: Sizes, device: str) -> dict:
+def profile_searches(timed_model: TimedModel, sources: list[list[int]], sizes: Sizes, batch_size: int,
+                     device: str) -> dict:
     """torch.profiler's busiest operators of ``generate()`` on the first batch and of the headline baseline on
     its first four sentences."""
     label, model = timed_model.label, timed_model.model
-    first = batches(sources, list(range(min(len(sources), sizes.batch_size))), sizes.batch_size,
+    first = batches(sources, list(range(min(len(sources), batch_size))), batch_size,
                     model.config.pad_token_id, device)[0]
     four = batches(sources, list(range(min(len(sources), 4))), 1, model.config.pad_token_id, device)
     return {

@@ -45,7 +45,9 @@ class Sizes:
     train_steps: int = 500  # enough for sentences that end (with EOS) at realistic lengths
     train_batch_size: int = 64
     num_sentences: int = 256  # of test2016's 1000, for every search (the per-sentence ones are slow)
-    batch_size: int = 64
+    # The batched searches' batch size: of these, the fastest for our decoding loop on as many validation sentences
+    # (`beam_speed.choose_batch_size`); one value fixes it.
+    batch_sizes: tuple[int, ...] = (32, 64, 128, 256)
     num_beams: int = 5
     max_new_tokens: int = 64  # scripts/run_translation.py's default, with which the test BLEU was scored
     batch1_sentences: int = 48
@@ -53,8 +55,8 @@ class Sizes:
 
 
 SMOKE = Sizes(model_dir="", cell_types=("gru",), vocab_size=300, embedding_size=16, hidden_size=16, train_steps=2,
-              train_batch_size=8, num_sentences=6, batch_size=4, num_beams=3, max_new_tokens=6, batch1_sentences=2,
-              rounds=2)
+              train_batch_size=8, num_sentences=6, batch_sizes=(2, 4), num_beams=3, max_new_tokens=6,
+              batch1_sentences=2, rounds=2)
 
 
 @functools.lru_cache(maxsize=1)
@@ -130,9 +132,10 @@ def trained_model(cell_type: str, sizes: Sizes, device: str, seed: int, use_disk
     return model.eval(), tokenizer, loss.item()
 
 
-def english_test2016(tokenizer, count: int) -> list[list[int]]:
-    """The first ``count`` English sentences of Multi30k test2016 as token ids, each ending with EOS."""
-    rows = read_jsonl(data_dir() / "multi30k_en_de" / "test.jsonl.gz")[:count]
+def english_test2016(tokenizer, count: int, split: str = "test") -> list[list[int]]:
+    """The first ``count`` English sentences of Multi30k test2016 (``split="validation"``: of its validation set)
+    as token ids, each ending with EOS."""
+    rows = read_jsonl(data_dir() / "multi30k_en_de" / f"{split}.jsonl.gz")[:count]
     return encode_texts(tokenizer, [row["en"] for row in rows])
 
 

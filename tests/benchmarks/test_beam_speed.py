@@ -15,7 +15,7 @@ def test_translation_searches_agree(smoke_entries):
         # per-hypothesis search's one.
         sizes = entry["sizes"]
         for rows in (1, sizes["num_beams"]):
-            assert summary[f"row_cost_{rows}_vs_{sizes['batch_size'] * sizes['num_beams']}_rows"]["median"] > 0
+            assert summary[f"row_cost_{rows}_vs_{summary['batch_size'] * sizes['num_beams']}_rows"]["median"] > 0
         for baseline in ("beams_batched", "per_hypothesis"):
             assert summary[f"decoder_step_bound_vs_{baseline}"]["median"] > 0
             assert summary[f"decoder_rows_generate_vs_{baseline}"] > 0
