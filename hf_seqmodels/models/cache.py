@@ -103,7 +103,9 @@ class RecurrentCache(Cache):
     ``per_input`` holds batch-first tensors that depend only on the input, such as an attention's projection of the
     encoder outputs. They are the same for every beam of an input, and beam search moves a beam only within its
     input, so ``reorder_cache`` leaves them alone (copying them at every step took a tenth of a batched beam-search
-    step); ``batch_repeat_interleave`` and ``batch_select_indices`` do apply to them.
+    step); ``batch_repeat_interleave`` and ``batch_select_indices`` do apply to them. After ``share_per_input(k)``
+    they hold one row per ``k`` consecutive rows of the states (``rows_per_input``): a sentence's beams in a decoding
+    loop, which then copies a k-th of them when sentences leave the batch.
 
     ``static=True`` (what ``generate(cache_implementation="static")`` creates) keeps the states and extras at fixed
     addresses: a step writes them in place and beam search reorders them in place, so that a decoding step can be
@@ -116,6 +118,7 @@ class RecurrentCache(Cache):
         self.static = static
         self.extras: dict[str, torch.Tensor] = {}
         self.per_input: dict[str, torch.Tensor] = {}
+        self.rows_per_input = 1
 
     @property
     def states(self) -> list[State]:
@@ -207,18 +210,30 @@ class RecurrentCache(Cache):
         else:
             self.extras = {name: t.index_select(0, beam_idx.to(t.device)) for name, t in self.extras.items()}
 
-    def _map_batch(self, fn) -> None:
-        """Apply ``fn`` to the batch-first extras and per-input tensors (the layers do their own)."""
-        self.extras = {name: fn(t) for name, t in self.extras.items()}
-        self.per_input = {name: fn(t) for name, t in self.per_input.items()}
+    def share_per_input(self, rows: int) -> None:
+        """From now on hold ``per_input`` once per ``rows`` consecutive rows, which share an input and stay
+        together (a sentence's beams: beam search moves a beam only within its sentence, and a sentence leaves the
+        batch with all of its beams)."""
+        if self.rows_per_input != 1:
+            raise ValueError(f"`per_input` is already shared by {self.rows_per_input} rows.")
+        self.per_input = {name: t[::rows].contiguous() for name, t in self.per_input.items()}
+        self.rows_per_input = rows
 
     def batch_repeat_interleave(self, repeats: int) -> None:
         super().batch_repeat_interleave(repeats)
-        self._map_batch(lambda t: t.repeat_interleave(repeats, dim=0))
+        self.extras = {name: t.repeat_interleave(repeats, dim=0) for name, t in self.extras.items()}
+        if self.rows_per_input > 1:  # the repeats of a row share its input
+            self.rows_per_input *= repeats
+        else:
+            self.per_input = {name: t.repeat_interleave(repeats, dim=0) for name, t in self.per_input.items()}
 
     def batch_select_indices(self, indices: torch.Tensor) -> None:
+        """Keep the rows ``indices``; with ``rows_per_input`` > 1 they must keep whole runs of rows that share an
+        input."""
         super().batch_select_indices(indices)
-        self._map_batch(lambda t: t[indices])
+        self.extras = {name: t[indices] for name, t in self.extras.items()}
+        inputs = indices[::self.rows_per_input] // self.rows_per_input if self.rows_per_input > 1 else indices
+        self.per_input = {name: t[inputs] for name, t in self.per_input.items()}
 
     def detach_(self) -> None:
         """Cut the state (and extras) off the graph that computed them, keeping their values: truncated
@@ -231,7 +246,7 @@ class RecurrentCache(Cache):
     def reset(self) -> None:
         """Forget every state and extra; the layers stay, empty."""
         super().reset()
-        self.extras, self.per_input = {}, {}
+        self.extras, self.per_input, self.rows_per_input = {}, {}, 1
 
 
 def recurrent_cache(cache: Cache | None) -> RecurrentCache | None:

@@ -16,18 +16,23 @@ def cache_of(model_kwargs: dict) -> Cache | None:
     return next((value for value in model_kwargs.values() if isinstance(value, Cache)), None)
 
 
-def _select(value, rows: int, keep: torch.Tensor):
-    """``value`` with only the rows ``keep`` of its first dimension, when it has ``rows`` of them; anything else
-    unchanged. Tensors inside a ModelOutput (encoder outputs), tuple or list are selected too; a cache in place."""
+def _select(value, rows: int, keep: torch.Tensor, sources: tuple[int, torch.Tensor] | None):
+    """``value`` with only the rows ``keep`` of its first dimension, when it has ``rows`` of them, or only the
+    sources ``sources[1]`` when it has one row per source (``sources[0]`` of them); anything else unchanged. Tensors
+    inside a ModelOutput (encoder outputs), tuple or list are selected too; a cache in place."""
     if isinstance(value, torch.Tensor):
-        return value.index_select(0, keep) if value.dim() and value.shape[0] == rows else value
+        if value.dim() and value.shape[0] == rows:
+            return value.index_select(0, keep)
+        if sources is not None and value.dim() and value.shape[0] == sources[0]:
+            return value.index_select(0, sources[1])
+        return value
     if isinstance(value, Cache):
         value.batch_select_indices(keep)
         return value
     if isinstance(value, ModelOutput):
-        return type(value)(**{name: _select(field, rows, keep) for name, field in value.items()})
+        return type(value)(**{name: _select(field, rows, keep, sources) for name, field in value.items()})
     if isinstance(value, (tuple, list)):
-        return type(value)(_select(item, rows, keep) for item in value)
+        return type(value)(_select(item, rows, keep, sources) for item in value)
     return value
 
 
@@ -40,8 +45,12 @@ def rows_can_leave(generation_config, cache: Cache | None) -> bool:
 
 def select_rows(model_kwargs: dict, rows: int, keep: torch.Tensor) -> dict:
     """``model_kwargs`` for the rows ``keep`` (1-D indices into the current ``rows``): the rows of sentences that
-    have finished stop costing. The cache shrinks in place (``batch_select_indices``)."""
-    return {name: value if name in _NOT_PER_ROW else _select(value, rows, keep)
+    have finished stop costing. The cache shrinks in place (``batch_select_indices``). Inputs that hold
+    ``rows_per_source`` > 1 (a model's ``decoding_step_inputs`` for beam search) hold their per-source tensors once
+    per source: ``keep`` then keeps whole runs of rows, and those tensors keep their sources."""
+    per_source = model_kwargs.get("rows_per_source", 1)
+    sources = (rows // per_source, keep[::per_source] // per_source) if per_source > 1 else None
+    return {name: value if name in _NOT_PER_ROW else _select(value, rows, keep, sources)
             for name, value in model_kwargs.items()}
 
 

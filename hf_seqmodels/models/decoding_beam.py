@@ -8,8 +8,8 @@ A sentence is settled when GenerationMixin would never again let a hypothesis in
 early-stopping heuristic is met, or (``early_stopping=True``) all its ``num_beams`` slots hold finished hypotheses.
 
 A sentence's beams start as one hypothesis, so the first step runs once per sentence (``prefill``), and they stay
-together: a model's ``decoding_step`` is told (``rows_per_source``), and an attention decoder then reads each
-source once per step for all of its beams.
+together: a model's ``decoding_step`` is told (``rows_per_source``), and an attention decoder then holds each
+source's encoder outputs once and reads them once per step for all of its beams.
 """
 
 import torch

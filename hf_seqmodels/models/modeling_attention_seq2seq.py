@@ -217,7 +217,8 @@ class AttentionSeq2SeqDecoder(GraphedSteps):
             memory_mask: bool `(batch, source_length)`, True for real source tokens; `None` when there is no padding.
             encoder_final_state: `(batch, parts, memory_size)`, used to start when `cache` is empty.
             rows_per_source: for one position (a decoding step), the number of consecutive rows that share a source,
-                as a sentence's beams do: they attend to it together (see [`_attend`]).
+                as a sentence's beams do: `memory`, `memory_mask` and the cache's per-input tensors then hold one
+                row per source, which its rows attend to together (see [`_attend`]).
 
         Returns:
             The output vectors `(batch, length, hidden_size)` for the output layer, the attention weights
@@ -252,13 +253,14 @@ class AttentionSeq2SeqDecoder(GraphedSteps):
 
     def _attend(self, query, memory, memory_mask, keys, rows_per_source: int):
         """The attention of `query` `(batch, length, hidden_size)`. With `rows_per_source` > 1 (one position,
-        `length` 1), each source serves that many consecutive rows (a sentence's beams), which attend as that many
-        queries of one memory row: beam search then reads each source once a step, not once per beam."""
+        `length` 1), `memory`, `memory_mask` and `keys` hold one row per source, and each source serves that many
+        consecutive rows (a sentence's beams), which attend as that many queries of one memory row: beam search then
+        reads each source once a step, not once per beam."""
         if rows_per_source == 1:
             return self.attention(query, memory, memory_mask, keys)
-        batch, sources = query.shape[0], slice(None, None, rows_per_source)
-        context, weights = self.attention(query.view(batch // rows_per_source, rows_per_source, -1), memory[sources],
-                                          None if memory_mask is None else memory_mask[sources], keys[sources])
+        batch = query.shape[0]
+        context, weights = self.attention(query.view(batch // rows_per_source, rows_per_source, -1), memory,
+                                          memory_mask, keys)
         return context.view(batch, 1, -1), weights.view(batch, 1, -1)
 
     def _step_by_step(self, embeds, memory, memory_mask, keys, states, cache, rows_per_source):
@@ -507,15 +509,21 @@ class AttentionSeq2SeqForConditionalGeneration(
         """What [`decoding_step`] reads, from generate()'s `model_kwargs` after its first step (a call of `forward`,
         which checked them): the encoder's outputs, the source mask as `forward` prepares it (None without padding),
         the cache, and `rows_per_source`, the number of consecutive rows that share a source until the end (beam
-        search: `num_beams`). None where the step does not apply (no cache, a `decoder_attention_mask`): the
+        search: `num_beams`). Those rows share one copy of the encoder outputs, the mask and the cache's projected
+        keys (generate() repeats them for every beam): the loop then copies a `rows_per_source`-th of them when
+        sentences leave the batch. None where the step does not apply (no cache, a `decoder_attention_mask`): the
         decoding loop then calls `forward` at every step."""
         cache = recurrent_cache(model_kwargs.get(CACHE_NAME))
         if not model_kwargs.get("use_cache") or cache is None or model_kwargs.get("decoder_attention_mask") is not None:
             return None
         memory = model_kwargs["encoder_outputs"].last_hidden_state
-        mask = prepare_padding_mask(model_kwargs.get("attention_mask"), memory.shape[0], memory.shape[1])
-        return {"memory": memory, "memory_mask": padding_or_none(mask), "cache": cache,
-                "rows_per_source": rows_per_source}
+        mask = padding_or_none(prepare_padding_mask(model_kwargs.get("attention_mask"), memory.shape[0],
+                                                    memory.shape[1]))
+        if rows_per_source > 1:
+            memory = memory[::rows_per_source].contiguous()
+            mask = None if mask is None else mask[::rows_per_source].contiguous()
+            cache.share_per_input(rows_per_source)
+        return {"memory": memory, "memory_mask": mask, "cache": cache, "rows_per_source": rows_per_source}
 
     def decoding_step(self, input_ids: torch.LongTensor, memory: torch.Tensor, memory_mask: torch.Tensor | None,
                       cache: RecurrentCache, rows_per_source: int = 1, out: torch.Tensor | None = None

@@ -72,6 +72,27 @@ def test_batch_select_indices():
     assert rows_of(cache) == per_input_rows(cache) == [2, 0]
 
 
+def test_shared_per_input_tensors_follow_the_rows_that_share_them():
+    """After ``share_per_input(k)`` a per-input row serves ``k`` consecutive rows: repeating and selecting rows
+    (whole runs) give the inputs that the same operations give without sharing, each once per run."""
+    cache, reference = labelled_cache(), labelled_cache()
+    for each in (cache, reference):
+        each.batch_repeat_interleave(2)  # rows 0 0 1 1 2 2: runs of 2 rows share an input
+    cache.share_per_input(2)
+    assert per_input_rows(cache) == [0, 1, 2] and cache.rows_per_input == 2
+    for operation in (lambda c: c.batch_repeat_interleave(2), lambda c: c.batch_select_indices(torch.tensor(
+            [8, 9, 10, 11, 0, 1, 2, 3])), lambda c: c.reorder_cache(torch.tensor([1, 0, 2, 2, 7, 6, 5, 4]))):
+        operation(cache)
+        operation(reference)
+        per_row = per_input_rows(reference)
+        assert rows_of(cache) == rows_of(reference)
+        assert per_input_rows(cache) == per_row[::cache.rows_per_input], (per_input_rows(cache), per_row)
+    with pytest.raises(ValueError, match="already shared"):
+        cache.share_per_input(2)
+    cache.reset()
+    assert cache.rows_per_input == 1 and cache.per_input == {}
+
+
 def test_crop_reset_and_flags():
     cache = labelled_cache()
     cache.crop(7)  # nothing to roll back

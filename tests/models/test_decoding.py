@@ -194,9 +194,10 @@ def test_beam_search_takes_its_first_step_once_per_sentence(family):
     assert (rows[0][0], rows[1][0], rows[1][1]) == (3 * sentences, sentences, 3 * sentences), rows
 
 
-def test_beam_search_reads_the_encoder_outputs_generate_expanded_without_a_copy(monkeypatch):
-    """The first step runs on one row per sentence; the steps after it read the encoder outputs that generate()
-    expanded for every beam, not a copy repeated from those rows (the largest per-source tensor is held once)."""
+def test_beam_search_steps_read_each_source_once_for_its_beams(monkeypatch):
+    """After the first step, a sentence's beams share one row of the encoder outputs, of the source mask and of the
+    projected keys (generate() repeats them for every beam): the rows left are those of the sentences still
+    decoding, with GenerationMixin's results."""
     model, prompts, options = model_and_prompts("attention_lstm_input_feeding", 0)
     given, read = [], []
 
@@ -204,9 +205,9 @@ def test_beam_search_reads_the_encoder_outputs_generate_expanded_without_a_copy(
         given.append(model_kwargs["encoder_outputs"].last_hidden_state)
         return decode(model, input_ids, logits_processor, stopping_criteria, generation_config, **model_kwargs)
 
-    def recording_step(input_ids, memory, *args, **kwargs):
-        read.append(memory)
-        return step(input_ids, memory, *args, **kwargs)
+    def recording_step(input_ids, memory, memory_mask, cache, *args, **kwargs):
+        read.append((input_ids.shape[0], memory, memory_mask, cache.per_input["projected_keys"]))
+        return step(input_ids, memory, memory_mask, cache, *args, **kwargs)
 
     step = model.decoding_step
     monkeypatch.setattr(model, "decoding_step", recording_step)
@@ -214,7 +215,14 @@ def test_beam_search_reads_the_encoder_outputs_generate_expanded_without_a_copy(
         theirs = model.generate(**prompts, **options, num_beams=3)
         ours = model.generate(**prompts, **options, num_beams=3, custom_generate=recording_decode)
     assert torch.equal(ours, theirs)
-    assert read[0].shape == given[0].shape and read[0].data_ptr() == given[0].data_ptr()
+    sentences = prompts["input_ids"].shape[0]
+    rows, memory, mask, keys = read[0]
+    assert rows == 3 * sentences and memory.shape[0] == mask.shape[0] == keys.shape[0] == sentences
+    torch.testing.assert_close(memory, given[0][::3], rtol=0, atol=0)
+    assert torch.equal(mask, prompts["attention_mask"].bool())
+    assert any(rows < 3 * sentences for rows, *_ in read)  # sentences left: the per-source tensors follow
+    assert all(rows == 3 * memory.shape[0] == 3 * mask.shape[0] == 3 * keys.shape[0]
+               for rows, memory, mask, keys in read)
 
 
 @pytest.mark.parametrize("family", ["attention_lstm_input_feeding", "gru_lm"])
