@@ -9,6 +9,7 @@ With ``--only`` the other entries already in the JSON file are kept, so entries 
 """
 
 import argparse
+import dataclasses
 import datetime
 import functools
 import importlib
@@ -24,7 +25,7 @@ import transformers
 
 from .common import Settings, timed
 
-# Entry name (the key in benchmarks.json) -> the module whose run(settings) measures it, imported only when it runs.
+# Entry name (the key in benchmarks.json) -> the module whose run(settings) measures it, imported only when chosen.
 ENTRIES = {
     "translation": "benchmarks.beam_speed",
     "batch1_overhead": "benchmarks.batch1_overhead",
@@ -144,6 +145,13 @@ def main(argv: list[str] | None = None) -> dict:
         if not sep:
             parser.error(f"--set expects NAME=VALUE, got {item!r}.")
         overrides[name] = value
+    chosen = args.only or list(ENTRIES)
+    sizes = {field.name for name in chosen
+             for field in dataclasses.fields(importlib.import_module(ENTRIES[name]).Sizes)}
+    unknown = sorted(set(overrides) - sizes)
+    if unknown:  # else it would be silently ignored
+        parser.error(f"--set {', '.join(unknown)}: no size of that name in {', '.join(chosen)}; their sizes are "
+                     f"{', '.join(sorted(sizes))}.")
     if args.threads:
         torch.set_num_threads(args.threads)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -152,7 +160,7 @@ def main(argv: list[str] | None = None) -> dict:
     json_path = args.out / "benchmarks.json"
     previous = json.loads(json_path.read_text()) if args.only and json_path.exists() else {}
     entries = dict(previous.get("entries", {}))
-    for name in args.only or ENTRIES:
+    for name in chosen:
         print(f"[benchmarks] {name} ...", file=sys.stderr, flush=True)
         entry, seconds = timed(functools.partial(importlib.import_module(ENTRIES[name]).run, settings), args.device)
         entry.update(  # the entry's own machine and overrides: a run with --only keeps the other entries

@@ -49,6 +49,16 @@ def test_only_keeps_other_entries(smoke_run, tmp_path):
     assert again["entries"]["training"]["overrides"] == data["overrides"]
 
 
+def test_a_size_no_chosen_entry_has_is_refused(capsys):
+    """``--set`` of a size the chosen entries lack (the translation entry's batch size is ``batch_sizes``) would be
+    ignored: it is refused before anything runs, with the sizes they have."""
+    with pytest.raises(SystemExit) as exit:
+        main(["--smoke", "--only", "translation", "--set", "batch_size=64"])
+    assert exit.value.code == 2
+    message = capsys.readouterr().err
+    assert "--set batch_size: no size of that name in translation" in message and "batch_sizes" in message
+
+
 def test_help_lists_every_entry(capsys):
     with pytest.raises(SystemExit) as exit:
         main(["--help"])
