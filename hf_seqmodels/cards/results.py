@@ -125,6 +125,7 @@ MEASURES = {
     ("attention_seq2seq", "per_hypothesis_speedup"): Measure("translation",
                                                              ("sorted_speedup_vs_per_hypothesis", "ratio")),
     ("attention_seq2seq", "beam_agreement"): Measure("translation", ("agreement_beams_batched",)),
+    ("attention_seq2seq", "beam_batch_size"): Measure("translation", ("batch_size",)),
     ("attention_seq2seq", "batch1_greedy_speed"): Measure("batch1_overhead", ("greedy, generate()", "ratio")),
     ("attention_seq2seq", "batch1_beam_speed"): Measure("batch1_overhead", ("beam 5, generate()", "ratio")),
     ("attention_seq2seq", "our_loop_beam_speedup"): Measure("translation",

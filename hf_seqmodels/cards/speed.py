@@ -15,7 +15,8 @@ _INCREMENTAL = ("{model}: with the cache, a token after a 1024-token prefix took
 
 SENTENCES = {
     "attention_seq2seq": (
-        "{model}: batched `generate(num_beams=5)` (batches of 64 sorted by source length) ran {beam_speedup}x as fast "
+        "{model}: batched `generate(num_beams=5)` (batches of {beam_batch_size} sorted by source length) ran "
+        "{beam_speedup}x as fast "
         "as a per-sentence beam search that batches each sentence's beams (as JoeyNMT and OpenNMT decode a single "
         "sentence), and found the same best hypothesis for {beam_agreement:.0%} of the sentences; "
         "{per_hypothesis_speedup}x as fast as one calling the decoder once per hypothesis.",

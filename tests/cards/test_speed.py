@@ -16,8 +16,9 @@ def test_generative_cards_state_the_benchmark_figures_of_their_family():
     batch1 = next(v for k, v in entries["batch1_overhead"].items() if k.startswith("attention GRU "))
     text = str(render_card(TRANSLATION_RUN, benchmarks=BENCHMARKS))
     assert "## Speed" in text and f"hf_seqmodels {BENCHMARKS['machine']['git_commit']}" in text
-    assert (f"ran {translation['sorted_speedup_vs_beams_batched']['ratio']}x as fast as a per-sentence beam search "
-            "that batches each sentence's beams") in text
+    assert (f"(batches of {translation['batch_size']} sorted by source length) ran "
+            f"{translation['sorted_speedup_vs_beams_batched']['ratio']}x as fast as a per-sentence beam search that "
+            "batches each sentence's beams") in text
     assert f"{translation['sorted_speedup_vs_per_hypothesis']['ratio']}x as fast as one calling the decoder" in text
     assert (f"at {batch1['greedy, generate()']['ratio']} (greedy) and {batch1['beam 5, generate()']['ratio']} "
             "(beam 5)") in text
