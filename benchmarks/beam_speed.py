@@ -60,6 +60,9 @@ def generate_beam(model, ids: torch.Tensor, mask: torch.Tensor, sizes: Sizes, **
     return [strip(row[1:], model.config) for row in sequences.tolist()]
 
 
+our_loop = functools.partial(generate_beam, custom_generate=decode)  # generate() with our decoding loop
+
+
 def beams_batched(model, ids: torch.Tensor, mask: torch.Tensor, sizes: Sizes) -> list[list[int]]:
     """The per-sentence search with its beams batched: ``ids`` is one sentence without padding."""
     return [strip(hand_beam_search(model, ids, None, sizes.num_beams, sizes.max_new_tokens)[0], model.config)]
@@ -116,8 +119,7 @@ def choose_batch_size(model, sources: list[list[int]], sizes: Sizes, device: str
     is taken as it is."""
     if len(sizes.batch_sizes) == 1:
         return sizes.batch_sizes[0], {}
-    order, search = by_source_length(sources), functools.partial(generate_beam, model, sizes=sizes,
-                                                                  custom_generate=decode)
+    order, search = by_source_length(sources), functools.partial(our_loop, model, sizes=sizes)
     passes = {size: functools.partial(decode_pass, search, batches(sources, order, size, model.config.pad_token_id,
                                                                    device), len(sources))
               for size in sizes.batch_sizes}
@@ -138,9 +140,8 @@ def measure(model, sources: list[list[int]], sizes: Sizes, batch_size: int, devi
     by_length = batches(sources, by_source_length(sources), batch_size, pad, device)
     one_by_one = batches(sources, in_order, 1, pad, device)
     static = functools.partial(generate_beam, cache_implementation="static")
-    custom = functools.partial(generate_beam, custom_generate=decode)
     plan = {"generate_sorted": (generate_beam, by_length), "generate": (generate_beam, test_order),
-            "custom_sorted": (custom, by_length),
+            "custom_sorted": (our_loop, by_length),
             "generate_static_sorted": (static, by_length), "generate_static": (static, test_order),
             "beams_batched": (beams_batched, one_by_one), "per_hypothesis": (per_hypothesis, one_by_one),
             "hand_batched": (hand_batched, test_order)}
