@@ -51,15 +51,15 @@ class _Hypotheses:
             setattr(self, name, getattr(self, name).index_select(0, keep))
 
     def bar(self, early_stopping) -> torch.Tensor:
-        """Per sentence and slot ``(sentences, beams)``, the score that the best running beam, length-penalised as
-        GenerationMixin's early-stopping heuristic does, must beat in some slot for the sentence to go on: the worst
-        finished score in a finished slot, ``MASK`` in an empty one, as the heuristic has it; ``inf`` everywhere in a
-        sentence whose slots are all finished when ``early_stopping=True`` (it then ends as well). It changes only
-        with the finished set, so the loop computes it then, not at every step."""
+        """Per sentence ``(sentences, 1)``, the score that the best running beam, length-penalised as
+        GenerationMixin's early-stopping heuristic does, must beat for the sentence to go on: the heuristic compares
+        it with every slot's worst finished score, or ``MASK`` in an empty slot, and goes on if it beats any, so the
+        least of these; ``inf`` in a sentence whose slots are all finished when ``early_stopping=True`` (it then ends
+        as well). It changes only with the finished set, so the loop computes it then, not at every step."""
         worst = torch.where(self.finished, torch.min(self.scores, dim=1, keepdim=True)[0], MASK)
         if early_stopping is True:
             worst = worst.masked_fill(self.finished.all(dim=1, keepdim=True), float("inf"))
-        return worst
+        return worst.amin(dim=1, keepdim=True)
 
 
 def beam_search(model, input_ids, logits_processor, stopping_criteria, generation_config, model_kwargs):
@@ -82,7 +82,6 @@ def beam_search(model, input_ids, logits_processor, stopping_criteria, generatio
                      if track_beams else None)
     best = _Hypotheses(sequences.view(batch_size, num_beams, -1).clone(), num_beams, max_length - length,
                        track_beams)
-    hope = torch.ones(batch_size, dtype=torch.bool, device=device)  # the heuristic says: can still improve
     bar = best.bar(early_stopping)
     live = torch.arange(batch_size, device=device)  # original sentence of each live sentence
     beam_offsets = torch.arange(num_beams, device=device)
@@ -117,8 +116,7 @@ def beam_search(model, input_ids, logits_processor, stopping_criteria, generatio
 
         # The next running beams: the best candidates that did not finish.
         open_scores = top_scores.add(hits, alpha=MASK)
-        chosen = torch.topk(open_scores, k=num_beams)[1]
-        running_scores = open_scores.gather(1, chosen)
+        running_scores, chosen = torch.topk(open_scores, k=num_beams)
         beam_idx = flat_beams.gather(1, chosen).view(-1)
 
         # The finished set takes the candidates among the top num_beams that just finished, if they beat it.
@@ -151,8 +149,10 @@ def beam_search(model, input_ids, logits_processor, stopping_criteria, generatio
         _reorder(model, model_kwargs, beam_idx)
         length += 1
 
-        hope &= (_best_possible(running_scores, length, max_length, prompt_length, early_stopping, length_penalty)
-                 > bar).any(dim=1)
+        # Whether the heuristic lets each sentence improve: one that cannot leaves the batch now, so every live
+        # sentence could at the step before.
+        hope = (_best_possible(running_scores, length, max_length, prompt_length, early_stopping, length_penalty)
+                > bar).view(-1)
         if default_stops is not None:  # hits are all True at the maximum length only (keep_k > eos tokens x beams)
             going, all_hit = int(hope.sum()), default_stops.ends_all(length)
         else:
@@ -164,8 +164,7 @@ def beam_search(model, input_ids, logits_processor, stopping_criteria, generatio
             keep = hope.nonzero().squeeze(1)
             keep_rows = (keep[:, None] * num_beams + beam_offsets).view(-1)
             model_kwargs = select_rows(model_kwargs, sentences * num_beams, keep_rows)
-            sequences, running_scores, hope, live = (
-                sequences.index_select(0, keep_rows), running_scores[keep], hope[keep], live[keep])
+            sequences, running_scores, live = sequences.index_select(0, keep_rows), running_scores[keep], live[keep]
             row_offsets = row_offsets[:len(keep)]
             if track_beams:
                 running_beams = running_beams.index_select(0, keep_rows)
