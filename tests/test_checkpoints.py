@@ -2,6 +2,7 @@
 only the newest, and loading the tokenizer a resumed run must use; checkpoints are safetensors and JSON, and a
 pickle in one is never loaded unless asked."""
 
+import os
 import pickle
 import random
 import runpy
@@ -55,13 +56,13 @@ def saved_state(folder, **options) -> TrainingState:
 
 
 class Marker:
-    """Unpickling it creates the file ``path``: what a hostile pickle could do instead."""
+    """Unpickling it creates the folder ``path``: what a hostile pickle could do instead."""
 
     def __init__(self, path):
         self.path = path
 
     def __reduce__(self):
-        return (open, (str(self.path), "w"))
+        return (os.mkdir, (str(self.path),))
 
 
 @pytest.fixture

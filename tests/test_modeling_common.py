@@ -13,6 +13,7 @@ import inspect
 import subprocess
 import sys
 import textwrap
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -355,7 +356,8 @@ class ModelTesterMixin:
 
     def test_cache_under_either_name(self, tester):
         """The cache goes in as ``cache`` (transformers >= 5.24) or ``past_key_values`` (before) with the same
-        result, and comes back under the installed version's name, which generate() reads."""
+        result, and comes back under the installed version's name, which generate() reads; the old name warns as
+        transformers' own models do (a FutureWarning), and only where it is old."""
         for model_class in tester.all_model_classes:
             config, model = self.build(tester, model_class)
             if not model.can_generate():
@@ -371,8 +373,16 @@ class ModelTesterMixin:
             with torch.no_grad():
                 first = model(**prefix, use_cache=True)
                 assert CACHE_NAME in fields_of(first) and output_cache(first) is not None, model_class.__name__
-                logits = [model(**step, use_cache=True, **{name: output_cache(model(**prefix, use_cache=True))}).logits
-                          for name in ("cache", "past_key_values")]
+                logits = []
+                for name in ("cache", "past_key_values"):
+                    cache = output_cache(model(**prefix, use_cache=True))
+                    with warnings.catch_warnings(record=True) as caught:
+                        warnings.simplefilter("always")
+                        logits.append(model(**step, use_cache=True, **{name: cache}).logits)
+                    deprecated = [warning for warning in caught if issubclass(warning.category, FutureWarning)
+                                  and "`past_key_values` is deprecated" in str(warning.message)]
+                    old_name = name == "past_key_values" and CACHE_NAME == "cache"
+                    assert len(deprecated) == old_name, (name, [str(warning.message) for warning in caught])
                 recomputed = model(**whole, use_cache=False).logits[:, -1:]
             torch.testing.assert_close(logits[0], logits[1], rtol=0, atol=0)
             torch.testing.assert_close(logits[0], recomputed, rtol=0, atol=ATOL)

@@ -50,7 +50,7 @@ class FirstRun:
 
     def kill(self) -> None:
         self.process.send_signal(signal.SIGKILL)
-        self.process.wait()
+        self.process.communicate()  # waits for it and closes its pipes
 
 
 @pytest.fixture
@@ -117,7 +117,8 @@ def test_two_training_runs_started_together_into_one_folder(tmp_path, data_dir):
     def run_twice():
         runs = [subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                  text=True) for _ in range(2)]
-        return [(run.wait(timeout=300), run.stdout.read()) for run in runs]
+        logs = [run.communicate(timeout=300)[0] for run in runs]  # reading as they write: a full pipe would block
+        return [(run.returncode, log) for run, log in zip(runs, logs)]
 
     def one_ran(outcomes) -> bool:
         codes = sorted(code for code, _ in outcomes)
