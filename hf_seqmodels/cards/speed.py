@@ -61,4 +61,5 @@ def speed_source(benchmarks: dict) -> str:
     machine = benchmarks.get("machine", {})
     where = machine.get("gpu") or f"{machine.get('cpu_count')} cores of an {machine.get('cpu')} CPU"
     return (f"on {where} (torch {machine.get('torch')}, hf_seqmodels {machine.get('git_commit')}; medians of "
-            "interleaved rounds), with the benchmarks' own model sizes, not this model's")
+            "interleaved rounds), timing the benchmarks' own models (their sizes, or a model they trained), not "
+            "this one")
