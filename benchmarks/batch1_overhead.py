@@ -2,14 +2,13 @@
 with our decoding loop: ``custom_generate=decode``) vs plain hand loops on the same model
 (``benchmarks/translation_model.py``'s, the one whose BLEU is reported): a hand greedy loop and the hand beam loop
 with the sentence's beams in one decoder call per step (``benchmarks/beam_search.py``, as JoeyNMT / OpenNMT decode
-at batch 1). Each search translates every sentence once per round, the searches taking turns, after an untimed first
-pass; speeds are medians and quartiles over the rounds, ratios those of each round's pair. Also: the time split into
-the model's decoder calls and the rest, aten operators per token, and a profile of where ``generate()`` spends its
-time.
+at batch 1). Each search translates every sentence once per round, the searches taking turns on each sentence, after
+an untimed first pass; speeds are medians and quartiles over the rounds, ratios those of each round's pair. Also:
+the time split into the model's decoder calls and the rest, aten operators per token, and a profile of where
+``generate()`` spends its time.
 """
 
 import cProfile
-import functools
 import io
 import pstats
 from collections.abc import Callable
@@ -20,8 +19,8 @@ from hf_seqmodels.models.decoding import decode
 
 from .beam_search import agreement, counts, encode, hand_beam_search, hand_greedy, strip
 from .common import (
-    Settings, columns, count_ops, entry_result, first_pass_then_rounds, paired_ratio, ratio_spread, resolve_sizes,
-    spread, target, timed,
+    Settings, columns, count_ops, entry_result, first_pass_then_rounds_by_item, paired_ratio, ratio_spread,
+    resolve_sizes, spread, target, timed,
 )
 from .decoder_calls import decoder_calls
 from .translation_model import SMOKE, Sizes, english_test2016, origin_note, timed_models
@@ -86,11 +85,6 @@ def searches(model, sizes: Sizes) -> dict[str, dict[str, Callable[[torch.Tensor]
     }
 
 
-def every_sentence(fn: Callable, sources: list[torch.Tensor]) -> list[list[int]]:
-    """``fn``'s tokens for each source, one at a time."""
-    return [fn(source) for source in sources]
-
-
 def decoder_share(model, fns: dict[str, Callable], sources: list[torch.Tensor], device: str):
     """Every search's seconds inside the model's decoder calls (the same calls for every search) and in all, over
     ``sources``; the rest is the search's own work, the encoder and Python."""
@@ -109,8 +103,7 @@ def measure_mode(model, label: str, mode: str, fns: dict[str, Callable], sources
     """The table rows of one mode (``generate()`` with either cache against the hand loop), and profiles."""
     # The untimed first pass over every sentence: on a GPU the static cache's step is captured there as a CUDA graph
     # for each source length (its time is reported as first_pass_s).
-    first_pass, timings = first_pass_then_rounds(
-        {name: functools.partial(every_sentence, fn, sources) for name, fn in fns.items()}, rounds, device)
+    first_pass, timings = first_pass_then_rounds_by_item(fns, sources, rounds, device)
     outputs = timings.last
     rounds_s = timings.seconds
     setup = [with_setup - encoder for with_setup, encoder in zip(rounds_s["setup"], rounds_s["encoder"], strict=True)]
@@ -176,8 +169,9 @@ def run(settings: Settings) -> dict:
         "Batch-1 overhead: generate() vs a plain hand decoding loop on the same model",
         sizes, rows, summary, targets,
         notes=(f"{origin_note(models)} {sizes.batch1_sentences} test2016 sentences one at a time, every search "
-               f"translating all of them once per round, {sizes.rounds} rounds taking turns after an untimed first "
-               "pass (first_pass_s); ms_per_sentence is the median over the rounds (_iqr: its quartiles), "
+               "translating each of them in turn (the order reversed from one sentence to the next), all of them "
+               f"once per round, {sizes.rounds} rounds after an untimed first pass (first_pass_s); ms_per_sentence "
+               "is the median over the rounds (_iqr: its quartiles), "
                "generate_speed_vs_hand_loop the median of the per-round ratios hand loop time / generate() time "
                "(> 1: generate() faster), with its quartiles; a row whose outputs differ from the hand loop's does "
                "not count (column counts). The hand loops (a greedy loop, and a beam loop with "

@@ -117,6 +117,32 @@ def first_pass_then_rounds(fns: dict[Hashable, Callable[[], object]], rounds: in
     return first, interleaved(fns, rounds, device, warmup=0)
 
 
+def first_pass_then_rounds_by_item(fns: dict[Hashable, Callable[[object], object]], items: list, rounds: int,
+                                   device: str) -> tuple[dict[Hashable, float], Rounds]:
+    """`first_pass_then_rounds` for functions of one item, a pass calling each on every one of ``items``, with the
+    names taking turns on each item (in order on one, reversed on the next; a round starts the other way from the
+    one before): the searches of a round then meet the same stretches of the machine's speed, which on a shared
+    machine moves within the seconds a whole pass takes. Per name and round, the seconds summed over the items;
+    ``last``: the last round's results, a list over the items."""
+    names = list(fns)
+    first: dict[Hashable, float] = {}
+    seconds: dict[Hashable, list[float]] = {name: [] for name in names}
+    results: dict[Hashable, list] = {}
+    for index in range(rounds + 1):
+        spent, results = dict.fromkeys(names, 0.0), {name: [] for name in names}
+        for position, item in enumerate(items):
+            for name in names if (index + position) % 2 == 0 else names[::-1]:
+                result, elapsed = timed(functools.partial(fns[name], item), device)
+                spent[name] += elapsed
+                results[name].append(result)
+        if index == 0:
+            first = spent
+        else:
+            for name in names:
+                seconds[name].append(spent[name])
+    return first, Rounds(seconds, results)
+
+
 def spread(values: list[float], digits: int = 3) -> dict:
     """``{"median", "quartiles": [lower, upper]}`` of ``values``, rounded: how every figure over rounds is
     reported (the interquartile range is upper - lower)."""

@@ -7,8 +7,8 @@ import pytest
 
 from benchmarks import common
 from benchmarks.common import (
-    Rounds, Settings, columns, first_pass_then_rounds, interleaved, paired_ratio, quartiles, rate, resolve_sizes,
-    spread, timed,
+    Rounds, Settings, columns, first_pass_then_rounds, first_pass_then_rounds_by_item, interleaved, paired_ratio,
+    quartiles, rate, resolve_sizes, spread, timed,
 )
 
 
@@ -71,6 +71,28 @@ def test_first_pass_is_timed_apart_then_rounds_without_warmup(clock):
                                             for name in durations}, rounds=3, device="cpu")
     assert first == {"a": 9.0, "b": 8.0}
     assert rounds.seconds == {"a": [1.0, 2.0, 3.0], "b": [4.0, 4.0, 4.0]}
+
+
+def test_by_item_the_names_take_turns_on_every_item_and_a_round_sums_its_items(clock):
+    calls = []
+
+    def call(name: str, seconds: float):
+        def fn(item: int):
+            calls.append((name, item))
+            clock.advance(seconds * item)
+            return f"{name}{item}"
+        return fn
+
+    first, rounds = first_pass_then_rounds_by_item({"a": call("a", 1.0), "b": call("b", 2.0)}, [1, 10], rounds=2,
+                                                   device="cpu")
+    # the first pass, then two rounds: on each item both names, the order reversed from item to item and from one
+    # round to the next
+    assert calls == [("a", 1), ("b", 1), ("b", 10), ("a", 10),
+                     ("b", 1), ("a", 1), ("a", 10), ("b", 10),
+                     ("a", 1), ("b", 1), ("b", 10), ("a", 10)]
+    assert first == {"a": 11.0, "b": 22.0}
+    assert rounds.seconds == {"a": [11.0, 11.0], "b": [22.0, 22.0]}
+    assert rounds.last == {"a": ["a1", "a10"], "b": ["b1", "b10"]}
 
 
 def test_ratios_are_per_round_and_figures_are_medians_with_quartiles():
