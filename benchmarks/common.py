@@ -125,9 +125,7 @@ def first_pass_then_rounds_by_item(fns: dict[Hashable, Callable[[object], object
     machine moves within the seconds a whole pass takes. Per name and round, the seconds summed over the items;
     ``last``: the last round's results, a list over the items."""
     names = list(fns)
-    first: dict[Hashable, float] = {}
-    seconds: dict[Hashable, list[float]] = {name: [] for name in names}
-    results: dict[Hashable, list] = {}
+    passes: list[dict[Hashable, float]] = []  # the seconds of each pass, the first (the warm-up) included
     for index in range(rounds + 1):
         spent, results = dict.fromkeys(names, 0.0), {name: [] for name in names}
         for position, item in enumerate(items):
@@ -135,12 +133,8 @@ def first_pass_then_rounds_by_item(fns: dict[Hashable, Callable[[object], object
                 result, elapsed = timed(functools.partial(fns[name], item), device)
                 spent[name] += elapsed
                 results[name].append(result)
-        if index == 0:
-            first = spent
-        else:
-            for name in names:
-                seconds[name].append(spent[name])
-    return first, Rounds(seconds, results)
+        passes.append(spent)
+    return passes[0], Rounds({name: [spent[name] for spent in passes[1:]] for name in names}, results)
 
 
 def spread(values: list[float], digits: int = 3) -> dict:
