@@ -13,6 +13,16 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 torch.set_num_threads(1)
 
 
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``cuda`` need a GPU: skipped where torch sees none (CI, this suite on a CPU machine)."""
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU (torch.cuda.is_available() is False)")
+    for item in items:
+        if item.get_closest_marker("cuda") is not None:
+            item.add_marker(skip)
+
+
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     """The bundled data sets (``$HF_SEQMODELS_DATA``, else ``<repo>/../shared/data``). A missing folder fails the
