@@ -44,6 +44,14 @@ ROWS = {"generate": "generate()", "generate_static": "generate(cache_implementat
         "ours_static": "generate(custom_generate=decode, cache_implementation='static')"}
 SEARCHES = (*ROWS, "hand")
 SPLIT_SENTENCES = 8  # the first sentences, for the split of the time inside and outside the decoder calls
+# On one H100 (issue 40), beam search at batch 1 through our loop with the CUDA graphs (the static cache): at least
+# twice the hand loop's speed. Every other row: at least the hand loop's.
+GPU_GRAPHED_BEAM_SPEEDUP = 2.0
+
+
+def wanted_speedup(device: str, mode: str, row: str) -> float:
+    graphed_beam = device.startswith("cuda") and mode.startswith("beam") and row == ROWS["ours_static"]
+    return GPU_GRAPHED_BEAM_SPEEDUP if graphed_beam else 1.0
 
 
 def returns_at_once(model, input_ids, *args, **kwargs):
@@ -159,7 +167,8 @@ def run(settings: Settings) -> dict:
             rows += mode_rows
             profiles.update(mode_profiles)
             targets += [target(f"{label}, {mode}, batch 1: {row['generate']} speed / hand loop speed (median of "
-                               "per-round ratios)", row["generate_speed_vs_hand_loop"], minimum=1.0)
+                               "per-round ratios)", row["generate_speed_vs_hand_loop"],
+                               minimum=wanted_speedup(device, mode, row["generate"]))
                         for row in mode_rows]
         summary[label] = {"model": timed_model.origin,
                           **{f"{row['mode']}, {row['generate']}": {"ratio": row["generate_speed_vs_hand_loop"],

@@ -48,6 +48,9 @@ class Sizes:
     # The batched searches' batch size: of these, the fastest for our decoding loop on as many validation sentences
     # (`beam_speed.choose_batch_size`); one value fixes it.
     batch_sizes: tuple[int, ...] = (32, 64, 128, 256)
+    # The per-sentence searches of the translation entry, the headline baseline first: per_hypothesis (one decoder
+    # call per hypothesis) takes several times beams_batched's time, too long on all 1000 sentences in a GPU lease.
+    baselines: tuple[str, ...] = ("beams_batched", "per_hypothesis")
     num_beams: int = 5
     max_new_tokens: int = 64  # scripts/run_translation.py's default, with which the test BLEU was scored
     batch1_sentences: int = 48

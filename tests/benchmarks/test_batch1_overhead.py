@@ -1,6 +1,8 @@
 """The ``batch1_overhead`` entry's smoke results: generate() and the hand loops decode alike, every ratio is a
 median of per-round ratios with its quartiles, and the time split and the profiles are filled in."""
 
+from benchmarks import batch1_overhead
+
 
 def test_batch1_overhead_outputs_agree(smoke_entries):
     entry = smoke_entries["batch1_overhead"]
@@ -21,3 +23,10 @@ def test_batch1_overhead_outputs_agree(smoke_entries):
     # one target per row: generate() and our loop, with either cache, against the hand loop
     assert len(entry["targets"]) == len(entry["rows"])
     assert "NOT THE BLEU MODEL" in entry["notes"]
+
+
+def test_the_graphed_beam_row_wants_twice_the_hand_loop_on_a_gpu():
+    graphed = batch1_overhead.ROWS["ours_static"]
+    assert batch1_overhead.wanted_speedup("cuda", "beam 5", graphed) == 2.0
+    assert {batch1_overhead.wanted_speedup(device, mode, row) for device, mode, row in [
+        ("cpu", "beam 5", graphed), ("cuda", "greedy", graphed), ("cuda", "beam 5", "generate()")]} == {1.0}

@@ -2,6 +2,11 @@
 ``generate()``'s semantics find its best hypotheses, every speed is a median with its quartiles, and the
 decoder-call accounting is filled in."""
 
+import pytest
+
+from benchmarks import beam_speed
+from benchmarks.common import Settings
+
 
 def test_translation_searches_agree(smoke_entries):
     entry = smoke_entries["translation"]
@@ -37,3 +42,21 @@ def test_translation_speeds_are_medians_of_rounds(smoke_entries):
         for ours in ("sorted", "custom_sorted"):
             headline = summary[f"{ours}_speedup_vs_beams_batched"]
             assert headline["quartiles"][0] <= headline["ratio"] <= headline["quartiles"][1]
+
+
+def test_the_per_hypothesis_search_can_be_left_out(data_dir):
+    """``--set baselines=beams_batched`` (the GPU run: the per-hypothesis search on 1000 sentences takes minutes)
+    times every other search, with the headline baseline's figures alone."""
+    entry = beam_speed.run(Settings(smoke=True, overrides={"baselines": "beams_batched"}))
+    assert [row["role"] for row in entry["rows"]].count("second baseline") == 0
+    assert len(entry["rows"]) == 7 * len(entry["summary"])
+    for summary in entry["summary"].values():
+        assert summary["agreement_beams_batched"] == 1.0 and summary["sorted_speedup_vs_beams_batched"]["ratio"] > 0
+        assert not [key for key in summary if "per_hypothesis" in key]
+
+
+@pytest.mark.parametrize("baselines", [("per_hypothesis",), ("per_hypothesis", "beams_batched"),
+                                       ("beams_batched", "hand_batched"), ()])
+def test_baselines_start_with_the_headline_one(baselines):
+    with pytest.raises(ValueError, match="baselines="):
+        beam_speed.check_baselines(baselines)
