@@ -106,19 +106,6 @@ def test_static_cache_generate_matches_the_dynamic_cache(name, beams):
     assert graphs_captured(model) == (0 if name.startswith("transformer") else 1)
 
 
-@pytest.mark.parametrize("model_class", [TransformerForConditionalGeneration, TransformerForCausalLM])
-def test_transformer_compiled_static_generate_matches_eager(model_class):
-    """On a GPU, ``generate()`` with a static cache compiles the Transformer's forward (``_can_compile_fullgraph``)
-    and replays its decoding steps as CUDA graphs (torch.compile's "reduce-overhead")."""
-    model = transformer(model_class, eos_token_id=None)
-    inputs = batch(model.config.is_encoder_decoder)
-    with torch.no_grad():
-        eager = model.generate(**inputs, **SEARCH)
-        compiled = model.generate(**inputs, cache_implementation="static", **SEARCH)
-    assert torch.equal(eager.sequences, compiled.sequences)
-    torch.testing.assert_close(eager.scores, compiled.scores, rtol=1e-4, atol=1e-4)  # fused kernels round otherwise
-
-
 def test_displaced_static_caches_keep_their_state_on_cuda():
     """Two static caches of the same shape take turns on one captured graph: each continues from its own state,
     step for step as the default cache does."""
@@ -238,3 +225,18 @@ def test_bf16_training_step(name):
     before = [p.detach().clone() for p in model.parameters()]
     torch.optim.Adam(model.parameters(), lr=1e-3).step()
     assert any(not torch.equal(old, new) for old, new in zip(before, model.parameters()))
+
+
+@pytest.mark.parametrize("model_class", [TransformerForConditionalGeneration, TransformerForCausalLM])
+def test_transformer_compiled_static_generate_matches_eager(model_class):
+    """On a GPU, ``generate()`` with a static cache compiles the Transformer's forward (``_can_compile_fullgraph``)
+    and replays its decoding steps as CUDA graphs (torch.compile's "reduce-overhead"). Last in the file: compiling
+    takes the longest, and a time limit should cut it rather than the others."""
+    model = transformer(model_class, eos_token_id=None)
+    inputs = batch(model.config.is_encoder_decoder)
+    with torch.no_grad():
+        eager = model.generate(**inputs, **SEARCH)
+        compiled = model.generate(**inputs, cache_implementation="static", **SEARCH)
+    assert hasattr(model, "_compiled_call"), "generate() did not compile forward (transformers' get_compiled_call)"
+    assert torch.equal(eager.sequences, compiled.sequences)
+    torch.testing.assert_close(eager.scores, compiled.scores, rtol=1e-4, atol=1e-4)  # fused kernels round otherwise
