@@ -23,12 +23,12 @@ from hf_seqmodels import (
     TransformerForSequenceClassification,
     TransformerForTokenClassification,
 )
-from hf_seqmodels.models.cache import RecurrentCache
 from hf_seqmodels.models.decoding import decode as our_loop
 from hf_seqmodels.models.step_graphs import GraphedSteps
 from tests.models.test_modeling_attention_seq2seq import tiny_config as seq2seq_config
 from tests.models.test_modeling_recurrent import RecurrentModelTester
 from tests.models.test_modeling_transformer import tiny_config as transformer_config
+from tests.models.test_step_graphs import check_displaced_caches_keep_their_state
 from tests.test_modeling_common import EOS, PAD, make_model
 
 pytestmark = pytest.mark.cuda
@@ -107,27 +107,7 @@ def test_static_cache_generate_matches_the_dynamic_cache(name, beams):
 
 
 def test_displaced_static_caches_keep_their_state_on_cuda():
-    """Two static caches of the same shape take turns on one captured graph: each continues from its own state,
-    step for step as the default cache does."""
-    model = seq2seq("lstm", "luong_concat", True)
-    generator = torch.Generator().manual_seed(2)
-    sources = [torch.randint(4, 14, (1, 4), generator=generator).to(CUDA) for _ in range(2)]
-    tokens = torch.tensor([[1], [5], [7], [2]], device=CUDA)
-
-    def decode(source, cache, positions):
-        return [model(input_ids=source, decoder_input_ids=tokens[i : i + 1].T, cache=cache).logits.clone()
-                for i in positions]
-
-    with torch.no_grad():
-        expected = [torch.cat(decode(source, RecurrentCache(), range(4))) for source in sources]
-        caches = [RecurrentCache(static=True) for _ in sources]
-        got = [[], []]
-        for positions in ((0, 1), (2,), (3,)):
-            for which in (0, 1):
-                got[which] += decode(sources[which], caches[which], positions)
-    assert graphs_captured(model) == 1
-    for which in (0, 1):
-        torch.testing.assert_close(torch.cat(got[which]), expected[which])
+    check_displaced_caches_keep_their_state(CUDA)
 
 
 @pytest.mark.parametrize("beams", [1, 3])

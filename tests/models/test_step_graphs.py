@@ -107,14 +107,17 @@ def test_our_loop_steps_through_the_graphs_for_one_sentence(emulated_graphs, bea
         torch.testing.assert_close(default.sequences_scores, graphed.sequences_scores)
 
 
-def test_a_displaced_cache_keeps_its_state(emulated_graphs):
-    """Two static caches of the same shape take turns on one graph: each continues from its own state."""
-    model = make_model(AttentionSeq2SeqForConditionalGeneration, tiny_config("lstm", "luong_concat", True)).eval()
-    sources = [torch.randint(3, 14, (1, 4), generator=torch.Generator().manual_seed(seed)) for seed in (1, 2)]
-    tokens = torch.tensor([[1], [5], [7], [2]])
+def check_displaced_caches_keep_their_state(device: str) -> None:
+    """Two static caches of the same shape take turns on one graph on ``device``: each continues from its own
+    state, step for step as the default cache does (tests/cuda runs it on a GPU)."""
+    model = make_model(AttentionSeq2SeqForConditionalGeneration,
+                       tiny_config("lstm", "luong_concat", True)).eval().to(device)
+    sources = [torch.randint(3, 14, (1, 4), generator=torch.Generator().manual_seed(seed)).to(device)
+               for seed in (1, 2)]
+    tokens = torch.tensor([[1], [5], [7], [2]], device=device)
 
     def decode(source, cache, positions):
-        return [model(input_ids=source, decoder_input_ids=tokens[i : i + 1].T, cache=cache).logits
+        return [model(input_ids=source, decoder_input_ids=tokens[i : i + 1].T, cache=cache).logits.clone()
                 for i in positions]
 
     with torch.no_grad():
@@ -127,6 +130,10 @@ def test_a_displaced_cache_keeps_its_state(emulated_graphs):
     assert len(model.model.decoder.step_graphs.graphs) == 1
     for which in (0, 1):
         torch.testing.assert_close(torch.cat(got[which]), expected[which])
+
+
+def test_a_displaced_cache_keeps_its_state(emulated_graphs):
+    check_displaced_caches_keep_their_state("cpu")
 
 
 @pytest.mark.parametrize("cell_type", ["lstm", "gru"])
