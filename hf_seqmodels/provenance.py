@@ -7,7 +7,8 @@ the code, command, software and machine that made it, and made again.
 Its keys (docs/provenance.md):
 
 * ``recorded``: ``"at run time"``; in entries written before provenance was recorded, ``"backfilled from git
-  history"`` (only what the history shows; every other key ``None``) or ``"unknown"``.
+  history"`` (only what the entry itself recorded or git history shows, every other key ``None``, and
+  ``evidence``: where each value comes from) or ``"unknown"``.
 * ``commit``: the full git commit of the code (``None`` outside a git checkout); ``tree_clean``: whether the code
   had no uncommitted change then (a change under ``results/``, where the runs write, does not count);
   ``changed_files``: the paths that had one.
@@ -76,12 +77,13 @@ def provenance(seeds: Sequence[int], split: Sequence[str], device: str | torch.d
     }
 
 
-def missing_provenance(recorded: str = UNKNOWN, **known) -> dict:
+def missing_provenance(recorded: str = UNKNOWN, evidence: str | None = None, **known) -> dict:
     """The provenance of an entry written before provenance was recorded: every key ``None`` except ``recorded``
-    (`BACKFILLED` or `UNKNOWN`) and what ``known`` gives (from the entry itself or git history)."""
+    (`BACKFILLED` or `UNKNOWN`), what ``known`` gives (what the entry itself recorded, or git history shows) and
+    ``evidence``, where those values come from."""
     if unknown := set(known) - set(KEYS):
         raise ValueError(f"missing_provenance: {sorted(unknown)} are not provenance keys; they are {list(KEYS)}.")
-    return {"recorded": recorded, **dict.fromkeys(KEYS), **known}
+    return {"recorded": recorded, **dict.fromkeys(KEYS), **known, "evidence": evidence}
 
 
 def _git_state() -> tuple[str | None, list[str] | None]:
