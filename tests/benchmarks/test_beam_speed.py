@@ -5,28 +5,11 @@ decoder-call accounting is filled in."""
 
 import statistics
 
-import pytest
-
-from benchmarks import beam_speed, common
+from benchmarks import beam_speed
 from benchmarks.beam_speed import (
     BASELINES, FASTEST, PER_SENTENCE, batch_positions, fastest_per_sentence, summarize, turns_by_sentence,
 )
 from benchmarks.common import Rounds
-
-
-@pytest.fixture
-def clock(monkeypatch):
-    """A fake ``time.perf_counter``: ``clock.advance(seconds)`` is a call taking that long."""
-
-    class Clock:
-        now = 0.0
-
-        def advance(self, seconds: float) -> None:
-            self.now += seconds
-
-    fake = Clock()
-    monkeypatch.setattr(common.time, "perf_counter", lambda: fake.now)
-    return fake
 
 
 def test_batch_positions_spread_a_round_s_batches_evenly():
