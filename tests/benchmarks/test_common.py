@@ -3,8 +3,6 @@ size overrides."""
 
 import dataclasses
 
-import pytest
-
 from benchmarks.common import (
     Rounds, Settings, columns, first_pass_then_rounds, first_pass_then_rounds_by_item, interleaved, paired_ratio,
     quartiles, rate, resolve_sizes, spread, timed,
