@@ -5,7 +5,9 @@
     python -m benchmarks.run --smoke --out /tmp/b  # tiny sizes, seconds: checks that everything still runs
     python -m benchmarks.run --only translation --set model_dir=outputs/multi30k-gru  # time that saved model
 
-With ``--only`` the other entries already in the JSON file are kept, so entries can be re-run one at a time.
+With ``--only`` the other entries already in the JSON file are kept, so entries can be re-run one at a time. A
+re-run entry keeps the entry it replaces in its ``history`` (`history_record`), and each entry records its own
+provenance (docs/provenance.md).
 """
 
 import argparse
@@ -21,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from hf_seqmodels.provenance import provenance
+from hf_seqmodels.provenance import RECORDED, provenance
 
 from .common import Settings, timed
 
@@ -122,7 +124,7 @@ def markdown(results: dict) -> str:
 
 def provenance_line(record: dict) -> str:
     """An entry's provenance in one sentence of the markdown."""
-    if record.get("recorded") != "at run time":
+    if record.get("recorded") != RECORDED:
         known = ", ".join(f"{key} {_cell(value)}" for key, value in record.items() if value is not None and
                           key != "recorded")
         return f"Provenance {record.get('recorded', 'unknown')}" + (f": {known}." if known else ".")
@@ -169,14 +171,14 @@ def main(argv: list[str] | None = None) -> dict:
     settings = Settings(device=args.device, smoke=args.smoke, out_dir=args.out, overrides=overrides, seed=args.seed)
 
     json_path = args.out / "benchmarks.json"
-    previous = json.loads(json_path.read_text()) if args.only and json_path.exists() else {}
-    entries = dict(previous.get("entries", {}))
+    earlier_entries = json.loads(json_path.read_text())["entries"] if json_path.exists() else {}
+    entries = dict(earlier_entries) if args.only else {}
     for name in chosen:
         print(f"[benchmarks] {name} ...", file=sys.stderr, flush=True)
         module = importlib.import_module(ENTRIES[name])
         started = provenance([args.seed], module.SPLIT, args.device, args.machine_note)
         entry, seconds = timed(functools.partial(module.run, settings), args.device)
-        earlier = entries.get(name)
+        earlier = earlier_entries.get(name)
         entry.update(  # the entry's own provenance and overrides: a run with --only keeps the other entries
             seconds=round(seconds, 1),
             load_average_after=[round(value, 2) for value in os.getloadavg()],
