@@ -23,7 +23,9 @@ from .common import (
     resolve_sizes, spread, target, timed,
 )
 from .decoder_calls import decoder_calls
-from .translation_model import SMOKE, Sizes, english_test2016, origin_note, timed_models
+from .translation_model import SMOKE, Sizes, english_test2016, origin_note, timed_models, timed_sizes
+
+SPLIT = ["test"]  # the data splits its figures come from (provenance): Multi30k test2016 sentences
 
 
 def profile_top(fn, limit: int = 12) -> list[str]:
@@ -200,5 +202,6 @@ def run(settings: Settings) -> dict:
                "alone, both timed in the rounds; speed_vs_hand_loop_without_setup: the per-round ratio with that "
                "set-up taken out of the row's time, i.e. its decoding loop against the hand loop."),
     )
+    result["sizes"] = timed_sizes(sizes, models)
     result["profiles"] = profiles
     return result

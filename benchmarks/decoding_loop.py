@@ -14,17 +14,16 @@ Reported:
 
 import argparse
 import json
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import torch
 
 from hf_seqmodels.models.decoding import decode
+from hf_seqmodels.provenance import provenance
 
 from . import beam_speed
 from .common import Settings, columns, interleaved, paired_ratio, rate
-from .run import machine_info
 from .translation_model import SMOKE, bleu_model, english_test2016, stand_in_model
 
 LOOPS = {"generation_mixin": None, "ours": decode}
@@ -106,7 +105,7 @@ def main(argv: list[str] | None = None) -> dict:
     singles = beam_speed.batches(sources, longest_first(sources[:args.batch1_sentences]), 1, config.pad_token_id,
                                  args.device)
     results = {
-        "command": " ".join(["python -m benchmarks.decoding_loop", *(sys.argv[1:] if argv is None else argv)]),
+        "provenance": provenance([0] if args.smoke else [], ["test"], args.device),  # the smoke stand-in's seed
         "model": timed.origin, "threads": torch.get_num_threads(), "device": args.device,
         "settings": {name: getattr(args, name) for name in ("sentences", "batch_size", "num_beams",
                                                             "max_new_tokens", "batch1_sentences", "rounds")},
@@ -116,7 +115,6 @@ def main(argv: list[str] | None = None) -> dict:
         "beam_batch1": timings(model, singles, len(singles), args.rounds, beam, args.device),
         "greedy_batch1": timings(model, singles, len(singles), args.rounds, greedy, args.device),
     }
-    results["machine"] = machine_info(args.device)  # its load average: that of the run's end
     print(json.dumps(results, indent=1))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -36,6 +36,7 @@ from hf_seqmodels import (
     TransformerConfig,
     TransformerForConditionalGeneration,
 )
+from hf_seqmodels.provenance import provenance
 
 from .common import Settings, entry_result, mb, peak_memory_bytes, resolve_sizes, target
 from .models import LMSizes, recurrent_lm, transformer_lm
@@ -183,17 +184,15 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--out", type=Path, default=Path("results"), help="output folder (default: results/)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="NAME=VALUE",
                         help="override a size, e.g. --set batch_size=64")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random weights and data")
     args = parser.parse_args(argv)
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         parser.error("--device cuda was asked for but torch sees no CUDA device.")
     overrides = dict(item.partition("=")[::2] for item in args.overrides)
-    from .run import machine_info  # the runner's description of the machine, shared by every results file
-
+    started = provenance([args.seed], [], args.device)  # random data
     entry = run(Settings(device=args.device, smoke=args.smoke, out_dir=args.out, overrides=overrides, seed=args.seed))
-    entry.update(device=args.device, smoke=args.smoke)
-    results = {"machine": machine_info(args.device), "overrides": overrides,
-               "entries": {"gradient_checkpointing_memory": entry}}
+    entry.update(device=args.device, smoke=args.smoke, provenance=started, overrides=overrides)
+    results = {"entries": {"gradient_checkpointing_memory": entry}}
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "gradient_checkpointing_memory.json").write_text(json.dumps(results, indent=2) + "\n")
     return results

@@ -19,6 +19,8 @@ from hf_seqmodels.models.cache_names import output_cache
 from .common import Settings, columns, entry_result, interleaved, ratio_spread, resolve_sizes, spread, target
 from .models import LMSizes, recurrent_lm, transformer_lm
 
+SPLIT = []  # the data splits its figures come from (provenance): random prefixes
+
 
 @dataclasses.dataclass(frozen=True)
 class Sizes(LMSizes):

@@ -29,6 +29,7 @@ from pathlib import Path
 import torch
 
 from hf_seqmodels.averaging import average_checkpoints, last_checkpoints
+from hf_seqmodels.provenance import provenance
 from hf_seqmodels.tasks import translation
 from hf_seqmodels.tasks.arguments import DataArguments
 from hf_seqmodels.tasks.inference import load_translator
@@ -66,7 +67,8 @@ def train(name: str, output_dir: Path, steps: int, smoke: bool, seed: int) -> di
     return {"row": name, "seed": seed, **scores_of(results), "steps": results["steps"],
             "minutes": results["train_runtime_s"] / 60,
             "best_step": results["best_step"], "device": results["device"],
-            "command": shlex.join(["python", *(_relative(part) for part in command[1:])])}
+            "command": shlex.join(["python", *(_relative(part) for part in command[1:])]),
+            "provenance": results["provenance"]}
 
 
 def _relative(argument: str) -> str:
@@ -83,6 +85,7 @@ def scores_of(results: dict) -> dict:
 def averaged_row(run_dir: Path, count: int, seed: int) -> dict:
     """Average the run's last ``count`` checkpoints and score the average on the test split as the run scored its
     model (its recorded arguments)."""
+    started = provenance([seed], ["test"])
     arguments = json.loads((run_dir / "results.json").read_text())["arguments"]
     checkpoints = last_checkpoints(f"{run_dir}-checkpoints", count)
     folder = average_checkpoints(checkpoints, run_dir.with_name(run_dir.name + f"-avg{count}"))
@@ -98,7 +101,8 @@ def averaged_row(run_dir: Path, count: int, seed: int) -> dict:
     return {"row": AVERAGED_ROW, "seed": seed, **scores,
             "checkpoints": [checkpoint.name for checkpoint in checkpoints],
             "command": f"python scripts/average_checkpoints.py --checkpoint_dir {run_dir.name}-checkpoints --last "
-                       f"{count} --output_dir {folder.name}, scored on test with the run's arguments"}
+                       f"{count} --output_dir {folder.name}, scored on test with the run's arguments",
+            "provenance": started}
 
 
 def earlier_runs(path: Path, steps: int, smoke: bool) -> tuple[list[dict], list[str]]:

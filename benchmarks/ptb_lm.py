@@ -71,6 +71,7 @@ def run_variant(name: str, minutes: float, seed: int, smoke: bool) -> dict:
         "num_parameters": results["num_parameters"],
         "model_options": model_options,
         "command": command_of(name, minutes, seed, smoke),
+        "provenance": results["provenance"],
     }
 
 
@@ -83,7 +84,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--variants", default=",".join(VARIANTS), help=f"Comma-separated, of {list(VARIANTS)}.")
     parser.add_argument("--minutes", type=float, default=10.0, help="Wall-time budget of each variant.")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="Seed of every variant's run.")
     parser.add_argument("--smoke", action="store_true", help="Tiny data and models, 3 steps: checks the plumbing.")
     parser.add_argument("--out", type=Path, default=Path("results"), help="Folder of ptb_lm.json.")
     args = parser.parse_args(argv)

@@ -5,7 +5,9 @@
     python -m benchmarks.run --smoke --out /tmp/b  # tiny sizes, seconds: checks that everything still runs
     python -m benchmarks.run --only translation --set model_dir=outputs/multi30k-gru  # time that saved model
 
-With ``--only`` the other entries already in the JSON file are kept, so entries can be re-run one at a time.
+With ``--only`` the other entries already in the JSON file are kept, so entries can be re-run one at a time. A
+re-run entry keeps the entry it replaces in its ``history`` (`history_record`), and each entry records its own
+provenance (docs/provenance.md).
 """
 
 import argparse
@@ -15,13 +17,13 @@ import functools
 import importlib
 import json
 import os
-import platform
-import subprocess
+import shlex
 import sys
 from pathlib import Path
 
 import torch
-import transformers
+
+from hf_seqmodels.provenance import RECORDED, provenance
 
 from .common import Settings, timed
 
@@ -37,31 +39,28 @@ ENTRIES = {
 }
 
 
-def machine_info(device: str) -> dict:
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as handle:
-            cpu = next(line.split(":", 1)[1].strip() for line in handle if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        commit = None
-    return {
-        "cpu": cpu,
-        "cpu_count": os.cpu_count(),
-        "torch_threads": torch.get_num_threads(),
-        "gpu": torch.cuda.get_device_name() if device.startswith("cuda") else None,
-        "device": device,
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "transformers": transformers.__version__,
-        "platform": platform.platform(),
-        "git_commit": commit,
-        "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
-    }
+RATIO_KEYS = ({"ratio", "quartiles"}, {"median", "quartiles"})  # a figure over rounds: its median and quartiles
+
+
+def history_record(entry: dict) -> dict:
+    """What an entry's ``history`` keeps of an earlier run of it: when and at which commit it ran, its sizes'
+    overrides and every figure of its summary (a number, or a figure over rounds: a ratio or a median with its
+    quartiles), under the summary's own keys (and model labels)."""
+    provenance = entry.get("provenance") or {}
+    commit = provenance.get("commit") or (entry.get("machine") or {}).get("git_commit")
+
+    def figures(summary: dict) -> dict:
+        kept = {}
+        for key, value in summary.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool) or (
+                    isinstance(value, dict) and set(value) in RATIO_KEYS):
+                kept[key] = value
+            elif isinstance(value, dict) and (inner := figures(value)):
+                kept[key] = inner
+        return kept
+
+    return {"ran_at": entry.get("ran_at"), "commit": commit, "overrides": entry.get("overrides"),
+            "figures": figures(entry.get("summary", {}))}
 
 
 def _cell(value) -> str:
@@ -75,7 +74,7 @@ def _cell(value) -> str:
 
 
 def _summary_value(value, nested: bool = False) -> str:
-    if isinstance(value, dict) and set(value) in ({"ratio", "quartiles"}, {"median", "quartiles"}):
+    if isinstance(value, dict) and set(value) in RATIO_KEYS:
         middle = value.get("ratio", value.get("median"))
         return f"{_cell(middle)} (IQR {_cell(value['quartiles'])})"
     if not isinstance(value, dict):
@@ -86,17 +85,13 @@ def _summary_value(value, nested: bool = False) -> str:
 
 
 def markdown(results: dict) -> str:
-    machine = results["machine"]
     lines = [
         "# Benchmarks",
         "",
         "Ratios are what to read: absolute times depend on the machine (and on CPU, on its other load). Every figure "
         "is the median over interleaved rounds in one process, with its interquartile range (IQR, or a column "
-        "`_iqr`: lower-upper quartile); every ratio is the median of the per-round ratios, with theirs.",
-        "",
-        "| machine | |",
-        "|---|---|",
-        *(f"| {key} | {_cell(value)} |" for key, value in machine.items()),
+        "`_iqr`: lower-upper quartile); every ratio is the median of the per-round ratios, with theirs. Each entry "
+        "states its own provenance (commit, command, software, device, seeds, split; `provenance` in the JSON).",
         "",
     ]
     for name, entry in results["entries"].items():
@@ -104,6 +99,7 @@ def markdown(results: dict) -> str:
         lines += [f"Run {entry['ran_at']} on {entry['device']}{' (smoke sizes)' if entry['smoke'] else ''}, "
                   f"{entry['seconds']:.0f} s, load average after {entry.get('load_average_after')}. "
                   f"{entry['notes']}", ""]
+        lines += [provenance_line(entry.get("provenance") or {}), ""]
         lines += ["Sizes: " + ", ".join(f"{key}={value}" for key, value in entry["sizes"].items()), ""]
         if entry["targets"]:
             lines += ["| target | measured | wanted | met |", "|---|---|---|---|"]
@@ -126,6 +122,21 @@ def markdown(results: dict) -> str:
     return "\n".join(lines)
 
 
+def provenance_line(record: dict) -> str:
+    """An entry's provenance in one sentence of the markdown."""
+    if record.get("recorded") != RECORDED:
+        known = ", ".join(f"{key} {_cell(value)}" for key, value in record.items() if value is not None and
+                          key != "recorded")
+        return f"Provenance {record.get('recorded', 'unknown')}" + (f": {known}." if known else ".")
+    machine = record["machine"]
+    tree = "clean" if record["tree_clean"] else "changed: " + ", ".join(record["changed_files"] or ["?"])
+    return (f"Provenance: commit {record['commit']} ({tree}), "
+            f"`{shlex.join(record['argv'])}` in {record['cwd']}; Python {record['python']}, torch {record['torch']}, "
+            f"transformers {record['transformers']}; {record['device']}, {machine['cpu_count']} cores"
+            f"{', ' + machine['note'] if machine.get('note') else ''}; seeds {record['seeds']}, split "
+            f"{', '.join(record['split']) or 'none (synthetic data)'}; {record['date']}.")
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", nargs="+", choices=sorted(ENTRIES), help="run only these entries")
@@ -135,7 +146,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="NAME=VALUE",
                         help="override a size in every entry that has it, e.g. --set batch_size=64")
     parser.add_argument("--threads", type=int, help="torch intra-op threads (default: torch's choice)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="seed of the entries' random data and stand-in models")
+    parser.add_argument("--machine_note", help="what each entry's provenance says of the machine, e.g. 'shared "
+                                               "machine' (other jobs ran on it meanwhile)")
     args = parser.parse_args(argv)
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         parser.error("--device cuda was asked for but torch sees no CUDA device.")
@@ -158,23 +171,27 @@ def main(argv: list[str] | None = None) -> dict:
     settings = Settings(device=args.device, smoke=args.smoke, out_dir=args.out, overrides=overrides, seed=args.seed)
 
     json_path = args.out / "benchmarks.json"
-    previous = json.loads(json_path.read_text()) if args.only and json_path.exists() else {}
-    entries = dict(previous.get("entries", {}))
+    earlier_entries = json.loads(json_path.read_text())["entries"] if json_path.exists() else {}
+    entries = dict(earlier_entries) if args.only else {}
     for name in chosen:
         print(f"[benchmarks] {name} ...", file=sys.stderr, flush=True)
-        entry, seconds = timed(functools.partial(importlib.import_module(ENTRIES[name]).run, settings), args.device)
-        entry.update(  # the entry's own machine and overrides: a run with --only keeps the other entries
+        module = importlib.import_module(ENTRIES[name])
+        started = provenance([args.seed], module.SPLIT, args.device, args.machine_note)
+        entry, seconds = timed(functools.partial(module.run, settings), args.device)
+        earlier = earlier_entries.get(name)
+        entry.update(  # the entry's own provenance and overrides: a run with --only keeps the other entries
             seconds=round(seconds, 1),
             load_average_after=[round(value, 2) for value in os.getloadavg()],
             device=args.device,
             smoke=args.smoke,
             ran_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            machine=machine_info(args.device),
+            provenance=started,
             overrides=overrides,
+            history=[] if earlier is None else [*earlier.get("history", []), history_record(earlier)],  # oldest first
         )
         entries[name] = entry
         print(f"[benchmarks] {name} done in {entry['seconds']} s", file=sys.stderr, flush=True)
-    results = {"machine": machine_info(args.device), "overrides": overrides, "entries": entries}
+    results = {"entries": entries}
     json_path.write_text(json.dumps(results, indent=2) + "\n")
     (args.out / "benchmarks.md").write_text(markdown(results))
     return results

@@ -12,6 +12,8 @@ import torch
 from .common import Settings, columns, entry_result, first_pass_then_rounds, paired_ratio, resolve_sizes, spread
 from .models import LMSizes, recurrent_lm
 
+SPLIT = []  # the data splits its figures come from (provenance): random prompts
+
 
 @dataclasses.dataclass(frozen=True)
 class Sizes(LMSizes):

@@ -33,6 +33,8 @@ from .common import (
 from .models import LMSizes, recurrent_lm
 from .tutorial import TutorialCellLM, TutorialLM
 
+SPLIT = ["train"]  # the data splits its figures come from (provenance): Penn Treebank training sentences
+
 
 @dataclasses.dataclass(frozen=True)
 class Sizes(LMSizes):

@@ -33,13 +33,15 @@ from transformers import MarianConfig, MarianMTModel
 
 from hf_seqmodels import TransformerConfig, TransformerForConditionalGeneration
 from hf_seqmodels.paths import data_dir
+from hf_seqmodels.provenance import provenance
 
 from .common import (
     Rounds, Settings, columns, entry_result, interleaved, paired_ratio, rate, read_jsonl, resolve_sizes, spread,
     target, timed, word_vocab,
 )
-from .run import machine_info
 from .tutorial import TutorialTransformer
+
+SPLIT = ["train"]  # the data splits its figures come from (provenance): Multi30k training pairs
 
 PAD, UNK, EOS = 0, 1, 2  # word_vocab's pad and unk; EOS reuses an id only generate() cares about
 
@@ -223,9 +225,10 @@ def main(argv: list[str] | None = None) -> dict:
         parser.error(f"--set expects NAME=VALUE, got {args.overrides}.")
     overrides = dict(item.split("=", 1) for item in args.overrides)
     settings = Settings(device=args.device, smoke=args.smoke, overrides=overrides)
+    started = provenance([settings.seed], SPLIT, args.device)
     entry, seconds = timed(lambda: run(settings, big=args.big), args.device)
-    entry["seconds"] = round(seconds, 1)
-    results = {"machine": machine_info(args.device), "entry": entry}
+    entry.update(seconds=round(seconds, 1), provenance=started)
+    results = {"entry": entry}
     if args.profile:
         sizes = resolve_sizes(BIG if args.big else Sizes(), SMOKE, settings)
         results["profiles"] = profile_tables(build_models(sizes, args.device), sizes, args.device)

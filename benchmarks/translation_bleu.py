@@ -27,8 +27,9 @@ from pathlib import Path
 
 import torch
 
+from hf_seqmodels.provenance import cpu_name
+
 from .common import FOLDER_SEED, mean_sd, seed_folder
-from .run import machine_info
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RUN_TRANSLATION = REPO_ROOT / "scripts" / "run_translation.py"
@@ -49,7 +50,7 @@ def main():
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
 
-    device = torch.cuda.get_device_name() if torch.cuda.is_available() else f"CPU {machine_info('cpu')['cpu']}"
+    device = torch.cuda.get_device_name() if torch.cuda.is_available() else f"CPU {cpu_name()}"
     machine = f"{device}, {os.cpu_count()} cores, torch {torch.__version__}, {torch.get_num_threads()} threads"
     if args.jobs > 1:
         machine += f", {args.jobs} models trained at once"

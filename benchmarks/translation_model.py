@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import random
+import shlex
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -48,9 +49,9 @@ class Sizes:
     # The batched searches' batch size: of these, the fastest for our decoding loop on as many validation sentences
     # (`beam_speed.choose_batch_size`); one value fixes it.
     batch_sizes: tuple[int, ...] = (32, 64, 128, 256)
-    # The per-sentence searches of the translation entry, the headline baseline first: per_hypothesis (one decoder
-    # call per hypothesis) takes several times beams_batched's time, too long on all 1000 sentences in a GPU lease.
-    baselines: tuple[str, ...] = ("beams_batched", "per_hypothesis")
+    # The per-sentence searches of the translation entry (beam_speed.BASELINES): per_hypothesis (one decoder call per
+    # hypothesis) takes several times the others' time, too long on many sentences in a GPU lease, and may be left out.
+    baselines: tuple[str, ...] = ("beams_batched", "ours_batch1", "generate_batch1", "per_hypothesis")
     num_beams: int = 5
     max_new_tokens: int = 64  # scripts/run_translation.py's default, with which the test BLEU was scored
     batch1_sentences: int = 48
@@ -159,12 +160,17 @@ class TimedModel:
 
 
 def bleu_model(folder: Path, device: str) -> TimedModel:
-    """The translation model saved in ``folder`` by scripts/run_translation.py, with its test BLEU."""
+    """The translation model saved in ``folder`` by scripts/run_translation.py, with its test BLEU and the command
+    that re-creates it (``recreate``: its training command, from the provenance of its ``results.json``; None where
+    that file records none)."""
     model = load_translation_model(folder).to(device).eval()
     results = folder / "results.json"
     scores = json.loads(results.read_text()) if results.is_file() else {}
+    trained = scores.get("provenance") or {}
     origin = {"model_dir": str(folder), "test_bleu": scores.get("test_bleu"),
-              "test_bleu_signature": scores.get("bleu_signature"), "test_num_beams": scores.get("test_num_beams")}
+              "test_bleu_signature": scores.get("bleu_signature"), "test_num_beams": scores.get("test_num_beams"),
+              "recreate": shlex.join(["python", *trained["argv"][1:]]) if trained.get("argv") else None,
+              "trained_at": {key: trained.get(key) for key in ("commit", "tree_clean", "cwd", "device", "date")}}
     return TimedModel(model_label(model.config), model, load_tokenizers(folder).source, origin)
 
 
@@ -174,8 +180,9 @@ def stand_in_model(cell_type: str, sizes: Sizes, settings: Settings, missing: st
     model, tokenizer, loss = trained_model(cell_type, sizes, settings.device, settings.seed, not settings.smoke)
     warning = (f"NOT THE BLEU MODEL: {missing}; timed instead: a stand-in briefly trained here "
                f"({sizes.train_steps} steps, last training loss {loss:.3f}), whose BLEU is not reported")
-    return TimedModel(model_label(model.config), model, tokenizer, {"model_dir": None, "warning": warning,
-                                                                    "train_loss": round(loss, 3)})
+    return TimedModel(model_label(model.config), model, tokenizer, {
+        "model_dir": None, "warning": warning, "train_loss": round(loss, 3),
+        "recreate": "the entry's own command (its provenance's argv): the stand-in's recipe is in its sizes"})
 
 
 def timed_models(sizes: Sizes, settings: Settings) -> Iterator[TimedModel]:
@@ -197,6 +204,27 @@ def timed_models(sizes: Sizes, settings: Settings) -> Iterator[TimedModel]:
             yield stand_in_model(cell_type, sizes, settings, missing)
 
 
+# The config fields that describe a timed model in an entry's sizes (``cell_type`` as ``cell_types``).
+MODEL_FIELDS = ("vocab_size", "embedding_size", "hidden_size", "attention_type")
+RECIPE_FIELDS = ("train_steps", "train_batch_size")  # the stand-in's training, meaningless for a saved folder
+
+
+def timed_sizes(sizes: Sizes, models: list[TimedModel]) -> dict:
+    """An entry's ``sizes`` as the models it timed have them: ``cell_types`` and `MODEL_FIELDS` read from their
+    configs (a field's value, or a list of one per model where they differ), the stand-in's `RECIPE_FIELDS` only
+    where a stand-in was timed, and what the entry decodes as ``sizes`` says."""
+    record = dataclasses.asdict(sizes)
+    configs = [timed.model.config for timed in models]
+    record["cell_types"] = [config.cell_type for config in configs]
+    for field in MODEL_FIELDS:
+        values = [getattr(config, field) for config in configs]
+        record[field] = values[0] if len(set(values)) == 1 else values
+    if all(timed.origin["model_dir"] is not None for timed in models):
+        for field in RECIPE_FIELDS:
+            del record[field]
+    return record
+
+
 def origin_note(models: list[TimedModel]) -> str:
     """The sentence of an entry's notes that says which models were timed: folder and test BLEU, or the warning."""
     parts = []
@@ -206,6 +234,8 @@ def origin_note(models: list[TimedModel]) -> str:
             parts.append(f"{timed.label}: {origin['warning']}.")
         else:
             bleu = origin["test_bleu"]
+            recreate = origin["recreate"] or "not recorded in its results.json"
             parts.append(f"{timed.label}: the model in {origin['model_dir']} (test2016 BLEU "
-                         f"{'not in its results.json' if bleu is None else f'{bleu:.2f}'}).")
+                         f"{'not in its results.json' if bleu is None else f'{bleu:.2f}'}; re-created by: "
+                         f"{recreate}).")
     return " ".join(parts)

@@ -19,7 +19,6 @@ import json
 import logging
 import math
 import os
-import platform
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -510,20 +509,6 @@ def save_model(
             if results is not None:
                 (temp / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     accelerator.wait_for_everyone()
-
-
-def describe_device(device: torch.device) -> str:
-    """E.g. ``"cuda: NVIDIA H100"`` or ``"cpu: Intel(R) Xeon(R) ... (2 threads)"``."""
-    if device.type == "cuda":
-        return f"cuda: {torch.cuda.get_device_name(device)}"
-    name = platform.processor() or platform.machine()
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        for line in cpuinfo.read_text().splitlines():
-            if line.startswith("model name"):
-                name = line.split(":", 1)[1].strip()
-                break
-    return f"{device.type}: {name} ({torch.get_num_threads()} threads)"
 
 
 class BestModel:

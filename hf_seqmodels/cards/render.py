@@ -84,5 +84,5 @@ def render_card(run: dict, model_name: str | None = None, license: str | None = 
         auto_class=TASKS[task].auto_class,
         trust_remote_code=not data.base_model,
         speed=speed_lines(run, benchmarks or {}),
-        speed_source=speed_source(benchmarks or {}),
+        speed_source=speed_source(benchmarks or {}, run),
     )

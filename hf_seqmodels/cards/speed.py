@@ -8,7 +8,7 @@ it quotes was measured.
 
 from string import Formatter
 
-from .results import benchmark_family, benchmark_figure
+from .results import MEASURES, benchmark_family, benchmark_figure
 
 _INCREMENTAL = ("{model}: with the cache, a token after a 1024-token prefix took {cached_token_growth}x the time of "
                 "one after 16 tokens, {cache_speedup}x less than recomputing the prefix.")
@@ -56,10 +56,17 @@ def speed_lines(run: dict, benchmarks: dict) -> list[str]:
     return lines
 
 
-def speed_source(benchmarks: dict) -> str:
-    """Where the benchmark figures come from: the machine and versions of their results file."""
-    machine = benchmarks.get("machine", {})
-    where = machine.get("gpu") or f"{machine.get('cpu_count')} cores of an {machine.get('cpu')} CPU"
-    return (f"on {where} (torch {machine.get('torch')}, hf_seqmodels {machine.get('git_commit')}; medians of "
-            "interleaved rounds), timing the benchmarks' own models (their sizes, or a model they trained), not "
-            "this one")
+def speed_source(benchmarks: dict, run: dict) -> str:
+    """Where the run's family's benchmark figures come from: each entry the family's sentences read, with its own
+    commit, device and torch (its ``provenance``)."""
+    family = benchmark_family(run.get("model_config") or {})
+    entries = benchmarks.get("entries", {})
+    sources = []
+    for name in dict.fromkeys(where.entry for (of, _), where in MEASURES.items() if of == family):
+        if name in entries:
+            record = entries[name].get("provenance") or {}
+            commit = (record.get("commit") or "")[:7] or "an unrecorded commit"
+            sources.append(f"`{name}` at hf_seqmodels {commit} on {record.get('device') or 'an unrecorded device'} "
+                           f"(torch {record.get('torch') or 'unrecorded'})")
+    return (f"in its entries {'; '.join(sources)}, medians of interleaved rounds, timing the benchmarks' own models "
+            "(their sizes, or a model they trained), not this one")

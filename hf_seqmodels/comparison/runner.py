@@ -11,8 +11,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import torch
+
 from ..cards import format_metric
 from ..paths import REPO_ROOT
+from ..provenance import provenance
 from ..tasks import word_vectors
 from ..tasks.arguments import parse_dict
 from ..tasks.spawned import run_in_process
@@ -183,6 +186,8 @@ def run_suite(suite_name: str, options: RunOptions) -> dict:
         "suite": suite_name, "task": suite.task, "metric": suite.metric, "budget": budget, "full": options.full,
         "step_caps": {} if options.full else {n: s for n, s in suite.cpu_steps.items() if n in names},
         "seeds": options.seeds, "num_threads": options.num_threads, "jobs": options.jobs, "runs": [],
+        # this command's; each run also records its own (its results.json's), kept runs of --update included
+        "provenance": provenance(options.seeds, ["validation", "test"], "cuda" if torch.cuda.is_available() else "cpu"),
     }
     if options.max_train_steps:
         report["step_caps"] = {name: options.max_train_steps for name in names}

@@ -26,7 +26,8 @@ from ..models.configuration_utils import CELL_TYPES
 from ..paths import check_model_path
 from ..pretrained import load_pretrained
 from ..tokenization import DEFAULT_SPECIAL_TOKENS, KINDS, train_tokenizer
-from ..training import TrainingArguments, describe_device, keep_model_inputs, save_model, start_run, train
+from ..provenance import describe_device, provenance
+from ..training import TrainingArguments, keep_model_inputs, save_model, start_run, train
 from ..word_vectors import pretrained_rows
 from . import arguments
 
@@ -441,6 +442,8 @@ def run(task: LabellingTask, model_args: ModelArguments, data_args: DataArgument
         word_vectors_coverage=vectors_coverage,
         wall_time_s=time.monotonic() - start,
         arguments=arguments.recorded(checkpoints, model_args, data_args, training_args),
+        provenance=provenance([training_args.seed], ["validation", *(["test"] if "test" in tokenized else [])],
+                              accelerator.device),
     )
     save_model(accelerator, model, tokenizer, training_args.output_dir, results)
     if accelerator.is_main_process:

@@ -33,7 +33,8 @@ from ..evaluation import perplexity
 from ..models.configuration_utils import CELL_TYPES
 from ..pretrained import load_pretrained
 from ..tokenization import DEFAULT_SPECIAL_TOKENS, KINDS, train_tokenizer
-from ..training import TrainingArguments, describe_device, save_model, start_run, train
+from ..provenance import describe_device, provenance
+from ..training import TrainingArguments, save_model, start_run, train
 from . import arguments
 from .stateful_lm import evaluate_stateful, sliding_window_loss, token_stream, train_stateful
 
@@ -223,6 +224,8 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Tra
         device=describe_device(accelerator.device),
         wall_time_s=time.monotonic() - start,
         arguments=arguments.recorded(checkpoints, model_args, data_args, training_args),
+        provenance=provenance([training_args.seed], [split for split in ("validation", "test") if split in raw],
+                              accelerator.device),
     )
     save_model(accelerator, model, tokenizer, training_args.output_dir, results)
 

@@ -4,7 +4,7 @@ runs side by side share no state (Accelerate's, torch's threads, the RNGs).
 Each process is forked from a server process (multiprocessing's ``forkserver``) that has imported the tasks and run
 nothing else, so a run starts without the seconds of importing torch, transformers and datasets again. It takes the
 caller's environment variables, working directory and ``sys.path`` of the moment it starts, as a spawned process
-would. Where the platform has no forkserver (Windows), each process is spawned.
+would, and the caller's command line (``sys.orig_argv``), which the run's provenance records as its command. Where the platform has no forkserver (Windows), each process is spawned.
 """
 
 import importlib
@@ -54,7 +54,7 @@ def run_in_process(task: str, parsed: tuple, log: Path, num_threads: int = 0) ->
     context = _context()
     with _ONE_AT_A_TIME:  # the caller's environment, not one that another thread's server start has changed
         process = context.Process(target=_run_logged, args=(task, parsed, str(log), num_threads, dict(os.environ),
-                                                            os.getcwd(), list(sys.path)))
+                                                            os.getcwd(), list(sys.path), list(sys.orig_argv)))
         process.start()
     connection.wait([process.sentinel])  # until the run ends, without reading its status
     with _ONE_AT_A_TIME:
@@ -63,11 +63,12 @@ def run_in_process(task: str, parsed: tuple, log: Path, num_threads: int = 0) ->
 
 
 def _run_logged(task: str, parsed: tuple, log: str, num_threads: int, environment: dict, cwd: str,
-                path: list[str]) -> None:
+                path: list[str], argv: list[str]) -> None:
     os.environ.clear()
     os.environ.update(environment)
     os.chdir(cwd)
     sys.path[:] = path
+    sys.orig_argv = argv
     stream = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     os.dup2(stream, 1)
     os.dup2(stream, 2)

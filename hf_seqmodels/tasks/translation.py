@@ -58,7 +58,8 @@ from ..models.pipeline_translation import CUSTOM_PIPELINES, SOURCE_TOKENIZER_DIR
 from ..paths import check_model_path
 from ..pretrained import load_pretrained
 from ..tokenization import DEFAULT_SPECIAL_TOKENS, KINDS, save_tokenizer, train_tokenizer
-from ..training import TrainingArguments, describe_device, save_model, start_run, train
+from ..provenance import describe_device, provenance
+from ..training import TrainingArguments, save_model, start_run, train
 from . import arguments
 
 __all__ = ["ModelArguments", "DataArguments", "GenerationArguments", "ARGUMENTS", "TRAINING_DEFAULTS", "run",
@@ -566,6 +567,8 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Tra
         device=describe_device(accelerator.device),
         wall_time_s=time.monotonic() - start,
         arguments=arguments.recorded(checkpoints, model_args, data_args, generation_args, training_args),
+        provenance=provenance([training_args.seed], [split for split in ("validation", "test") if split in raw],
+                              accelerator.device),
     )
     save_model(accelerator, model, tokenizers, training_args.output_dir, results)
 

@@ -1,5 +1,5 @@
 """The benchmark runner's smoke run (every entry at tiny sizes, in a subprocess as a user runs it), made once for
-all the test files that check an entry's results."""
+all the test files that check an entry's results, and the fake clock the timing tests measure with."""
 
 import json
 import subprocess
@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from benchmarks import common
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,3 +32,18 @@ def smoke_run(tmp_path_factory) -> tuple[Path, dict]:
 def smoke_entries(smoke_run) -> dict[str, dict]:
     """The smoke run's entries by name."""
     return smoke_run[1]["entries"]
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    """A fake ``time.perf_counter`` for the timing helpers: ``clock.advance(seconds)`` is a call taking that long."""
+
+    class Clock:
+        now = 0.0
+
+        def advance(self, seconds: float) -> None:
+            self.now += seconds
+
+    fake = Clock()
+    monkeypatch.setattr(common.time, "perf_counter", lambda: fake.now)
+    return fake

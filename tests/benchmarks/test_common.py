@@ -3,28 +3,10 @@ size overrides."""
 
 import dataclasses
 
-import pytest
-
-from benchmarks import common
 from benchmarks.common import (
     Rounds, Settings, columns, first_pass_then_rounds, first_pass_then_rounds_by_item, interleaved, paired_ratio,
     quartiles, rate, resolve_sizes, spread, timed,
 )
-
-
-@pytest.fixture
-def clock(monkeypatch):
-    """A fake ``time.perf_counter`` for the helpers: ``clock.advance(seconds)`` is a call taking that long."""
-
-    class Clock:
-        now = 0.0
-
-        def advance(self, seconds: float) -> None:
-            self.now += seconds
-
-    fake = Clock()
-    monkeypatch.setattr(common.time, "perf_counter", lambda: fake.now)
-    return fake
 
 
 def test_timed_returns_the_result_and_the_seconds(clock):

@@ -1,6 +1,8 @@
 """``benchmarks/decoding_loop.py`` in smoke size: our loop agrees with GenerationMixin on every sentence, and every
 speed is a median with its quartiles."""
 
+import sys
+
 import torch
 
 from benchmarks import decoding_loop
@@ -9,9 +11,9 @@ from benchmarks import decoding_loop
 def test_smoke_run_agrees_and_reports_medians_with_quartiles(tmp_path):
     results = decoding_loop.main(["--smoke", "--threads", "1", "--rounds", "2", "--out", str(tmp_path / "r.json")])
     assert (tmp_path / "r.json").is_file()
-    assert results["command"] == ("python -m benchmarks.decoding_loop --smoke --threads 1 --rounds 2 --out "
-                                  f"{tmp_path}/r.json")
-    assert results["machine"]["torch"] == torch.__version__ and len(results["machine"]["load_average"]) == 3
+    record = results["provenance"]  # called in this process: its command is this process's
+    assert record["argv"] == sys.orig_argv and record["torch"] == torch.__version__
+    assert record["split"] == ["test"] and record["seeds"] == [0] and record["threads"] == 1
     for search in ("agreement_beam", "agreement_greedy"):
         assert results[search]["sentences"] == results["settings"]["sentences"]
         assert results[search]["identical_outputs_percent"] == 100.0, results[search]

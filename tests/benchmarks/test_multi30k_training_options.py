@@ -19,6 +19,10 @@ def test_smoke_run_writes_three_rows(data_dir, tmp_path):
     assert forced["steps"] == sampled["steps"] == 2 * options.AVERAGED
     assert "--scheduled_sampling inverse_sigmoid" in sampled["command"]
     assert "--scheduled_sampling" not in forced["command"]
+    # each row's provenance: the training run's own (its command), the averaging's (this process's)
+    for row in (forced, sampled):
+        assert row["provenance"]["argv"][1:] == row["command"].split()[1:] and row["provenance"]["seeds"] == [42]
+    assert averaged["provenance"]["seeds"] == [42] and averaged["provenance"]["split"] == ["test"]
     assert averaged["checkpoints"] == [f"step_{step}" for step in range(options.AVERAGED + 1, 2 * options.AVERAGED + 1)]
     # The averaged model's figure is sacreBLEU's on that model's beam translations of the (cut) test split.
     model, tokenizers = load_translator(tmp_path / "runs" / f"teacher-forcing-avg{options.AVERAGED}")

@@ -17,3 +17,4 @@ def test_ptb_lm_smoke_writes_the_table(data_dir, tmp_path, monkeypatch):
     assert row["test_perplexity"] > 1 and row["minutes"] > 0 and row["seed"] == 0
     assert row["model_options"]["weight_drop"] > 0 and row["model_options"]["cell_type"] == "gru"
     assert row["command"] == "python -m benchmarks.ptb_lm --variants gru-awd --minutes 1.0 --seed 0 --smoke"
+    assert row["provenance"]["seeds"] == [0] and row["provenance"]["split"] == ["validation", "test"]

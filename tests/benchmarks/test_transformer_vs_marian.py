@@ -8,14 +8,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_smoke_run_writes_ratios_and_machine(tmp_path):
+def test_smoke_run_writes_ratios_and_provenance(tmp_path):
     out = tmp_path / "benchmarks_transformer.json"
-    done = subprocess.run([sys.executable, "-m", "benchmarks.transformer_vs_marian", "--smoke", "--out", str(out)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    command = [sys.executable, "-m", "benchmarks.transformer_vs_marian", "--smoke", "--out", str(out)]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads(out.read_text())
-    assert {"cpu", "torch", "torch_threads"} <= set(results["machine"])
     entry = results["entry"]
+    assert entry["provenance"]["argv"][1:] == command[1:] and entry["provenance"]["split"] == ["train"]
     ratios = {"train", "greedy", "greedy_vs_tutorial", "beam"}
     assert set(entry["summary"]) == ratios | {"trainable_parameters", "equal_size"}
     for task in ratios:

@@ -10,9 +10,11 @@ from transformers import AutoTokenizer
 
 from benchmarks.common import Settings
 from benchmarks.translation_model import (
-    SMOKE, cache_dir, encode_texts, english_test2016, model_label, pad_batch, timed_models, trained_model,
+    SMOKE, TimedModel, cache_dir, encode_texts, english_test2016, model_label, origin_note, pad_batch, timed_models,
+    timed_sizes, trained_model,
 )
 
+from hf_seqmodels import AttentionSeq2SeqConfig, AttentionSeq2SeqForConditionalGeneration
 from hf_seqmodels.tasks.translation import end_with_eos
 
 from .conftest import run_benchmarks
@@ -49,8 +51,14 @@ def saved_folder(tmp_path_factory, data_dir):
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     (folder / "results.json").write_text(json.dumps({"test_bleu": 12.345, "test_num_beams": 5,
-                                                     "bleu_signature": "nrefs:1|tok:13a"}))
+                                                     "bleu_signature": "nrefs:1|tok:13a", "provenance": TRAINED}))
     return folder, model
+
+
+# The provenance of the saved folder's training run, as scripts/run_translation.py records it.
+TRAINED = {"recorded": "at run time", "commit": "0123abc", "tree_clean": True, "cwd": ".", "date": "2026-11-28",
+           "device": "cpu: test", "argv": ["/somewhere/bin/python3", "scripts/run_translation.py", "--output_dir",
+                                           "out dir", "--seed", "42"]}
 
 
 def test_timed_models_load_the_saved_folder_with_its_bleu(saved_folder):
@@ -60,7 +68,11 @@ def test_timed_models_load_the_saved_folder_with_its_bleu(saved_folder):
     for sizes in (by_path, by_pattern):
         [timed] = timed_models(sizes, Settings(smoke=True))
         assert timed.origin == {"model_dir": str(folder), "test_bleu": 12.345, "test_bleu_signature": "nrefs:1|tok:13a",
-                                "test_num_beams": 5}
+                                "test_num_beams": 5,
+                                # one command, run from the repository, re-creates the model
+                                "recreate": "python scripts/run_translation.py --output_dir 'out dir' --seed 42",
+                                "trained_at": {key: TRAINED[key] for key in ("commit", "tree_clean", "cwd", "device",
+                                                                             "date")}}
         assert timed.label == "attention GRU (luong_general)" and not timed.model.training
         for (name, value), (_, loaded) in zip(model.state_dict().items(), timed.model.state_dict().items(),
                                               strict=True):
@@ -74,6 +86,42 @@ def test_timed_models_stand_in_says_it_is_not_the_bleu_model(tmp_path, data_dir)
     assert timed.origin["warning"].startswith(f"NOT THE BLEU MODEL: no folder {tmp_path / 'absent-gru'}")
     with pytest.raises(ValueError, match="model_dir=.*no such folder"):
         next(timed_models(dataclasses.replace(SMOKE, model_dir=str(tmp_path / "typo")), Settings(smoke=True)))
+
+
+def test_a_folder_without_provenance_names_no_command(saved_folder, tmp_path):
+    folder, _ = saved_folder
+    bare = tmp_path / "bare"
+    for file in folder.iterdir():
+        (bare / file.name).parent.mkdir(exist_ok=True)
+        (bare / file.name).write_bytes(file.read_bytes())
+    (bare / "results.json").write_text(json.dumps({"test_bleu": 1.0}))
+    [timed] = timed_models(dataclasses.replace(SMOKE, model_dir=str(bare)), Settings(smoke=True))
+    assert timed.origin["recreate"] is None
+    assert "re-created by: not recorded in its results.json" in origin_note([timed])
+
+
+def test_timed_sizes_describe_the_timed_model_not_the_stand_in_recipe(saved_folder):
+    folder, model = saved_folder
+    config = model.config
+    wide = AttentionSeq2SeqForConditionalGeneration(AttentionSeq2SeqConfig(
+        vocab_size=config.vocab_size + 7, embedding_size=24, hidden_size=40, cell_type="lstm",
+        attention_type="bahdanau"))
+    sizes = dataclasses.replace(SMOKE, model_dir="some/folder")
+    folders = [TimedModel("a", model, None, {"model_dir": str(folder)}), TimedModel("b", wide, None,
+                                                                                    {"model_dir": "other"})]
+    record = timed_sizes(sizes, folders)
+    assert record["cell_types"] == ["gru", "lstm"]
+    assert record["vocab_size"] == [config.vocab_size, config.vocab_size + 7]
+    assert record["hidden_size"] == [config.hidden_size, 40] and record["embedding_size"] == [
+        config.embedding_size, 24]
+    assert record["attention_type"] == [config.attention_type, "bahdanau"]
+    assert "train_steps" not in record and "train_batch_size" not in record  # no stand-in was trained
+    assert record["num_sentences"] == SMOKE.num_sentences and record["model_dir"] == "some/folder"
+    [one] = [timed_sizes(sizes, folders[1:])]
+    assert (one["hidden_size"], one["attention_type"], one["cell_types"]) == (40, "bahdanau", ["lstm"])
+    # a stand-in keeps its recipe
+    stand_in = timed_sizes(SMOKE, [TimedModel("a", model, None, {"model_dir": None})])
+    assert stand_in["train_steps"] == SMOKE.train_steps and stand_in["hidden_size"] == config.hidden_size
 
 
 def test_encode_texts_ends_every_sentence_with_one_eos(saved_folder):
@@ -93,5 +141,8 @@ def test_run_times_a_saved_folder(saved_folder, tmp_path):
     for name in ("translation", "batch1_overhead"):
         [summary] = entries[name]["summary"].values()
         assert summary["model"]["model_dir"] == str(folder) and summary["model"]["test_bleu"] == 12.345
-        assert f"the model in {folder} (test2016 BLEU 12.35)" in entries[name]["notes"]
+        assert (f"the model in {folder} (test2016 BLEU 12.35; re-created by: python scripts/run_translation.py "
+                "--output_dir 'out dir' --seed 42)") in entries[name]["notes"]
+        assert entries[name]["sizes"]["hidden_size"] == SMOKE.hidden_size and "train_steps" not in entries[name][
+            "sizes"]
         assert "NOT THE BLEU MODEL" not in entries[name]["notes"]

@@ -6,6 +6,7 @@ table states runs the same models with the same settings."""
 import json
 import shlex
 import statistics
+import sys
 
 import pytest
 
@@ -43,6 +44,11 @@ def test_sentiment_suite_with_two_seeds(tmp_path):
         assert run["steps"] == 2 and run["arguments"]["seed"] == run["seed"]
         assert run["arguments"]["max_train_samples"] == 32 and run["peak_memory_bytes"] > 0
         assert run["arguments"]["cell_type"] == run["name"].lower()
+        # each run's provenance, taken in its own process: the command that started the suite, its seed, the splits
+        record = run["provenance"]
+        assert record["argv"] == sys.orig_argv and record["seeds"] == [run["seed"]]
+        assert record["split"] == ["validation", "test"] and record["commit"] == saved["provenance"]["commit"]
+    assert saved["provenance"]["seeds"] == [7, 8] and saved["provenance"]["argv"] == sys.orig_argv
 
     table = (results_dir / "sentiment.md").read_text()
     for row in saved["rows"]:

@@ -1,10 +1,11 @@
 """`tasks.spawned.run_in_process`: each run is a fresh process with the caller's environment variables and working
-directory of the moment it starts (not those of the forkserver's start), the caller's code (the package from the
+directory of the moment it starts (not those of the forkserver's start) and its command line, the caller's code (the package from the
 caller's sys.path, whatever the working directory), the threads asked for, its output in the log, and nothing left
 by an earlier run."""
 
 import concurrent.futures
 import json
+import sys
 
 import hf_seqmodels
 from hf_seqmodels.tasks.spawned import run_in_process
@@ -24,7 +25,7 @@ def test_each_run_is_fresh_and_sees_the_callers_environment_now(tmp_path, monkey
         assert log.read_text() == "a line for the log\n"
         seen.append(json.loads((tmp_path / f"{value}.json").read_text()))
     assert seen == [{"variable": value, "cwd": str(tmp_path / value), "threads": threads, "marked": False,
-                     "package": hf_seqmodels.__file__}
+                     "package": hf_seqmodels.__file__, "argv": sys.orig_argv}  # the caller's command
                     for value, threads in (("first", 1), ("second", 2))]
 
 
