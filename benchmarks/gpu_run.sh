@@ -21,6 +21,8 @@ device=${DEVICE:-cuda}
 python=${PYTHON:-python3}
 total=${TOTAL_S:-540}
 train_minutes=${TRAIN_MINUTES:-2}
+sentences=${SENTENCES:-500}  # test2016 sentences the translation entry times
+stages=" ${STAGES:-cuda_tests train translation batch1_overhead} "  # which stages run
 model=outputs/gpu-multi30k-gru
 mkdir -p "$out"
 exec > >(tee -a "$out/gpu_run.log") 2>&1
@@ -32,6 +34,7 @@ stage() {
     local name=$1 limit=$2 rc
     shift 2
     ((limit > $(left))) && limit=$(left)
+    if [[ $stages != *" $name "* ]]; then say "stage $name not in STAGES"; return 1; fi
     if ((limit < 20)); then say "stage $name skipped: ${limit}s left of ${total}s"; return 1; fi
     say "stage $name: up to ${limit}s"
     timeout -k 5 "$limit" "$@"
@@ -92,10 +95,12 @@ common=(--device "$device" --out "$out" --set "model_dir=$timed_model")
 if [[ -n ${SMOKE:-} ]]; then
     common+=(--smoke) translation=() batch1=()
 else
-    translation=(--set num_sentences=500 --set batch_sizes=125,250,500 --set rounds=3)
+    translation=(--set num_sentences="$sentences" --set batch_sizes="$((sentences / 4)),$((sentences / 2)),$sentences"
+                 --set rounds=3)
     batch1=(--set batch1_sentences=24)
 fi
-stage translation $(($(left) - 45)) "$python" -m benchmarks.run --only translation "${common[@]}" \
+reserve=$([[ $stages == *" batch1_overhead "* ]] && echo 45 || echo 5)  # batch 1 runs after it
+stage translation $(($(left) - reserve)) "$python" -m benchmarks.run --only translation "${common[@]}" \
     --set baselines=beams_batched,ours_batch1,generate_batch1 "${translation[@]}"
 stage batch1_overhead 120 "$python" -m benchmarks.run --only batch1_overhead "${common[@]}" "${batch1[@]}"
 [[ -f $out/benchmarks.json ]] && "$python" -c "import json

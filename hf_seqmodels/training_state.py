@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from safetensors import SafetensorError
-from safetensors.torch import load_file, load_model, save_file, save_model
+from safetensors.torch import load_file, save_file
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ class TrainingState:
         ``process_index`` on each."""
         folder = Path(folder)
         if is_main_process:
-            save_model(self.model, str(folder / MODEL_FILE))
+            save_file(model_tensors(self.model), str(folder / MODEL_FILE))
             for name, obj in self.objects().items():
                 write_part(folder, name, obj.state_dict())
         write_part(folder, rng_part(process_index), rng_state())
@@ -80,7 +80,7 @@ class TrainingState:
         folder = Path(folder)
         model_file = require(folder / MODEL_FILE, "the model's weights")
         check_dtypes(read_tensors(model_file), self.model.state_dict(), model_file)
-        _load_into(model_file, lambda: load_model(self.model, str(model_file)))
+        _load_into(model_file, lambda: load_model_tensors(self.model, read_tensors(model_file)))
         _load_part(folder, "optimizer", self.optimizer,
                    lambda state, file: check_optimizer_state(state, self.optimizer, file))
         _load_part(folder, "scheduler", self.scheduler,
@@ -99,6 +99,31 @@ class TrainingState:
                                  f"anyway.") from error
             logger.warning(f"{error} Resuming with fresh random states (--ignore_missing_rng_state): the run "
                            f"differs from an uninterrupted one.")
+
+
+def model_tensors(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """``model``'s state dict to write: a tied weight once (under its first name), every tensor its own contiguous
+    copy. safetensors' ``save_model`` refuses tensors that share memory without one covering it all, which is how
+    cuDNN keeps a recurrent layer's weights on a GPU (views into one flat buffer)."""
+    tensors, seen = {}, set()
+    for name, tensor in model.state_dict().items():
+        identity = (tensor.data_ptr(), tensor.dtype, tuple(tensor.shape), tensor.stride())
+        if identity not in seen:
+            seen.add(identity)
+            tensors[name] = tensor.detach().clone().contiguous()
+    return tensors
+
+
+def load_model_tensors(model: torch.nn.Module, tensors: dict[str, torch.Tensor]) -> None:
+    """Load what `model_tensors` (or safetensors' ``save_model``) wrote: every weight, a tied one under any of its
+    names; a ValueError naming the keys that are missing or of another model."""
+    missing, unexpected = model.load_state_dict(tensors, strict=False)
+    state = model.state_dict()
+    loaded = {state[name].data_ptr() for name in tensors if name in state}
+    missing = [name for name in missing if state[name].data_ptr() not in loaded]
+    if missing or unexpected:
+        raise ValueError(f"the weights do not fit the model: missing {missing or 'none'}, of another model "
+                         f"{unexpected or 'none'}")
 
 
 def _load_part(folder: Path, name: str, obj, check) -> None:

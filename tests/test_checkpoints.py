@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 from accelerate import PartialState
-from safetensors.torch import load_file, save_model
+from safetensors.torch import load_file, save_file, save_model
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, DataCollatorForSeq2Seq, get_scheduler
 
 from hf_seqmodels import (
@@ -139,6 +139,39 @@ def test_a_checkpoint_is_safetensors_and_json_and_restores_every_part(tmp_path):
     torch.testing.assert_close(fresh.extras["best_model"].weights, state.extras["best_model"].weights)
     assert (random.random(), np.random.rand()) == expected_draws[:2]
     torch.testing.assert_close(torch.rand(3), expected_draws[2])
+
+
+def flatten_like_cudnn(model: torch.nn.Module) -> None:
+    """Make every recurrent layer's weights views into one flat buffer per layer, as cuDNN keeps them on a GPU."""
+    for module in model.modules():
+        if isinstance(module, torch.nn.RNNBase):
+            flat = torch.cat([weight.detach().flatten() for weight in module._flat_weights])
+            offset = 0
+            for weight in module._flat_weights:
+                weight.data = flat[offset:offset + weight.numel()].view_as(weight)
+                offset += weight.numel()
+
+
+def test_weights_that_share_one_buffer_are_saved_and_loaded(tmp_path):
+    """On a GPU, cuDNN keeps a recurrent layer's weights in one flat buffer, which safetensors' save_model refuses
+    (the first GPU run's checkpoint failed so): each weight is saved on its own and loads back."""
+    state = tiny_state()
+    flatten_like_cudnn(state.model)
+    state.save(tmp_path, process_index=0, is_main_process=True)
+    fresh = tiny_state(seed=1, steps=0)
+    flatten_like_cudnn(fresh.model)
+    fresh.extras["best_model"] = BestModel("eval_loss", False, fresh.model)
+    fresh.load(tmp_path, process_index=0)
+    torch.testing.assert_close(fresh.model.state_dict(), state.model.state_dict())
+
+
+def test_weights_of_another_model_are_refused_naming_the_keys(tmp_path):
+    saved_state(tmp_path)
+    tensors = load_file(str(tmp_path / "model.safetensors"))
+    renamed = {name.replace("lm_head", "head"): tensor for name, tensor in tensors.items()}
+    save_file(renamed, str(tmp_path / "model.safetensors"))
+    with pytest.raises(ValueError, match="missing .*lm_head.*of another model .*head"):
+        tiny_state(seed=1, steps=0).load(tmp_path, process_index=0)
 
 
 def hostile_checkpoint(folder, marker, name: str):

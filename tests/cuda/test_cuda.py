@@ -86,7 +86,9 @@ def assert_same_search(expected, found, beams: int, step_scores: bool = True) ->
     if step_scores:
         torch.testing.assert_close(expected.scores, found.scores)
     if beams > 1:
-        torch.testing.assert_close(expected.sequences_scores, found.sequences_scores)
+        # Our loop drops finished sentences from the batch, and cuDNN picks its kernels by batch size, so a beam's
+        # summed log-probabilities may differ in the last float32 digits (2e-5 over 17 steps on an H200).
+        torch.testing.assert_close(expected.sequences_scores, found.sequences_scores, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("beams", [1, 3])
