@@ -1,5 +1,7 @@
-"""A card's Speed section: what ``python -m benchmarks.run`` measured on the model's family, one sentence a finding;
-every figure is the median over interleaved rounds (a ratio: of the per-round ratios), as the benchmarks report it.
+"""A card's Speed section: what ``python -m benchmarks.run`` measured on a model of this card's family, sizes and
+attention (`results.timed_is`; none on any other model), one sentence a finding, each naming its entry and the
+entry's own code commit; every figure is the median over interleaved rounds (a ratio: of the per-round ratios), as
+the benchmarks report it.
 
 Each sentence names the measures it quotes as format fields (``{beam_speedup}``, keys of `MEASURES` for the
 family) plus ``{model}``, the label of the model the benchmark measured; a sentence is stated only when every figure
@@ -8,6 +10,7 @@ it quotes was measured.
 
 from string import Formatter
 
+from .figures import run_commit
 from .results import benchmark_family, benchmark_figure
 
 _INCREMENTAL = ("{model}: with the cache, a token after a 1024-token prefix took {cached_token_growth}x the time of "
@@ -43,7 +46,8 @@ SENTENCES = {
 
 def speed_lines(run: dict, benchmarks: dict) -> list[str]:
     """The sentences of `SENTENCES` on the run's model family whose figures ``benchmarks`` (the results of
-    ``python -m benchmarks.run``) hold; none for a family the benchmarks do not measure."""
+    ``python -m benchmarks.run``) hold for a model like the run's, each followed by where it comes from
+    (`entry_source`); none for a model the benchmarks did not time."""
     config = run.get("model_config") or {}
     family = benchmark_family(config)
     lines = []
@@ -52,14 +56,24 @@ def speed_lines(run: dict, benchmarks: dict) -> list[str]:
         figures = [benchmark_figure(benchmarks, family, measure, config) for measure in measures]
         if figures and None not in figures:
             values = {measure: figure.value for measure, figure in zip(measures, figures)}
-            lines.append(sentence.format(model=figures[0].model, **values))
+            sources = "; ".join(dict.fromkeys(entry_source(benchmarks, figure.entry) for figure in figures))
+            lines.append(f"{sentence.format(model=figures[0].model, **values)} ({sources})")
     return lines
+
+
+def entry_source(benchmarks: dict, name: str) -> str:
+    """Which entry a figure comes from, the commit of the code it ran (the entry's own) and when."""
+    entry = benchmarks["entries"][name]
+    commit = run_commit(entry)
+    when = entry.get("ran_at", "")[:10]
+    return f"entry `{name}`, " + (f"code `{commit}`" if commit else "code commit not recorded") + (
+        f", {when}" if when else "")
 
 
 def speed_source(benchmarks: dict) -> str:
     """Where the benchmark figures come from: the machine and versions of their results file."""
     machine = benchmarks.get("machine", {})
     where = machine.get("gpu") or f"{machine.get('cpu_count')} cores of an {machine.get('cpu')} CPU"
-    return (f"on {where} (torch {machine.get('torch')}, hf_seqmodels {machine.get('git_commit')}; medians of "
-            "interleaved rounds), timing the benchmarks' own models (their sizes, or a model they trained), not "
-            "this one")
+    return (f"on {where} (torch {machine.get('torch')}; medians of interleaved rounds), timing a model of this "
+            "card's family, sizes and attention: the benchmark's own copy (random weights, or the trained model the "
+            "entry names), not these weights")
