@@ -58,7 +58,7 @@ def decimals(value: float, places: int, percent: bool = False) -> str:
 @dataclass(frozen=True)
 class Figure:
     """One number: ``file``'s value at ``path``, with ``places`` decimals (a fraction in percent with
-    ``percent``), followed by ``unit``."""
+    ``percent``; an integer as it is; a list of integers, such as seeds, joined), followed by ``unit``."""
 
     file: str
     path: tuple[Key, ...]
@@ -68,6 +68,8 @@ class Figure:
 
     def text(self) -> str:
         value = lookup(load(self.file), self.path, self.file)
+        if isinstance(value, list):
+            return ", ".join(str(item) for item in value) + self.unit
         return (str(value) if isinstance(value, int) and not self.percent
                 else decimals(value, self.places, self.percent)) + self.unit
 
@@ -124,13 +126,18 @@ class Ratio:
 
 
 @dataclass(frozen=True)
-class Text:
-    """Words, not a figure."""
+class Words:
+    """A results file's words at ``path`` (a setting, a signature, a yes/no), as they stand; in backticks with
+    ``code``."""
 
-    words: str
+    file: str
+    path: tuple[Key, ...]
+    code: bool = False
 
     def text(self) -> str:
-        return self.words
+        value = lookup(load(self.file), self.path, self.file)
+        words = {True: "yes", False: "no"}.get(value, value) if isinstance(value, bool) else str(value)
+        return f"`{words}`" if self.code else words
 
 
 @dataclass(frozen=True)
@@ -148,7 +155,7 @@ def with_file(cell, file: str):
     """``cell`` reading ``file`` instead of its own (a `Join` in each of its parts)."""
     if isinstance(cell, Join):
         return replace(cell, parts=tuple(with_file(part, file) for part in cell.parts))
-    return cell if isinstance(cell, Text) else replace(cell, file=file)
+    return replace(cell, file=file)
 
 
 def run_commit(run: dict) -> str | None:
@@ -185,7 +192,7 @@ class OnGpu:
 
     def figure_file(self) -> str:
         parts = self.figure.parts if isinstance(self.figure, Join) else (self.figure,)
-        return next(part.file for part in parts if not isinstance(part, Text))
+        return parts[0].file
 
 
 @dataclass(frozen=True)
@@ -199,8 +206,8 @@ class Table:
     def render(self) -> str:
         rows = self.rows() if callable(self.rows) else self.rows
         lines = ["| " + " | ".join(self.header) + " |", "|" + "---|" * len(self.header)]
-        lines += ["| " + " | ".join(cell if isinstance(cell, str) else cell.text() for cell in row) + " |"
-                  for row in rows]
+        lines += ["| " + " | ".join((cell if isinstance(cell, str) else cell.text()).replace("|", "\\|")
+                                   for cell in row) + " |" for row in rows]
         return "\n".join(lines)
 
 

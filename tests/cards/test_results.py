@@ -14,7 +14,6 @@ from hf_seqmodels.cards.results import DEFAULT_BENCHMARKS, IDENTITY, timed_is
 from .runs import BENCHMARKS, NER_RUN, RUN
 
 GRU_SEQ2SEQ = AttentionSeq2SeqConfig(vocab_size=100, cell_type="gru").to_dict()
-GRU_LM = RecurrentConfig(vocab_size=100, cell_type="gru").to_dict()
 LSTM_LM = RecurrentConfig(vocab_size=100, cell_type="lstm").to_dict()
 
 
