@@ -7,8 +7,8 @@ between them, `stale_blocks` says which blocks differ from what the results file
 committed text current). The tables themselves are declared in `hf_seqmodels.cards.tables`.
 
 A GPU cell (`OnGpu`) holds a figure only where a results file of ``results/gpu/`` holds the same run (the same key
-path), of the same model as the CPU figure (its identity: the timed model's scores or the benchmark's sizes) and
-naming its own code commit; it then names that commit. Otherwise it says "not measured since <commit>", the commit
+path), of the same model as the CPU figure (its identity: the timed model's test score or the benchmark's sizes)
+and naming its own code commit; it then names that commit and its device. Otherwise it says "not measured since <commit>", the commit
 of the code the CPU figure was measured with.
 """
 
@@ -159,8 +159,11 @@ def with_file(cell, file: str):
 
 
 def run_commit(run: dict) -> str | None:
-    """The commit of the code a run (a benchmark entry, a results file) was measured with, as it records it."""
-    return (run.get("machine") or {}).get("git_commit") if isinstance(run.get("machine"), dict) else None
+    """The commit of the code a run (a benchmark entry, a results file) was measured with, as it records it: its
+    ``provenance`` (abbreviated), else the ``machine`` of results written before provenance existed."""
+    if commit := (run.get("provenance") or {}).get("commit"):
+        return commit[:7]
+    return run["machine"].get("git_commit") if isinstance(run.get("machine"), dict) else None
 
 
 @dataclass(frozen=True)
@@ -188,7 +191,8 @@ class OnGpu:
         commit = run_commit(gpu_run)
         if not same_model or not commit:
             return since
-        return f"{with_file(self.figure, self.gpu_file).text()} (code `{commit}`)"
+        device = (gpu_run.get("provenance") or {}).get("device") or (gpu_run.get("machine") or {}).get("gpu")
+        return f"{with_file(self.figure, self.gpu_file).text()} ({device or 'GPU not recorded'}, code `{commit}`)"
 
     def figure_file(self) -> str:
         parts = self.figure.parts if isinstance(self.figure, Join) else (self.figure,)

@@ -12,7 +12,7 @@ from huggingface_hub import EvalResult, ModelCard, ModelCardData
 from .catalog import TASKS, base_model_of, dataset_of
 from .describe import describe_architecture, family_tag, hyperparameters
 from .results import format_metric, run_scores, seed_summary
-from .speed import speed_lines, speed_source
+from .speed import speed_lines
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
 
@@ -90,5 +90,4 @@ def render_card(run: dict, model_name: str | None = None, license: str | None = 
         auto_class=TASKS[task].auto_class,
         trust_remote_code=not data.base_model,
         speed=speed_lines(run, benchmarks or {}),
-        speed_source=speed_source(benchmarks or {}),
     )

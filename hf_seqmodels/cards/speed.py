@@ -62,18 +62,12 @@ def speed_lines(run: dict, benchmarks: dict) -> list[str]:
 
 
 def entry_source(benchmarks: dict, name: str) -> str:
-    """Which entry a figure comes from, the commit of the code it ran (the entry's own) and when."""
+    """Which entry a figure comes from: the commit of the code it ran (the entry's own), its device and date."""
     entry = benchmarks["entries"][name]
+    record = entry.get("provenance") or {}
     commit = run_commit(entry)
-    when = entry.get("ran_at", "")[:10]
-    return f"entry `{name}`, " + (f"code `{commit}`" if commit else "code commit not recorded") + (
-        f", {when}" if when else "")
+    device = record.get("device") or entry.get("device")
+    when = (record.get("date") or entry.get("ran_at") or "")[:10]
+    return ", ".join([f"entry `{name}`", f"code `{commit}`" if commit else "code commit not recorded",
+                      *([device] if device else []), *([when] if when else [])])
 
-
-def speed_source(benchmarks: dict) -> str:
-    """Where the benchmark figures come from: the machine and versions of their results file."""
-    machine = benchmarks.get("machine", {})
-    where = machine.get("gpu") or f"{machine.get('cpu_count')} cores of an {machine.get('cpu')} CPU"
-    return (f"on {where} (torch {machine.get('torch')}; medians of interleaved rounds), timing a model of this "
-            "card's family, sizes and attention: the benchmark's own copy (random weights, or the trained model the "
-            "entry names), not these weights")
