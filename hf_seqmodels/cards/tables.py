@@ -327,10 +327,13 @@ def gpu_quality_rows() -> list:
              Figure("results/gpu/translation_bleu.json", ("rows", {"cell_type": row["cell_type"]}, "epochs"), 0),
              Figure("results/gpu/translation_bleu.json", ("rows", {"cell_type": row["cell_type"]}, "test_bleu")))
             for row in load("results/gpu/translation_bleu.json")["rows"]]
-    for path in sorted((REPO_ROOT / "results" / "gpu").glob("multi30k-transformer-*.json")):
+    for path in sorted((REPO_ROOT / "results" / "gpu").glob("*.json")):  # a translation run's own results.json
         file = f"results/gpu/{path.name}"
-        rows.append((f"`{path.name}` Transformer", Figure(file, ("arguments", "seed")),
-                     Figure(file, ("epochs",), 1), Figure(file, ("test_bleu",))))
+        run = load(file)
+        if "test_bleu" in run and "arguments" in run:
+            model = " ".join(str(run["arguments"].get(key) or "") for key in ("model_type", "config_overrides"))
+            rows.append((f"`{path.name}` {model.strip()}", Figure(file, ("arguments", "seed")),
+                         Figure(file, ("epochs",), 1), Figure(file, ("test_bleu",))))
     return rows
 
 
