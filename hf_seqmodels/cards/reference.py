@@ -67,8 +67,9 @@ def reference_cards() -> dict[str, str]:
         "(`hf_seqmodels/cards/reference.py`; `tests/cards/test_reference.py` fails when one is stale): each suite's "
         "best model of each of our families, and the translation suite's other attention variants. Each card is "
         "the model's first seed; the suite's mean ± sd over its seeds stands in the card and below. The main job's "
-        "recipe (`run_translation.py`'s defaults) is the translation suite's Attention GRU: its own results file, "
-        "`results/translation_bleu.json`, records no model configuration nor arguments to render a card from.\n\n"
+        "recipe (`run_translation.py`'s defaults) is the translation suite's Attention GRU, under that suite's "
+        "budget: the main job's own results file, `results/translation_bleu.json`, records no model configuration "
+        "nor arguments to render a card from.\n\n"
         "| card | suite | model | family | test score over the seeds | seed of the card |\n"
         "|---|---|---|---|---|---|\n" + "\n".join(index) + "\n")
     return cards
