@@ -190,7 +190,7 @@ SUITES = {
 
 
 def suite_table(name: str) -> Table:
-    """Every model of ``compare.py <name>``: its test scores, epochs and training minutes, mean ± sd over seeds."""
+    """Every model of ``compare.py <name>``: its test scores, epochs and training seconds, mean ± sd over seeds."""
     file, metrics = f"results/{name}.json", SUITES[name]
 
     def rows() -> list:
