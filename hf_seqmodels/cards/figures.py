@@ -3,8 +3,8 @@
 A table is a `Table` whose cells say which file and which key path each figure comes from (`Figure`, `MeanSd`,
 `Ratio`, `OverRows`, `Words`; a key path may select a list item by its fields, ``{"seed": 42}``). A Markdown file
 holds each table between two markers, ``<!-- figures:NAME -->`` and ``<!-- /figures -->``; `render_files` rewrites
-what stands between them, `stale_blocks` says which blocks differ from what the results files give (the test that keeps the
-committed text current). The tables themselves are declared in `hf_seqmodels.cards.tables`.
+what stands between them, `stale_blocks` says which blocks differ from what the results files give (the test
+that keeps the committed text current). The tables themselves are declared in `hf_seqmodels.cards.tables`.
 
 A GPU cell (`OnGpu`) holds a figure only where a results file of ``results/gpu/`` holds the same run (the same key
 path), of the same model as the CPU figure (its identity: the timed model's test score or the benchmark's sizes)
