@@ -8,6 +8,9 @@
 * `staging`: `stage_hub_folder` and `check_hub_folder`, offline.
 * `hub`: `prepare_hub_folder` (results -> card -> checked folder), `load_check` (loads it back where hf_seqmodels
   cannot be imported) and `upload`.
+* `figures`, `tables`: every table of figures in README.md and docs/, rendered from the results files by named key
+  paths between ``<!-- figures:NAME -->`` markers; `reference`: the cards of ``model_cards/``. ``python -m
+  hf_seqmodels.cards`` renders both, ``--check`` compares.
 """
 
 from .catalog import BASE_MODELS, DATASETS, TASKS, CardTask, Metric

@@ -12,19 +12,25 @@ from huggingface_hub import EvalResult, ModelCard, ModelCardData
 from .catalog import TASKS, base_model_of, dataset_of
 from .describe import describe_architecture, family_tag, hyperparameters
 from .results import format_metric, run_scores, seed_summary
-from .speed import speed_lines, speed_source
+from .speed import speed_lines
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
 
 
+SPLITS = {"eval": "validation", "test": "test"}  # a run's score prefix -> the model-index's dataset split
+
+
 def card_data(run: dict, model_name: str, license: str | None = None) -> ModelCardData:
-    """The card's YAML metadata: model-index with every score of the run, license, library, tags, data sets."""
+    """The card's YAML metadata: model-index with every validation and test score of the run (a sacreBLEU score
+    with its signature, under the metric's ``args``), license, library, tags, data sets."""
     task, dataset = run["task"], dataset_of(run)
     results = [
         EvalResult(task_type=task, dataset_type=dataset["hub_id"], dataset_name=dataset["name"],
-                   dataset_config=dataset["config"], dataset_split="validation", metric_type=metric.hub_id,
-                   metric_name=metric.name, metric_value=value)
-        for metric, value in run_scores(run)
+                   dataset_config=dataset["config"], dataset_split=split, metric_type=metric.hub_id,
+                   metric_name=metric.name, metric_value=value,
+                   metric_args={"signature": run[f"{metric.hub_id}_signature"]}
+                   if f"{metric.hub_id}_signature" in run else None)
+        for prefix, split in SPLITS.items() for metric, value in run_scores(run, prefix)
     ]
     base = base_model_of(run)
     tags = ["hf_seqmodels", family_tag(run), task] + ([] if base else ["custom_code"])
@@ -84,5 +90,4 @@ def render_card(run: dict, model_name: str | None = None, license: str | None = 
         auto_class=TASKS[task].auto_class,
         trust_remote_code=not data.base_model,
         speed=speed_lines(run, benchmarks or {}),
-        speed_source=speed_source(benchmarks or {}, run),
     )

@@ -110,13 +110,11 @@ class Measure:
         keys: the figure's path in the entry's summary (``("train", "ratio")``).
         labelled: whether the summary files its figures under each model's label (`benchmark_model`); otherwise the
             entry measured a single model.
-        same_sizes: the config fields in which that single model must match (the entry's ``sizes``).
     """
 
     entry: str
     keys: tuple[str, ...]
     labelled: bool = True
-    same_sizes: tuple[str, ...] = ()
 
 
 # (family, measure) -> where the benchmarks keep it: every benchmark figure a card quotes.
@@ -143,20 +141,41 @@ MEASURES = {
                                                      ("per_token_growth_1024_vs_16", "cached", "ratio")),
     ("recurrent_lm", "cache_speedup"): Measure("incremental", ("cache_speedup_at_1024", "ratio")),
     ("recurrent_lm", "training_vs_tutorial"): Measure("training", ("masked_vs_tutorial_fused_throughput", "ratio"),
-                                                      labelled=False, same_sizes=("cell_type",)),
+                                                      labelled=False),
     ("recurrent_lm", "training_vs_cell_loop"): Measure("training", ("masked_vs_tutorial_cell_loop_throughput", "ratio"),
-                                                       labelled=False, same_sizes=("cell_type",)),
+                                                       labelled=False),
     ("transformer_lm", "cached_token_growth"): Measure("incremental",
                                                        ("per_token_growth_1024_vs_16", "cached", "ratio")),
     ("transformer_lm", "cache_speedup"): Measure("incremental", ("cache_speedup_at_1024", "ratio")),
 }
 
 
+# family -> {config field: the entry's ``sizes`` field}: what makes the timed model this model (family, sizes and
+# attention). Every field must be recorded in the entry and equal; a field the entry does not record is a mismatch.
+IDENTITY = {
+    "attention_seq2seq": {field: field for field in (
+        "cell_type", "attention_type", "input_feeding", "bidirectional_encoder", "encoder_layers", "decoder_layers",
+        "hidden_size", "embedding_size", "vocab_size")},
+    "transformer_seq2seq": {"d_model": "d_model", "num_heads": "num_heads", "ffn_dim": "ffn_dim",
+                            "encoder_layers": "layers", "decoder_layers": "layers", "vocab_size": "vocab_size"},
+    "recurrent_lm": {field: field for field in ("cell_type", "hidden_size", "num_layers", "vocab_size")},
+    "transformer_lm": {field: field for field in ("d_model", "num_heads", "decoder_layers", "vocab_size")},
+}
+
+
+def timed_is(entry: dict, family: str, config: dict) -> bool:
+    """Whether the model an entry of ``benchmarks.json`` timed (its ``sizes``) is a model like ``config``: the
+    fields `IDENTITY` names for ``family``, all recorded and equal."""
+    sizes = entry.get("sizes", {})
+    return all(sizes.get(sized, object()) == config.get(field) for field, sized in IDENTITY[family].items())
+
+
 class Figure(NamedTuple):
-    """A benchmark figure and the label of the model it was measured on."""
+    """A benchmark figure, the label of the model it was measured on, and the entry it comes from."""
 
     model: str
     value: float
+    entry: str
 
 
 def benchmark_family(config: dict) -> str | None:
@@ -180,17 +199,14 @@ def benchmark_model(family: str, config: dict, sizes: dict) -> str:
 
 def benchmark_figure(benchmarks: dict, family: str, measure: str, config: dict) -> Figure | None:
     """Figure ``measure`` (see `MEASURES`) that ``python -m benchmarks.run`` took on ``family`` for a model like
-    ``config``, from its results; None where the benchmarks did not measure it on such a model."""
+    ``config``, from its results; None where the benchmarks did not measure it on such a model (`timed_is`)."""
     where = MEASURES[family, measure]
     entry = benchmarks.get("entries", {}).get(where.entry)
-    if entry is None:
+    if entry is None or not timed_is(entry, family, config):
         return None
-    sizes = entry.get("sizes", {})
-    if any(sizes.get(field) != config.get(field) for field in where.same_sizes):
-        return None
-    model = benchmark_model(family, config, sizes)
+    model = benchmark_model(family, config, entry["sizes"])
     summary = entry.get("summary", {})
     if where.labelled:
         summary = summary.get(model, {})
     value = reduce(lambda node, key: node.get(key, {}), where.keys, summary)
-    return Figure(model, value) if isinstance(value, (int, float)) else None
+    return Figure(model, value, where.entry) if isinstance(value, (int, float)) else None

@@ -1,5 +1,7 @@
-"""A card's Speed section: what ``python -m benchmarks.run`` measured on the model's family, one sentence a finding;
-every figure is the median over interleaved rounds (a ratio: of the per-round ratios), as the benchmarks report it.
+"""A card's Speed section: what ``python -m benchmarks.run`` measured on a model of this card's family, sizes and
+attention (`results.timed_is`; none on any other model), one sentence a finding, each naming its entry and the
+entry's own code commit; every figure is the median over interleaved rounds (a ratio: of the per-round ratios), as
+the benchmarks report it.
 
 Each sentence names the measures it quotes as format fields (``{beam_speedup}``, keys of `MEASURES` for the
 family) plus ``{model}``, the label of the model the benchmark measured; a sentence is stated only when every figure
@@ -8,7 +10,8 @@ it quotes was measured.
 
 from string import Formatter
 
-from .results import MEASURES, benchmark_family, benchmark_figure
+from .figures import run_commit
+from .results import benchmark_family, benchmark_figure
 
 _INCREMENTAL = ("{model}: with the cache, a token after a 1024-token prefix took {cached_token_growth}x the time of "
                 "one after 16 tokens, {cache_speedup}x less than recomputing the prefix.")
@@ -43,7 +46,8 @@ SENTENCES = {
 
 def speed_lines(run: dict, benchmarks: dict) -> list[str]:
     """The sentences of `SENTENCES` on the run's model family whose figures ``benchmarks`` (the results of
-    ``python -m benchmarks.run``) hold; none for a family the benchmarks do not measure."""
+    ``python -m benchmarks.run``) hold for a model like the run's, each followed by where it comes from
+    (`entry_source`); none for a model the benchmarks did not time."""
     config = run.get("model_config") or {}
     family = benchmark_family(config)
     lines = []
@@ -52,21 +56,18 @@ def speed_lines(run: dict, benchmarks: dict) -> list[str]:
         figures = [benchmark_figure(benchmarks, family, measure, config) for measure in measures]
         if figures and None not in figures:
             values = {measure: figure.value for measure, figure in zip(measures, figures)}
-            lines.append(sentence.format(model=figures[0].model, **values))
+            sources = "; ".join(dict.fromkeys(entry_source(benchmarks, figure.entry) for figure in figures))
+            lines.append(f"{sentence.format(model=figures[0].model, **values)} ({sources})")
     return lines
 
 
-def speed_source(benchmarks: dict, run: dict) -> str:
-    """Where the run's family's benchmark figures come from: each entry the family's sentences read, with its own
-    commit, device and torch (its ``provenance``)."""
-    family = benchmark_family(run.get("model_config") or {})
-    entries = benchmarks.get("entries", {})
-    sources = []
-    for name in dict.fromkeys(where.entry for (of, _), where in MEASURES.items() if of == family):
-        if name in entries:
-            record = entries[name].get("provenance") or {}
-            commit = (record.get("commit") or "")[:7] or "an unrecorded commit"
-            sources.append(f"`{name}` at hf_seqmodels {commit} on {record.get('device') or 'an unrecorded device'} "
-                           f"(torch {record.get('torch') or 'unrecorded'})")
-    return (f"in its entries {'; '.join(sources)}, medians of interleaved rounds, timing the benchmarks' own models "
-            "(their sizes, or a model they trained), not this one")
+def entry_source(benchmarks: dict, name: str) -> str:
+    """Which entry a figure comes from: the commit of the code it ran (the entry's own), its device and date."""
+    entry = benchmarks["entries"][name]
+    record = entry.get("provenance") or {}
+    commit = run_commit(entry)
+    device = record.get("device") or entry.get("device")
+    when = (record.get("date") or entry.get("ran_at") or "")[:10]
+    return ", ".join([f"entry `{name}`", f"code `{commit}`" if commit else "code commit not recorded",
+                      *([device] if device else []), *([when] if when else [])])
+

@@ -16,6 +16,7 @@ from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 
 from ..files import lock_folder, remove_temporaries_of, replacing
 from ..models.pipeline_translation import SOURCE_TOKENIZER_DIR
+from .render import SPLITS
 from .results import run_scores
 
 WEIGHT_FILES = ("*.safetensors", "model.safetensors.index.json")
@@ -156,8 +157,9 @@ def _card_problems(readme: Path, run: dict | None) -> list[str]:
     if not data.eval_results:
         problems.append("README.md metadata has no model-index results")
     elif run is not None:
-        expected = {metric.hub_id: value for metric, value in run_scores(run)}
-        found = {result.metric_type: result.metric_value for result in data.eval_results}
+        expected = {(split, metric.hub_id): value for prefix, split in SPLITS.items()
+                    for metric, value in run_scores(run, prefix)}
+        found = {(result.dataset_split, result.metric_type): result.metric_value for result in data.eval_results}
         if found != expected:
             problems.append(f"README.md model-index scores {found} differ from the results file {expected}")
     return problems

@@ -175,3 +175,16 @@ def test_a_card_of_a_suite_run_states_the_models_mean_and_sd_over_its_seeds(tmp_
     single = str(render_card(load_run(tmp_path / "sentiment.json", "GRU")))
     assert "| Accuracy | 50.00 (n=1) |" in single
     assert "over the seeds" not in str(render_card({**RUN, "test_accuracy": 0.8}))
+
+
+def test_model_index_holds_the_test_scores_with_their_signatures(tmp_path):
+    run = {**TRANSLATION_RUN, "test_bleu": 35.05008, "test_chrf": 59.4558, "test_num_beams": 5,
+           "bleu_signature": "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0",
+           "chrf_signature": "nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:2.6.0"}
+    write_card(tmp_path, run)
+    metadata = metadata_load(tmp_path / "README.md")
+    _, results = model_index_to_eval_results(metadata["model-index"])
+    found = {(r.dataset_split, r.metric_type): (r.metric_value, (r.metric_args or {}).get("signature"))
+             for r in results}
+    assert found == {(split, name): (run[f"{prefix}_{name}"], run[f"{name}_signature"])
+                     for prefix, split in (("eval", "validation"), ("test", "test")) for name in ("bleu", "chrf")}

@@ -9,12 +9,11 @@ from hf_seqmodels import AttentionSeq2SeqConfig, RecurrentConfig, TransformerCon
 from hf_seqmodels.cards import (
     benchmark_family, benchmark_figure, find_results_file, format_metric, load_benchmarks, load_run, run_scores,
 )
-from hf_seqmodels.cards.results import DEFAULT_BENCHMARKS
+from hf_seqmodels.cards.results import DEFAULT_BENCHMARKS, IDENTITY, timed_is
 
 from .runs import BENCHMARKS, NER_RUN, RUN
 
 GRU_SEQ2SEQ = AttentionSeq2SeqConfig(vocab_size=100, cell_type="gru").to_dict()
-GRU_LM = RecurrentConfig(vocab_size=100, cell_type="gru").to_dict()
 LSTM_LM = RecurrentConfig(vocab_size=100, cell_type="lstm").to_dict()
 
 
@@ -72,26 +71,32 @@ def test_benchmark_family(config, family):
 
 
 def test_benchmark_figures_are_found_by_family_measure_and_config():
-    summary = BENCHMARKS["entries"]["translation"]["summary"]["attention GRU (luong_general)"]
-    figure = benchmark_figure(BENCHMARKS, "attention_seq2seq", "beam_speedup", GRU_SEQ2SEQ)
-    assert figure == ("attention GRU (luong_general)", summary["sorted_speedup_vs_beams_batched"]["ratio"])
-    incremental = BENCHMARKS["entries"]["incremental"]["summary"]["recurrent LM (lstm)"]
-    assert benchmark_figure(BENCHMARKS, "recurrent_lm", "cached_token_growth", LSTM_LM).value == \
-        incremental["per_token_growth_1024_vs_16"]["cached"]["ratio"]
-    assert benchmark_figure(BENCHMARKS, "recurrent_lm", "cache_speedup", GRU_LM) is None  # measured on an LSTM
+    incremental = BENCHMARKS["entries"]["incremental"]
+    sizes = incremental["sizes"]
+    timed = RecurrentConfig(vocab_size=sizes["vocab_size"], cell_type=sizes["cell_type"],
+                            hidden_size=sizes["hidden_size"], num_layers=sizes["num_layers"]).to_dict()
+    figure = benchmark_figure(BENCHMARKS, "recurrent_lm", "cached_token_growth", timed)
+    assert figure == ("recurrent LM (lstm)",
+                      incremental["summary"]["recurrent LM (lstm)"]["per_token_growth_1024_vs_16"]["cached"]["ratio"],
+                      "incremental")
+    assert benchmark_figure(BENCHMARKS, "recurrent_lm", "cache_speedup", {**timed, "cell_type": "gru"}) is None
     with pytest.raises(KeyError):
-        benchmark_figure(BENCHMARKS, "recurrent_lm", "beam_speedup", LSTM_LM)  # not a measure of the family
+        benchmark_figure(BENCHMARKS, "recurrent_lm", "beam_speedup", timed)  # not a measure of the family
 
 
 def test_benchmark_figures_need_the_same_model():
-    """A label that only starts like the model's, or an entry of one model with another cell, is not the model's."""
-    translation = {"sizes": {"attention_type": "bahdanau"},
-                   "summary": {"attention GRU (bahdanau, 2 layers)": {
-                       "sorted_speedup_vs_beams_batched": {"ratio": 9.0, "quartiles": [8.5, 9.5]}}}}
-    training = {"sizes": {"cell_type": "lstm"},
-                "summary": {"masked_vs_tutorial_fused_throughput": {"ratio": 1.9, "quartiles": [1.8, 2.0]}}}
-    benchmarks = {"entries": {"translation": translation, "training": training}}
-    assert benchmark_figure(benchmarks, "attention_seq2seq", "beam_speedup", GRU_SEQ2SEQ) is None
-    assert benchmark_figure(benchmarks, "recurrent_lm", "training_vs_tutorial", GRU_LM) is None
-    assert benchmark_figure(benchmarks, "recurrent_lm", "training_vs_tutorial", LSTM_LM) == ("recurrent LM (lstm)", 1.9)
-    assert benchmark_figure({}, "recurrent_lm", "training_vs_tutorial", LSTM_LM) is None
+    """Every identity field must be recorded in the entry and equal: one missing or different is another model."""
+    identity = {field: GRU_SEQ2SEQ[field] for field in IDENTITY["attention_seq2seq"]}
+    ratio = {"sorted_speedup_vs_beams_batched": {"ratio": 9.0, "quartiles": [8.5, 9.5]}}
+    label = f"attention GRU ({GRU_SEQ2SEQ['attention_type']})"
+    translation = {"sizes": identity, "summary": {label: ratio}}
+    assert timed_is(translation, "attention_seq2seq", GRU_SEQ2SEQ)
+    assert benchmark_figure({"entries": {"translation": translation}}, "attention_seq2seq", "beam_speedup",
+                            GRU_SEQ2SEQ) == (label, 9.0, "translation")
+    for field in IDENTITY["attention_seq2seq"]:
+        partial = {"sizes": {k: v for k, v in identity.items() if k != field}, "summary": {label: ratio}}
+        assert not timed_is(partial, "attention_seq2seq", GRU_SEQ2SEQ), field
+    bahdanau = {**GRU_SEQ2SEQ, "attention_type": "bahdanau"}
+    assert benchmark_figure({"entries": {"translation": translation}}, "attention_seq2seq", "beam_speedup",
+                            bahdanau) is None
+    assert benchmark_figure({}, "attention_seq2seq", "beam_speedup", GRU_SEQ2SEQ) is None

@@ -15,10 +15,12 @@ def test_check_hub_folder_catches_wrong_numbers_and_missing_files(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "bert"}))
     (tmp_path / "model.safetensors").write_bytes(b"\0")
     (tmp_path / "tokenizer.json").write_text("{}")
-    write_card(tmp_path, RUN)
-    check_hub_folder(tmp_path, RUN)  # complete and consistent
-    with pytest.raises(ValueError, match="differ from the results file"):
-        check_hub_folder(tmp_path, {**RUN, "eval_accuracy": 0.9})
+    run = {**RUN, "test_accuracy": 0.8412}
+    write_card(tmp_path, run)
+    check_hub_folder(tmp_path, run)  # complete and consistent
+    for wrong in ({"eval_accuracy": 0.9}, {"test_accuracy": 0.9}, {"test_f1": 0.9}):
+        with pytest.raises(ValueError, match="differ from the results file"):
+            check_hub_folder(tmp_path, {**run, **wrong})
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "recurrent", "source_vocab_size": 300,
                                                       "auto_map": {"AutoConfig": "configuration_recurrent.X"}}))
     (tmp_path / "pytorch_model.bin").write_bytes(b"\0")

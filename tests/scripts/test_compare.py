@@ -72,8 +72,9 @@ def test_sentiment_suite_with_two_seeds(tmp_path):
     with pytest.raises(ValueError, match=r"runs of 'GRU' with seeds \[7, 8\], not 9"):
         load_run(results_dir / "sentiment.json", "GRU", seed=9)
     card = render_card(gru)
-    assert {r.metric_type: r.metric_value for r in card.data.eval_results} == {
-        "accuracy": gru["eval_accuracy"], "f1": gru["eval_f1"]}
+    assert {(r.dataset_split, r.metric_type): r.metric_value for r in card.data.eval_results} == {
+        (split, name): gru[f"{prefix}_{name}"] for prefix, split in (("eval", "validation"), ("test", "test"))
+        for name in ("accuracy", "f1")}
 
 
 def test_update_replaces_only_the_rerun_models(tmp_path):

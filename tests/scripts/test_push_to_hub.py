@@ -61,8 +61,9 @@ def test_dry_run_stages_a_folder_that_loads_without_our_package(trained, staged)
     assert not any(name.endswith((".bin", ".pt")) for name in names)
     results = json.loads((trained / "results.json").read_text())
     card = ModelCard.load(staging / "README.md")
-    assert {r.metric_type: r.metric_value for r in card.data.eval_results} == {
-        "accuracy": results["eval_accuracy"], "f1": results["eval_f1"]}
+    assert {(r.dataset_split, r.metric_type): r.metric_value for r in card.data.eval_results} == {
+        (split, name): results[f"{prefix}_{name}"] for prefix, split in (("eval", "validation"), ("test", "test"))
+        for name in ("accuracy", "f1")}
     # Loaded in a fresh interpreter where `import hf_seqmodels` fails: the classes come from the folder's code.
     assert "Loads back: transformers_modules." in printed
     assert "RecurrentForSequenceClassification (2, 2)" in printed and "nothing uploaded" in printed

@@ -1,6 +1,6 @@
-"""The README's Recipes, each the command `python scripts/compare.py <suite>` of a walkthrough of the course notes, run
-here on the bundled data in smoke size (two steps, a few rows, one seed): every model of the suite trains, is scored
-on the test split and lands in the suite's results file with what the run used."""
+"""The Recipes of docs/training.md, each the command `python scripts/compare.py <suite>` of a walkthrough of the
+course notes, run here on the bundled data in smoke size (two steps, a few rows, one seed): every model of the suite
+trains, is scored on the test split and lands in the suite's results file with what the run used."""
 
 import json
 
@@ -16,14 +16,14 @@ SMOKE = ["--max_train_steps", "2", "--max_train_samples", "48", "--max_eval_samp
 
 
 def recipes() -> list[str]:
-    """The suites the README's Recipes section runs, read from the README itself."""
-    readme = (REPO_ROOT / "README.md").read_text()
-    section = readme.split("## Recipes", 1)[1].split("\n## ", 1)[0]
+    """The suites the Recipes section of docs/training.md runs, read from that file itself."""
+    training = (REPO_ROOT / "docs" / "training.md").read_text()
+    section = training.split("## Recipes", 1)[1].split("\n## ", 1)[0]
     return [line.split("scripts/compare.py ", 1)[1].split()[0] for line in section.splitlines()
             if line.startswith("python scripts/compare.py ")]
 
 
-def test_the_readme_lists_the_walkthroughs():
+def test_the_docs_list_the_walkthroughs():
     assert recipes() == ["en_zh", "zh_en", "wnut17", "upos", "sst2_word_vectors"]
 
 

@@ -79,12 +79,9 @@ def test_run_translation(name, data_dir, tmp_path, monkeypatch, capsys):
         assert (staged / "source_tokenizer" / "tokenizer.json").is_file() == ("separate" in name)
         separate = pipeline("translation", model=str(staged), trust_remote_code=True).source_tokenizer
         assert len(separate) == (model.config.source_vocab_size or model.config.vocab_size)
-        # The card states the repository's benchmark figures (results/benchmarks.json) on models of its cell type,
-        # and none where the benchmarks timed no such model (they time the folders of translation_bleu.py's runs).
-        benchmarks = json.loads((REPO_ROOT / "results" / "benchmarks.json").read_text())
-        timed = " ".join(benchmarks["entries"]["translation"]["summary"])
-        quoted = "## Speed" in (staged / "README.md").read_text()
-        assert quoted == (f"attention {model.config.cell_type.upper()} " in timed)
+        # The card states the repository's benchmark figures (results/benchmarks.json) only for a model like the
+        # one the benchmarks timed (family, sizes and attention): not for this tiny one.
+        assert "## Speed" not in (staged / "README.md").read_text()
         with pytest.raises(ValueError, match="--benchmarks /nowhere.json: no such file"):
             run_script(PUSH_TO_HUB, [*push, "--benchmarks", "/nowhere.json"], monkeypatch)
 

@@ -1,0 +1,30 @@
+"""``python -m hf_seqmodels.cards [--check]``: render every table of figures in README.md and docs/ and the cards
+of ``model_cards/`` from the results files; with ``--check``, change nothing and exit 1 naming what is stale."""
+
+import argparse
+import sys
+
+from .figures import render_files, stale_blocks
+from .reference import render_reference_cards, stale_reference_cards
+from .tables import DOCUMENTS
+from ..paths import REPO_ROOT
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m hf_seqmodels.cards", description=__doc__)
+    parser.add_argument("--check", action="store_true",
+                        help="compare the committed text with its rendering instead of rewriting it")
+    args = parser.parse_args(argv)
+    if args.check:
+        stale = [f"{name}: {block}" for name, tables in DOCUMENTS.items()
+                 for block in stale_blocks((REPO_ROOT / name).read_text(), tables, name)]
+        stale += stale_reference_cards()
+        print("\n".join(stale) if stale else "every table and card is current")
+        return 1 if stale else 0
+    changed = render_files(DOCUMENTS) + render_reference_cards()
+    print("rendered: " + (", ".join(changed) if changed else "nothing changed"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,257 @@
+"""The tables of figures in README.md and docs/*.md, rendered from the results files by named keys.
+
+A table is a `Table` whose cells say which file and which key path each figure comes from (`Figure`, `MeanSd`,
+`Ratio`, `OverRows`, `Words`; a key path may select a list item by its fields, ``{"seed": 42}``). A Markdown file
+holds each table between two markers, ``<!-- figures:NAME -->`` and ``<!-- /figures -->``; `render_files` rewrites
+what stands between them, `stale_blocks` says which blocks differ from what the results files give (the test
+that keeps the committed text current). The tables themselves are declared in `hf_seqmodels.cards.tables`.
+
+A GPU cell (`OnGpu`) holds a figure only where a results file of ``results/gpu/`` holds the same run (the same key
+path), of the same model as the CPU figure (its identity: the timed model's test score or the benchmark's sizes)
+and naming its own code commit; it then names that commit and its device. Otherwise it says "not measured since
+<commit>", the commit of the code the CPU figure was measured with.
+"""
+
+import json
+import re
+import statistics
+from dataclasses import dataclass, replace
+from functools import cache
+from pathlib import Path
+from typing import Callable, Union
+
+from ..paths import REPO_ROOT
+
+Key = Union[str, int, dict]  # a dict selects the one item of a list whose fields have these values
+
+
+@cache
+def _read(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def load(file: str) -> dict:
+    """The results file ``file`` (relative to the repository root), parsed once per process."""
+    return _read(REPO_ROOT / file)
+
+
+def lookup(node, path: tuple[Key, ...], where: str):
+    """The value at ``path`` in ``node``; a ValueError naming ``where`` and the missing key otherwise."""
+    for depth, key in enumerate(path):
+        if isinstance(key, dict):
+            matches = [item for item in node if all(item.get(k) == v for k, v in key.items())]
+            if len(matches) != 1:
+                raise ValueError(f"{where}: {len(matches)} items match {key} at {list(path[:depth])} (need one)")
+            node = matches[0]
+        else:
+            try:
+                node = node[key]
+            except (KeyError, IndexError, TypeError):
+                raise ValueError(f"{where}: no key {key!r} at {list(path[:depth])}") from None
+    return node
+
+
+def decimals(value: float, places: int, percent: bool = False) -> str:
+    return f"{100 * value if percent else value:.{places}f}"
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One number: ``file``'s value at ``path``, with ``places`` decimals (a fraction in percent with
+    ``percent``; an integer as it is; a list of integers, such as seeds, joined), followed by ``unit``."""
+
+    file: str
+    path: tuple[Key, ...]
+    places: int = 2
+    percent: bool = False
+    unit: str = ""
+
+    def text(self) -> str:
+        value = lookup(load(self.file), self.path, self.file)
+        if isinstance(value, list):
+            return ", ".join(str(item) for item in value) + self.unit
+        return (str(value) if isinstance(value, int) and not self.percent
+                else decimals(value, self.places, self.percent)) + self.unit
+
+
+@dataclass(frozen=True)
+class MeanSd:
+    """A mean ± sample sd over seeds as ``compare.py`` writes it (``{"mean", "sd", "n"}`` at ``path``)."""
+
+    file: str
+    path: tuple[Key, ...]
+    percent: bool = False
+
+    def text(self) -> str:
+        node = lookup(load(self.file), self.path, self.file)
+        spread = "" if node["sd"] is None else f" ± {decimals(node['sd'], 2, self.percent)}"
+        return decimals(node["mean"], 2, self.percent) + spread
+
+
+@dataclass(frozen=True)
+class OverRows:
+    """The mean ± sample sd of ``key`` over the items of the list at ``rows`` whose fields match ``select``
+    (a results file with one item per seed), with their count."""
+
+    file: str
+    rows: tuple[Key, ...]
+    select: dict
+    key: str
+
+    def text(self) -> str:
+        items = [item for item in lookup(load(self.file), self.rows, self.file)
+                 if all(item.get(k) == v for k, v in self.select.items())]
+        if not items:
+            raise ValueError(f"{self.file}: no item of {list(self.rows)} matches {self.select}")
+        values = [item[self.key] for item in items]
+        spread = f" ± {statistics.stdev(values):.2f}" if len(values) > 1 else ""
+        return f"{statistics.fmean(values):.2f}{spread} (n={len(values)})"
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """A median (of per-round ratios) with its quartiles: ``{"ratio" or "median", "quartiles"}`` at ``path``, or
+    the value at ``path`` and its quartiles at ``iqr``."""
+
+    file: str
+    path: tuple[Key, ...]
+    iqr: tuple[Key, ...] | None = None
+
+    def text(self) -> str:
+        data = load(self.file)
+        node = lookup(data, self.path, self.file)
+        value, quartiles = ((node, lookup(data, self.iqr, self.file)) if self.iqr
+                            else (node.get("ratio", node.get("median")), node["quartiles"]))
+        return f"{value}x (IQR {quartiles[0]}-{quartiles[1]})"
+
+
+@dataclass(frozen=True)
+class Words:
+    """A results file's words at ``path`` (a setting, a signature, a yes/no), as they stand; in backticks with
+    ``code``."""
+
+    file: str
+    path: tuple[Key, ...]
+    code: bool = False
+
+    def text(self) -> str:
+        value = lookup(load(self.file), self.path, self.file)
+        words = {True: "yes", False: "no"}.get(value, value) if isinstance(value, bool) else str(value)
+        return f"`{words}`" if self.code else words
+
+
+@dataclass(frozen=True)
+class Join:
+    """Several cells in one, ``sep`` between them."""
+
+    parts: tuple
+    sep: str = " / "
+
+    def text(self) -> str:
+        return self.sep.join(part.text() for part in self.parts)
+
+
+def with_file(cell, file: str):
+    """``cell`` reading ``file`` instead of its own (a `Join` in each of its parts)."""
+    if isinstance(cell, Join):
+        return replace(cell, parts=tuple(with_file(part, file) for part in cell.parts))
+    return replace(cell, file=file)
+
+
+def run_commit(run: dict) -> str | None:
+    """The commit of the code a run (a benchmark entry, a results file) was measured with, as it records it: its
+    ``provenance`` (abbreviated), else the ``machine`` of results written before provenance existed."""
+    if commit := (run.get("provenance") or {}).get("commit"):
+        return commit[:7]
+    return run["machine"].get("git_commit") if isinstance(run.get("machine"), dict) else None
+
+
+@dataclass(frozen=True)
+class OnGpu:
+    """The GPU counterpart of ``figure`` (a cell reading a CPU results file): the same cell read from ``gpu_file``,
+    where that file holds the run at ``run`` (a key path) of the same model (the value at ``model`` in the run) and
+    the run names its commit; else "not measured since <the CPU run's commit>"."""
+
+    figure: object
+    gpu_file: str
+    run: tuple[Key, ...]
+    model: tuple[Key, ...]
+
+    def text(self) -> str:
+        cpu_run = lookup(load(self.figure_file()), self.run, self.figure_file())
+        cpu_commit = run_commit(cpu_run)
+        since = f"not measured since `{cpu_commit}`" if cpu_commit else "not measured (the CPU run names no commit)"
+        if not (REPO_ROOT / self.gpu_file).is_file():
+            return since
+        try:
+            gpu_run = lookup(load(self.gpu_file), self.run, self.gpu_file)
+            same_model = lookup(gpu_run, self.model, self.gpu_file) == lookup(cpu_run, self.model, "")
+        except ValueError:
+            return since
+        commit = run_commit(gpu_run)
+        if not same_model or not commit:
+            return since
+        device = (gpu_run.get("provenance") or {}).get("device") or (gpu_run.get("machine") or {}).get("gpu")
+        return f"{with_file(self.figure, self.gpu_file).text()} ({device or 'GPU not recorded'}, code `{commit}`)"
+
+    def figure_file(self) -> str:
+        parts = self.figure.parts if isinstance(self.figure, Join) else (self.figure,)
+        return parts[0].file
+
+
+@dataclass(frozen=True)
+class Table:
+    """A Markdown table: its ``header`` cells and its rows of cells (or a function giving them, for a table
+    with a row per item of a results file)."""
+
+    header: tuple[str, ...]
+    rows: tuple | Callable[[], list]
+
+    def render(self) -> str:
+        rows = self.rows() if callable(self.rows) else self.rows
+        lines = ["| " + " | ".join(self.header) + " |", "|" + "---|" * len(self.header)]
+        lines += ["| " + " | ".join((cell if isinstance(cell, str) else cell.text()).replace("|", "\\|")
+                                   for cell in row) + " |" for row in rows]
+        return "\n".join(lines)
+
+
+BLOCK = re.compile(r"(<!-- figures:([\w-]+) -->\n)(.*?)(<!-- /figures -->)", re.S)
+
+
+def render_text(text: str, tables: dict[str, Table], where: str) -> str:
+    """``text`` with every figures block rendered from ``tables`` (by the block's name)."""
+    names = [match.group(2) for match in BLOCK.finditer(text)]
+    if unknown := sorted(set(names) - set(tables)):
+        raise ValueError(f"{where}: figures blocks {unknown} have no table in hf_seqmodels.cards.tables")
+    if missing := sorted(set(tables) - set(names)):
+        raise ValueError(f"{where}: no figures block for the tables {missing}; add <!-- figures:NAME --> ... "
+                         "<!-- /figures --> where each belongs")
+    return BLOCK.sub(lambda m: m.group(1) + tables[m.group(2)].render() + "\n" + m.group(4), text)
+
+
+def stale_blocks(text: str, tables: dict[str, Table], where: str) -> list[str]:
+    """The names of ``text``'s figures blocks whose committed content differs from their rendering."""
+    rendered = {m.group(2): m.group(3) for m in BLOCK.finditer(render_text(text, tables, where))}
+    return [m.group(2) for m in BLOCK.finditer(text) if m.group(3) != rendered[m.group(2)]]
+
+
+def figures_outside_blocks(text: str) -> list[str]:
+    """The measured-looking numbers (two or more decimals, or a ratio such as ``9x`` / ``1.5x``) in ``text``
+    outside its figures blocks and code: prose must quote no figure that the tables do not render."""
+    prose = BLOCK.sub("", re.sub(r"```.*?```", "", text, flags=re.S))
+    prose = re.sub(r"`[^`\n]*`", "", prose)
+    return re.findall(r"(?<![\w.])(?:\d+\.\d{2,}|\d+(?:\.\d+)?x)(?![\w.])", prose)
+
+
+def render_files(documents: dict[str, dict[str, Table]]) -> list[str]:
+    """Render the figures blocks of every file of ``documents`` (path -> its tables) in place; returns the files
+    that changed."""
+    changed = []
+    for name, tables in documents.items():
+        path = REPO_ROOT / name
+        text = path.read_text()
+        new = render_text(text, tables, name)
+        if new != text:
+            path.write_text(new)
+            changed.append(name)
+    return changed

@@ -1,0 +1,100 @@
+"""The cards of the reference models this repository trains, in the top-level ``model_cards/``: for each
+``compare.py`` suite, its best model of each of our families (by the suite's metric, mean over its seeds), plus the
+translation suite's other attention variants; each the card of the model's first seed, rendered from the suite's
+results file by `render_card` with the checkout's benchmarks, and an index (``README.md``).
+
+The main job's own results file (``results/translation_bleu.json``) records no model configuration nor arguments,
+so its card cannot be rendered from it: the same recipe (``run_translation.py``'s defaults) is the translation
+suite's "Attention GRU".
+"""
+
+import re
+
+from ..paths import REPO_ROOT
+from .figures import load
+from .render import render_card
+from .results import format_metric, load_benchmarks, load_run
+from .tables import SUITES
+
+MODEL_CARDS = REPO_ROOT / "model_cards"
+FAMILIES = {"recurrent": "recurrent", "attention_seq2seq": "attention encoder-decoder",
+            "vanilla_transformer": "Transformer"}  # model_type -> family; others (BERT, Marian) are not ours
+EXTRA = (("translation", "Bahdanau"), ("translation", "Luong"))  # the main job's family with its other attentions
+
+
+def family_of(run: dict) -> str | None:
+    """Our family of a suite's run (its config's model_type), None for a model of another library."""
+    return FAMILIES.get((run.get("model_config") or {}).get("model_type", run.get("model_type")))
+
+
+def reference_models() -> list[tuple[str, str]]:
+    """(suite, model name) of every reference model, in `SUITES` order."""
+    chosen = []
+    for suite in SUITES:
+        data = load(f"results/{suite}.json")
+        family = {run["name"]: family_of(run) for run in data["runs"]}
+        sign = 1 if "perplexity" in data["metric"] else -1  # lower perplexity is better; higher else
+        best: dict[str, tuple[float, str]] = {}
+        for row in data["rows"]:
+            if family[row["name"]] and row.get(data["metric"]):
+                score = (sign * row[data["metric"]]["mean"], row["name"])
+                best[family[row["name"]]] = min(best.get(family[row["name"]], score), score)
+        chosen += [(suite, name) for _, name in sorted(best.values(), key=lambda item: item[1])]
+    return chosen + [extra for extra in EXTRA if extra not in chosen]
+
+
+def slug(suite: str, name: str) -> str:
+    return f"{suite}-" + re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+
+
+def reference_cards() -> dict[str, str]:
+    """File name in ``model_cards/`` -> its text: every reference model's card and the index."""
+    benchmarks = load_benchmarks()
+    cards, index = {}, []
+    for suite, name in reference_models():
+        file = f"results/{suite}.json"
+        run = load_run(REPO_ROOT / file, name)
+        card_name = slug(suite, name)
+        cards[f"{card_name}.md"] = str(render_card(run, model_name=card_name, benchmarks=benchmarks)) + "\n"
+        metric = load(file)["metric"]
+        row = run["suite_row"][metric]
+        percent = metric.endswith(("accuracy", "f1"))
+        index.append(f"| [{card_name}]({card_name}.md) | `compare.py {suite}` | {name} | {family_of(run)} | "
+                     f"{metric} {format_metric(row['mean'], percent)} ± {format_metric(row['sd'], percent)} "
+                     f"(n={row['n']}) | {run['seed']} |")
+    cards["README.md"] = (
+        "# Reference model cards\n\nRendered by `python -m hf_seqmodels.cards` from the suites' results files "
+        "(`hf_seqmodels/cards/reference.py`; `tests/cards/test_reference.py` fails when one is stale): each suite's "
+        "best model of each of our families, and the translation suite's other attention variants. Each card is "
+        "the model's first seed; the suite's mean ± sd over its seeds stands in the card and below. The main job's "
+        "recipe (`run_translation.py`'s defaults) is the translation suite's Attention GRU, under that suite's "
+        "budget: the main job's own results file, `results/translation_bleu.json`, records no model configuration "
+        "nor arguments to render a card from.\n\n"
+        "| card | suite | model | family | test score over the seeds | seed of the card |\n"
+        "|---|---|---|---|---|---|\n" + "\n".join(index) + "\n")
+    return cards
+
+
+def render_reference_cards() -> list[str]:
+    """Write `reference_cards` into ``model_cards/`` (removing any other file there); returns what changed."""
+    MODEL_CARDS.mkdir(exist_ok=True)
+    cards, changed = reference_cards(), []
+    for path in MODEL_CARDS.iterdir():
+        if path.name not in cards:
+            path.unlink()
+            changed.append(f"model_cards/{path.name}")
+    for name, text in cards.items():
+        path = MODEL_CARDS / name
+        if not path.is_file() or path.read_text() != text:
+            path.write_text(text)
+            changed.append(f"model_cards/{name}")
+    return changed
+
+
+def stale_reference_cards() -> list[str]:
+    """The files of ``model_cards/`` that differ from their rendering, are missing, or should not be there."""
+    cards = reference_cards()
+    present = {path.name for path in MODEL_CARDS.iterdir()} if MODEL_CARDS.is_dir() else set()
+    stale = [f"model_cards/{name}" for name, text in cards.items()
+             if name not in present or (MODEL_CARDS / name).read_text() != text]
+    return stale + [f"model_cards/{name} (not a reference card)" for name in sorted(present - set(cards))]

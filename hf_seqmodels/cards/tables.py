@@ -1,0 +1,352 @@
+"""Every table of figures in README.md and docs/*.md: which results file and key path each cell comes from.
+
+`DOCUMENTS` maps each Markdown file to its tables (see `hf_seqmodels.cards.figures` for the cells and markers).
+``python -m hf_seqmodels.cards`` renders them (and ``model_cards/``); ``--check`` only compares.
+"""
+
+import json
+import subprocess
+
+from ..paths import REPO_ROOT
+from .figures import Figure, Join, MeanSd, OnGpu, OverRows, Ratio, Table, Words, load, lookup, run_commit
+
+BENCH, GPU_BENCH = "results/benchmarks.json", "results/gpu/benchmarks.json"
+LOOP, GPU_LOOP = "results/decoding_loop.json", "results/gpu/decoding_loop.json"
+GRU = "attention GRU (luong_general)"  # the label under which the decoding entries file the timed model
+TRANSLATION = ("entries", "translation")
+BATCH1 = ("entries", "batch1_overhead")
+TIMED_MODEL = ("summary", GRU, "model", "test_bleu")  # the timed model's identity in a decoding entry
+
+
+def ratio(entry: tuple, *keys) -> Ratio:
+    """A ratio of the decoding entries, filed under the timed model's label."""
+    return Ratio(BENCH, entry + ("summary", GRU) + keys)
+
+
+def suite(name: str, model: str, metric: str, percent: bool = False) -> MeanSd:
+    """A ``compare.py`` suite's row: the model's test score, mean ± sd over its seeds."""
+    return MeanSd(f"results/{name}.json", ("rows", {"name": model}, metric), percent)
+
+
+def main_job(cell: str, key: str = "test_bleu") -> OverRows:
+    return OverRows("results/translation_bleu.json", ("rows",), {"cell_type": cell}, key)
+
+
+QUALITY = Table(("task (test split)", "models", "score: mean ± sd over seeds 42, 43, 44"), (
+    ("Multi30k En→De BLEU, the main job (`benchmarks.translation_bleu`)", "attention GRU / LSTM",
+     Join((main_job("gru"), main_job("lstm")))),
+    ("Multi30k En→De BLEU, `compare.py translation` (CPU budget)", "attention GRU / Transformer / MarianMTModel",
+     Join(tuple(suite("translation", m, "test_bleu") for m in ("Attention GRU", "Transformer", "Marian")))),
+    ("Tatoeba En→Zh BLEU (tok zh), `compare.py en_zh`", "attention GRU / Transformer",
+     Join(tuple(suite("en_zh", m, "test_bleu") for m in ("Attention GRU", "Transformer")))),
+    ("PTB perplexity, `compare.py lm` (CPU budget)", "LSTM / GRU / Transformer",
+     Join(tuple(suite("lm", m, "test_perplexity") for m in ("LSTM", "GRU", "Transformer")))),
+    ("SST-2 accuracy (%), `compare.py sentiment`", "BiLSTM / BERT (MiniLM-L6)",
+     Join(tuple(suite("sentiment", m, "test_accuracy", True) for m in ("BiLSTM", "BERT (MiniLM-L6)")))),
+    ("UD EWT UPOS accuracy (%), `compare.py upos`", "BiLSTM-CRF / BERT (MiniLM-L6)",
+     Join(tuple(suite("upos", m, "test_accuracy", True) for m in ("BiLSTM-CRF", "BERT (MiniLM-L6)")))),
+))
+
+OUR_LOOP = ratio(TRANSLATION, "custom_sorted_speedup_vs_beams_batched")
+GENERATE = ratio(TRANSLATION, "sorted_speedup_vs_beams_batched")
+BATCH1_OURS = Join((ratio(BATCH1, "greedy, generate(custom_generate=decode)"),
+                    ratio(BATCH1, "beam 5, generate(custom_generate=decode)")))
+BATCH1_GENERATE = Join((ratio(BATCH1, "greedy, generate()"), ratio(BATCH1, "beam 5, generate()")))
+LOOP_BATCHED = Ratio(LOOP, ("beam_batched", "speedup_ours"), ("beam_batched", "speedup_ours_iqr"))
+MARIAN = Join(tuple(Ratio(BENCH, ("entries", "transformer_vs_marian", "summary", key))
+                    for key in ("train", "greedy", "beam")))
+LM_TRAINING = Ratio(BENCH, ("entries", "training", "summary", "masked_vs_tutorial_fused_throughput"))
+
+
+def speed_row(what: str, figure, run: tuple, model: tuple, gpu_file: str = GPU_BENCH) -> tuple:
+    """A row of the speed tables: what it measures, the CPU figure and its GPU counterpart (`OnGpu`)."""
+    return what, figure, OnGpu(figure, gpu_file, run, model)
+
+
+TRAINING, INCREMENTAL, MARIAN_ENTRY = (("entries", "training"), ("entries", "incremental"),
+                                      ("entries", "transformer_vs_marian"))
+SIZES = ("sizes",)  # a synthetic benchmark's model is its sizes (random weights)
+FASTEST = "per_sentence_fastest"  # the headline baseline, where the entry chose it (docs/provenance.md)
+
+
+def headline_rows() -> tuple:
+    """Our loop against the entry's headline baseline: the fastest per-sentence search where the entry chose one
+    (``per_sentence_fastest``), else the per-sentence search with its beams batched."""
+    summary = load(BENCH)["entries"]["translation"]["summary"][GRU]
+    if FASTEST not in summary:
+        return (speed_row("our decoding loop, batched beam 5, vs the per-sentence search with its beams batched "
+                          "(same outputs)", OUR_LOOP, TRANSLATION, TIMED_MODEL),)
+    which = f" (`{summary[FASTEST]}`)" if isinstance(summary[FASTEST], str) else ""
+    return (speed_row(f"our decoding loop, batched beam 5, vs the fastest per-sentence search{which} (same outputs)",
+                      ratio(TRANSLATION, f"custom_sorted_speedup_vs_{FASTEST}"), TRANSLATION, TIMED_MODEL),
+            speed_row("our decoding loop, batched beam 5, vs the per-sentence search with its beams batched",
+                      OUR_LOOP, TRANSLATION, TIMED_MODEL))
+
+
+OTHER_ROWS = (
+    speed_row("batched `generate(num_beams=5)` vs the per-sentence search with its beams batched (same outputs)",
+              GENERATE, TRANSLATION, TIMED_MODEL),
+    speed_row("batch 1: our loop vs a hand decoding loop, greedy / beam 5 (target 1.0)", BATCH1_OURS, BATCH1,
+              TIMED_MODEL),
+    speed_row("our loop vs `generate()`'s own, batched beam 5, on the whole test set (identical outputs)",
+              LOOP_BATCHED, (), ("model", "test_bleu"), GPU_LOOP),
+    speed_row("our Transformer vs MarianMTModel of equal size: training / greedy / beam", MARIAN, MARIAN_ENTRY,
+              SIZES),
+    speed_row("LSTM LM training on padded batches vs a tutorial LM on the fused `nn.LSTM`", LM_TRAINING, TRAINING,
+              SIZES),
+)
+SPEED_HEADER = ("speed ratio (> 1: ours faster); median of interleaved rounds (IQR)", "2 CPU cores", "GPU")
+SPEED = Table(SPEED_HEADER, lambda: headline_rows() + OTHER_ROWS)
+
+SPEED_ALL = Table(SPEED_HEADER, lambda: headline_rows() + OTHER_ROWS + (
+    speed_row("batch 1: `generate()` vs the same hand loop, greedy / beam 5", BATCH1_GENERATE, BATCH1, TIMED_MODEL),
+    speed_row("batched `generate()` / our loop vs a per-sentence search calling the decoder once per hypothesis",
+              Join((ratio(TRANSLATION, "sorted_speedup_vs_per_hypothesis"),
+                    ratio(TRANSLATION, "custom_sorted_speedup_vs_per_hypothesis"))), TRANSLATION, TIMED_MODEL),
+    speed_row("our loop vs `generate()`'s own at batch 1: beam 5 / greedy",
+              Join(tuple(Ratio(LOOP, (key, "speedup_ours"), (key, "speedup_ours_iqr"))
+                         for key in ("beam_batch1", "greedy_batch1"))), (), ("model", "test_bleu"), GPU_LOOP),
+    speed_row("batch 1 with `cache_implementation=\"static\"`: our loop vs the hand loop, greedy / beam 5",
+              Join((ratio(BATCH1, "greedy, generate(custom_generate=decode, cache_implementation='static')"),
+                    ratio(BATCH1, "beam 5, generate(custom_generate=decode, cache_implementation='static')"))),
+              BATCH1, TIMED_MODEL),
+    speed_row("LSTM LM training vs a tutorial `nn.LSTMCell` loop",
+              Ratio(BENCH, TRAINING + ("summary", "masked_vs_tutorial_cell_loop_throughput")), TRAINING, SIZES),
+    speed_row("recurrent LM, cached `generate()`: time per token after 1024 tokens / after 16",
+              Ratio(BENCH, INCREMENTAL + ("summary", "recurrent LM (lstm)", "per_token_growth_1024_vs_16", "cached")),
+              INCREMENTAL, SIZES),
+    speed_row("recurrent LM: cache vs recomputing the prefix, at 1024 tokens",
+              Ratio(BENCH, INCREMENTAL + ("summary", "recurrent LM (lstm)", "cache_speedup_at_1024")), INCREMENTAL,
+              SIZES),
+))
+
+TRANSLATION_SUMMARY = TRANSLATION + ("summary", GRU)
+BEAM5_OURS = BATCH1 + ("rows", {"mode": "beam 5", "generate": "generate(custom_generate=decode)"})
+
+
+def chosen_batch_rows() -> tuple:
+    """The batch size the entry chose on validation sentences, and our loop's speed there."""
+    chosen = str(lookup(load(BENCH), TRANSLATION_SUMMARY + ("batch_size",), BENCH))
+    return (("batch size chosen on validation sentences", Figure(BENCH, TRANSLATION_SUMMARY + ("batch_size",))),
+            ("our loop's validation sentences/s at that batch size (median)",
+             Figure(BENCH, TRANSLATION_SUMMARY + ("valid_sentences_per_s_by_batch_size", chosen, "median"))))
+
+
+DECODING = Table(("measure (entries of `results/benchmarks.json` and `results/decoding_loop.json`, 2 CPU cores)",
+                  "value"), lambda: chosen_batch_rows() + DECODING_ROWS)
+DECODING_ROWS = (
+    ("a decoder row's cost among 5 (one sentence's beams) / in a batch of 1280 rows",
+     Ratio(BENCH, TRANSLATION_SUMMARY + ("row_cost_5_vs_1280_rows",))),
+    ("decoder rows batched `generate()` computes / rows the per-sentence search computes",
+     Figure(BENCH, TRANSLATION_SUMMARY + ("decoder_rows_generate_vs_beams_batched",))),
+    ("what the decoder calls alone would make batched `generate()` vs that search",
+     Ratio(BENCH, TRANSLATION_SUMMARY + ("decoder_step_bound_vs_beams_batched",))),
+    ("mean output length (tokens)", Figure(BENCH, TRANSLATION_SUMMARY + ("mean_output_length",))),
+    ("`results/decoding_loop.json`: test sentences our loop and `generate()`'s own both translated, beam 5 / greedy",
+     Join((Figure(LOOP, ("agreement_beam", "sentences")), Figure(LOOP, ("agreement_greedy", "sentences"))))),
+    ("of those, identical outputs (%), beam 5 / greedy",
+     Join((Figure(LOOP, ("agreement_beam", "identical_outputs_percent"), 1),
+           Figure(LOOP, ("agreement_greedy", "identical_outputs_percent"), 1)))),
+    ("largest beam score difference between the two loops",
+     Words(LOOP, ("agreement_beam", "max_score_difference"))),
+    ("aten operators per output token at batch 1, beam 5, first sentence: our loop / the hand loop",
+     Join((Figure(BENCH, BEAM5_OURS + ("generate_ops_per_token",), 1),
+           Figure(BENCH, BEAM5_OURS + ("hand_loop_ops_per_token",), 1)))),
+    ("`generate()`'s own set-up at batch 1, ms a sentence: greedy / beam 5",
+     Join(tuple(Figure(BENCH, BATCH1 + ("rows", {"mode": mode, "generate": "generate()"},
+                                        "generate_setup_ms_per_sentence")) for mode in ("greedy", "beam 5")))),
+    ("batch 1, our loop vs the hand loop without that set-up: greedy / beam 5",
+     Join(tuple(Figure(BENCH, BATCH1 + ("rows", {"mode": mode, "generate": "generate(custom_generate=decode)"},
+                                        "speed_vs_hand_loop_without_setup"), places=3)
+                for mode in ("greedy", "beam 5")))),
+)
+
+
+def main_job_rows() -> list:
+    """One row per model and seed of the main job, then each model's mean ± sd."""
+    file = "results/translation_bleu.json"
+    rows = [(f"attention {row['cell_type'].upper()}", str(row["seed"]),
+             *(Figure(file, ("rows", {"seed": row["seed"], "cell_type": row["cell_type"]}, key))
+               for key in ("test_bleu", "test_chrf", "epochs")))
+            for row in load(file)["rows"]]
+    return rows + [(f"attention {cell.upper()}", "mean ± sd", main_job(cell), main_job(cell, "test_chrf"), "")
+                   for cell in ("gru", "lstm")]
+
+
+MAIN_JOB = Table(("model", "seed", "test2016 BLEU", "test2016 chrF", "epochs"), main_job_rows)
+
+# suite -> (test score keys, whether each is a fraction shown in percent)
+SUITES = {
+    "translation": (("test_bleu", False), ("test_chrf", False)),
+    "en_zh": (("test_bleu", False), ("test_chrf", False)),
+    "zh_en": (("test_bleu", False), ("test_chrf", False)),
+    "lm": (("test_perplexity", False),),
+    "sentiment": (("test_accuracy", True),),
+    "ner": (("test_accuracy", True),),
+    "upos": (("test_accuracy", True),),
+    "wnut17": (("test_seqeval_f1", True),),
+    "sst2_word_vectors": (("test_accuracy", True),),
+}
+
+
+def suite_table(name: str) -> Table:
+    """Every model of ``compare.py <name>``: its test scores, epochs and training seconds, mean ± sd over seeds."""
+    file, metrics = f"results/{name}.json", SUITES[name]
+
+    def rows() -> list:
+        return [(row["name"], *(suite(name, row["name"], key, percent) for key, percent in metrics),
+                 MeanSd(file, ("rows", {"name": row["name"]}, "epochs")),
+                 MeanSd(file, ("rows", {"name": row["name"]}, "train_runtime_s")))
+                for row in load(file)["rows"]]
+
+    header = tuple(key.removeprefix("test_") + (" (%)" if percent else "") for key, percent in metrics)
+    return Table(("model", *header, "epochs", "training s"), rows)
+
+
+SUITE_BUDGETS = Table(("suite", "seeds", "runs at once x threads each", "budget: minutes / epochs"), tuple(
+    (f"`{name}`", Figure(f"results/{name}.json", ("seeds",)),
+     Join((Figure(f"results/{name}.json", ("jobs",)), Figure(f"results/{name}.json", ("num_threads",))), " x "),
+     Join((Figure(f"results/{name}.json", ("budget", "time_budget_minutes"), 1),
+           Figure(f"results/{name}.json", ("budget", "num_train_epochs")))))
+    for name in SUITES))
+
+OPTIONS_FILE = "results/multi30k_training_options.json"
+TRAINING_OPTIONS = Table(("attention GRU, 600 steps, beam 5", "test2016 BLEU", "test2016 chrF"), tuple(
+    (row, OverRows(OPTIONS_FILE, ("rows",), {"row": row}, "test_bleu"),
+     OverRows(OPTIONS_FILE, ("rows",), {"row": row}, "test_chrf"))
+    for row in ("teacher forcing", "scheduled sampling", "teacher forcing, last 5 checkpoints averaged")))
+TRAINING_MINUTES = Table(("attention GRU, 600 steps", "training minutes"), tuple(
+    (row, OverRows(OPTIONS_FILE, ("rows",), {"row": row}, "minutes"))
+    for row in ("teacher forcing", "scheduled sampling")))
+
+PTB = Table(("PTB, 10 minutes on 2 CPU cores, stateful", "test perplexity", "validation perplexity", "minutes",
+             "training"), tuple(
+    (variant, *(Figure("results/ptb_lm.json", ("rows", {"variant": variant}, key))
+                for key in ("test_perplexity", "validation_perplexity", "minutes")),
+     Words("results/ptb_lm.json", ("rows", {"variant": variant}, "training")))
+    for variant in ("lstm", "gru", "lstm-awd", "gru-awd")))
+
+
+def signature_rows() -> list:
+    """The sacreBLEU signatures of each translation suite (its first model's first seed: one suite, one setting)."""
+    rows = []
+    for name in ("translation", "en_zh", "zh_en"):
+        first = load(f"results/{name}.json")["runs"][0]
+        where = ("runs", {"name": first["name"], "seed": first["seed"]})
+        rows.append((f"`{name}`", *(Words(f"results/{name}.json", where + (key,), code=True)
+                                    for key in ("bleu_signature", "chrf_signature"))))
+    return rows
+
+
+SIGNATURES = Table(("suite", "BLEU signature", "chrF signature"), signature_rows)
+
+
+def target_rows() -> list:
+    """Every target the benchmark entries set themselves (``targets``), with the entry's median and whether it is
+    met."""
+    rows = []
+    for name, entry in load(BENCH)["entries"].items():
+        for target in entry.get("targets", []):
+            where = ("entries", name, "targets", {"name": target["name"]})
+            rows.append((f"`{name}`", Words(BENCH, where + ("name",)), Figure(BENCH, where + ("value",), 3),
+                         Words(BENCH, where + ("target",)), Words(BENCH, where + ("met",))))
+    return rows
+
+
+TARGETS = Table(("entry", "measure", "median", "target", "met"), target_rows)
+
+
+def committed_versions(file: str) -> list[tuple[str, dict]]:
+    """Every committed version of ``file``, newest first: (the commit that wrote it, its content)."""
+    log = subprocess.run(["git", "-C", str(REPO_ROOT), "log", "--format=%h", "--", file], capture_output=True,
+                         text=True, check=True).stdout.split()
+    return [(commit, json.loads(subprocess.run(["git", "-C", str(REPO_ROOT), "show", f"{commit}:{file}"],
+                                               capture_output=True, text=True, check=True).stdout))
+            for commit in log]
+
+
+# The headline figures under the names each run filed them: our loop vs the fastest per-sentence search (from the
+# runs that chose it), our loop and `generate()` vs the per-sentence search with its beams batched; before
+# 2026-11-26, `generate()` vs the "matched" search on a stand-in model.
+HEADLINE_KEYS = (f"custom_sorted_speedup_vs_{FASTEST}", "custom_sorted_speedup_vs_beams_batched",
+                 "sorted_speedup_vs_beams_batched", "sorted_speedup_vs_matched")
+
+
+def median_text(node) -> str:
+    if isinstance(node, dict):
+        return f"{node['ratio']}x (IQR {node['quartiles'][0]}-{node['quartiles'][1]})"
+    return "—" if node is None else f"{node}x"
+
+
+def headline_history() -> list:
+    """Every run of the headline entry (``translation``) that a commit of ``results/benchmarks.json`` holds, newest
+    first, each once (a run is its ``ran_at``), with the commit that first wrote it and its code's commit."""
+    runs: dict[str, tuple] = {}
+    for commit, data in committed_versions(BENCH):
+        entry = data.get("entries", {}).get("translation")
+        if entry is None:
+            continue
+        summary = entry.get("summary", {}).get(GRU, {})
+        code = run_commit(entry) or run_commit(data)
+        model = summary.get("model", {}).get("test_bleu")
+        runs[entry.get("ran_at", commit)] = (
+            entry.get("ran_at", "?")[:16].replace("T", " "), f"`{code}`", f"`{commit}`",
+            f"{model:.2f}" if model else "stand-in", str(summary.get("batch_size", entry["sizes"].get("batch_size"))),
+            *(median_text(summary.get(key)) for key in HEADLINE_KEYS))
+    return list(runs.values())
+
+
+HISTORY = Table(("run (UTC)", "code", "results commit", "timed model's test BLEU", "batch",
+                 "our loop vs the fastest per-sentence search", "our loop vs the beams-batched search",
+                 "`generate()` vs the beams-batched search", "`generate()` vs the matched search"), headline_history)
+
+
+def gpu_speed_rows() -> list:
+    """What each GPU results file of the decoding entries holds, with the model and code it names."""
+    rows = []
+    for path in sorted((REPO_ROOT / "results" / "gpu").glob("benchmarks*.json")):
+        file, data = f"results/gpu/{path.name}", load(f"results/gpu/{path.name}")
+        entry = data.get("entries", {}).get("translation")
+        if entry is None or GRU not in entry.get("summary", {}):
+            continue
+        machine = entry.get("machine") or data.get("machine", {})
+        rows.append((f"`{path.name}`", machine.get("gpu", "?"), f"`{run_commit(entry) or run_commit(data)}`",
+                     Figure(file, TRANSLATION + ("summary", GRU, "model", "test_bleu")),
+                     Ratio(file, TRANSLATION + ("summary", GRU, "custom_sorted_speedup_vs_beams_batched")),
+                     Ratio(file, TRANSLATION + ("summary", GRU, "sorted_speedup_vs_beams_batched")),
+                     str(entry["summary"][GRU].get("batch_size", entry["sizes"].get("batch_size")))))
+    return rows
+
+
+GPU_SPEED = Table(("file", "GPU", "code", "timed model's test BLEU", "our loop vs per-sentence search",
+                   "`generate()` vs per-sentence search", "batch"), gpu_speed_rows)
+
+
+def gpu_quality_rows() -> list:
+    rows = [(f"`translation_bleu.json` attention {row['cell_type'].upper()}", str(row.get("seed", "not recorded")),
+             Figure("results/gpu/translation_bleu.json", ("rows", {"cell_type": row["cell_type"]}, "epochs"), 0),
+             Figure("results/gpu/translation_bleu.json", ("rows", {"cell_type": row["cell_type"]}, "test_bleu")))
+            for row in load("results/gpu/translation_bleu.json")["rows"]]
+    for path in sorted((REPO_ROOT / "results" / "gpu").glob("*.json")):  # a translation run's own results.json
+        file = f"results/gpu/{path.name}"
+        run = load(file)
+        if "test_bleu" in run and "arguments" in run:
+            model = " ".join(str(run["arguments"].get(key) or "") for key in ("model_type", "config_overrides"))
+            rows.append((f"`{path.name}` {model.strip()}", Figure(file, ("arguments", "seed")),
+                         Figure(file, ("epochs",), 1), Figure(file, ("test_bleu",))))
+    return rows
+
+
+GPU_QUALITY = Table(("run (results/gpu/)", "seed", "epochs", "test2016 BLEU"), gpu_quality_rows)
+
+DOCUMENTS = {
+    "README.md": {"quality": QUALITY, "speed": SPEED},
+    "docs/results.md": {
+        "main-job": MAIN_JOB, "speed-all": SPEED_ALL, "headline-history": HISTORY, "training-options": TRAINING_OPTIONS,
+        "ptb": PTB, "gpu-speed": GPU_SPEED, "suite-budgets": SUITE_BUDGETS, "signatures": SIGNATURES,
+        "targets": TARGETS, "gpu-quality": GPU_QUALITY,
+        **{f"suite-{name}": suite_table(name) for name in SUITES},
+    },
+    "docs/decoding.md": {"decoding": DECODING},
+    "docs/training.md": {"training-minutes": TRAINING_MINUTES},
+}
