@@ -310,7 +310,8 @@ def gpu_speed_rows() -> list:
         if entry is None or GRU not in entry.get("summary", {}):
             continue
         machine = entry.get("machine") or data.get("machine", {})
-        rows.append((f"`{path.name}`", machine.get("gpu", "?"), f"`{run_commit(entry) or run_commit(data)}`",
+        device = machine.get("gpu") or (entry.get("provenance") or {}).get("device", "?")
+        rows.append((f"`{path.name}`", device, f"`{run_commit(entry) or run_commit(data)}`",
                      Figure(file, TRANSLATION + ("summary", GRU, "model", "test_bleu")),
                      Ratio(file, TRANSLATION + ("summary", GRU, "custom_sorted_speedup_vs_beams_batched")),
                      Ratio(file, TRANSLATION + ("summary", GRU, "sorted_speedup_vs_beams_batched")),
