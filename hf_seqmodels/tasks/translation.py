@@ -51,6 +51,7 @@ from transformers.models.auto.modeling_auto import MODEL_FOR_SEQ_TO_SEQ_CAUSAL_L
 from ..cli import check_at_least, check_choice, check_different, check_range
 from ..data import LengthGroupedSampler, TokenBatchSampler, check_column_files
 from ..evaluation import BLEU_TOKENIZE_CHOICES, bleu_tokenization, translation_metrics, translation_signatures
+from ..files import add_to_manifest
 from ..models import pipeline_translation
 from ..models.decoding import decode
 from ..models.modeling_utils import SeqModelsPreTrainedModel
@@ -440,7 +441,12 @@ def save_attention_plot(model_dir, text: str, path=None, **generate_kwargs):
     figure = attention_figure(load_translation_model(model_dir), load_tokenizers(model_dir), text, **generate_kwargs)
     if figure is None:
         return None
-    path = Path(model_dir) / "attention.png" if path is None else Path(path)
+    if path is None:
+        path = Path(model_dir) / "attention.png"
+        add_to_manifest(model_dir, path.name)  # before writing: a kill between the two leaves no file unlisted
+    else:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=120)
     plt.close(figure)
     return path
@@ -567,11 +573,11 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Tra
         wall_time_s=time.monotonic() - start,
         arguments=arguments.recorded(checkpoints, model_args, data_args, generation_args, training_args),
     )
-    save_model(accelerator, model, tokenizers, training_args.output_dir, results)
+    hypotheses = "".join(f"{line}\n" for line in translations) if "test_hypotheses_file" in results else None
+    save_model(accelerator, model, tokenizers, training_args.output_dir, results,
+               {} if hypotheses is None else {TEST_HYPOTHESES: hypotheses})
 
     if accelerator.is_main_process:
-        if "test_hypotheses_file" in results:
-            (Path(training_args.output_dir) / TEST_HYPOTHESES).write_text("".join(f"{line}\n" for line in translations))
         summary = {k: v for k, v in results.items() if k not in ("eval_history", "arguments")}
         print(json.dumps(summary, indent=2))
         for warning in results.get("warnings", []):
