@@ -24,7 +24,7 @@ from accelerate import Accelerator
 from accelerate.logging import get_logger
 from transformers import AutoTokenizer
 
-from .files import MANIFEST, ours, remove_temporaries, replace_dir, rotate, saving, write_manifest
+from .files import MANIFEST, delete_dir, ours, remove_temporaries, replace_dir, rotate, saving, write_manifest
 from .tokenization import load_tokenizer as load_saved_tokenizer, save_tokenizer
 from .training_state import TrainingState, pickle_files
 
@@ -162,7 +162,7 @@ class Checkpoints:
         if accelerator.is_main_process:
             for stale in self.written():
                 logger.info(f"Deleting {stale} of an earlier run (--overwrite_output_dir)")
-                shutil.rmtree(stale)
+                delete_dir(stale)
         accelerator.wait_for_everyone()
 
     def tokenizer(self, make_tokenizer: Callable[[], object],

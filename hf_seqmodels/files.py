@@ -10,7 +10,7 @@
   file system has none), before the swap: nothing of the user's is ever deleted, at whatever moment a run dies.
 * `remove_temporaries`: what killed runs left beside a folder, removed when the next run starts.
 * `lock_folder`: one run at a time per folder; a second is refused with the pid, host and start time of the first.
-* `rotate`: keep the newest checkpoints, and always the best one.
+* `rotate`: keep the newest checkpoints, and always the best one (`delete_dir`: a folder goes whole or not at all).
 """
 
 import ctypes
@@ -304,5 +304,14 @@ def rotate(folders: Sequence[Path], limit: int, keep: Path | None = None) -> lis
     candidates = [folder for folder in folders[:-1] if folder != keep]
     deleted = candidates[:max(0, len(folders) - limit)]
     for folder in deleted:
-        shutil.rmtree(folder)
+        delete_dir(folder)
     return deleted
+
+
+def delete_dir(folder: Path) -> None:
+    """Delete ``folder`` whole or not at all: it is renamed to a temporary name first (`temp_path`), which
+    `remove_temporaries` removes if a kill stops the deletion."""
+    hidden = temp_path(folder)
+    shutil.rmtree(hidden, ignore_errors=True)
+    folder.rename(hidden)
+    shutil.rmtree(hidden)
