@@ -85,7 +85,7 @@ def stage_hub_folder(model_dir: str | Path, target: str | Path, card: ModelCard)
         raise ValueError(f"{target} holds {', '.join(theirs)}, which no staging wrote: the staged folder is uploaded "
                          f"whole, so nothing is staged there. Move them out of {target} or pass another "
                          "--staging_dir.")
-    with replacing(target) as temp:
+    with replacing(target, STAGED_NAMES) as temp:
         (temp / STAGING_MARKER).write_text(f"Staged from {model} by hf_seqmodels; the next staging replaces it.\n")
         for path in sorted(model_dir.iterdir()):
             if path.is_file() and (_matches(path.name, WEIGHT_FILES + OTHER_FILES) or path.name in TOKENIZER_FILES
