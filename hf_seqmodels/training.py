@@ -67,10 +67,13 @@ TRACKER_PACKAGES = {"tensorboard": "tensorboard"}
 # Environment variables `accelerate launch` sets for a sharded-training configuration -> its name.
 SHARDED_BACKENDS = {"ACCELERATE_USE_FSDP": "FSDP", "ACCELERATE_USE_DEEPSPEED": "DeepSpeed"}
 RUN_OUTPUT_FILES = ("config.json", "results.json")  # one of them marks a folder as the output of an earlier run
+TEST_HYPOTHESES = "test_hypotheses.txt"  # translation's test translations, one line per sentence, in output_dir
+ATTENTION_PLOT = "attention.png"  # translation's attention heatmap of an example, in output_dir
 # What a run writes in output_dir (glob patterns): without a files.MANIFEST (an older version's run), these are the
 # earlier run's files that --overwrite_output_dir replaces; a file of the user's with one of these names is refused.
 RUN_OUTPUT_NAMES = ("*.safetensors", "model.safetensors.index.json", "config.json", "generation_config.json",
-                    "results.json", *TOKENIZER_FILES, SOURCE_TOKENIZER_DIR, "custom_generate",
+                    "results.json", *TOKENIZER_FILES, SOURCE_TOKENIZER_DIR, "custom_generate", TEST_HYPOTHESES,
+                    ATTENTION_PLOT,
                     *sorted(path.name for path in Path(models.__file__).parent.glob("*.py")))  # remote code
 EVAL_SIZE_OPTIONS = "--max_eval_samples and --block_size"  # what can leave an evaluation set empty
 

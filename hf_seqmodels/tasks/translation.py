@@ -59,7 +59,8 @@ from ..models.pipeline_translation import CUSTOM_PIPELINES, SOURCE_TOKENIZER_DIR
 from ..paths import check_model_path
 from ..pretrained import load_pretrained
 from ..tokenization import DEFAULT_SPECIAL_TOKENS, KINDS, save_tokenizer, train_tokenizer
-from ..training import TrainingArguments, describe_device, save_model, start_run, train
+from ..training import (ATTENTION_PLOT, TEST_HYPOTHESES, TrainingArguments, describe_device, save_model, start_run,
+                        train)
 from . import arguments
 
 __all__ = ["ModelArguments", "DataArguments", "GenerationArguments", "ARGUMENTS", "TRAINING_DEFAULTS", "run",
@@ -72,7 +73,6 @@ __all__ = ["ModelArguments", "DataArguments", "GenerationArguments", "ARGUMENTS"
            "save_attention_plot"]
 
 VOCABULARIES = ("joint", "separate")
-TEST_HYPOTHESES = "test_hypotheses.txt"  # in the model folder: the test translations, one line per sentence
 EXAMPLES = ["A little girl climbs into a wooden playhouse.", "Two dogs are running through the snow.",
             "A man in a blue shirt is standing on a ladder cleaning windows."]
 # Translation defaults for the shared training options (tuned for the attention GRU on 2 CPU cores).
@@ -442,7 +442,7 @@ def save_attention_plot(model_dir, text: str, path=None, **generate_kwargs):
     if figure is None:
         return None
     if path is None:
-        path = Path(model_dir) / "attention.png"
+        path = Path(model_dir) / ATTENTION_PLOT
         add_to_manifest(model_dir, path.name)  # before writing: a kill between the two leaves no file unlisted
     else:
         path = Path(path)
