@@ -139,7 +139,8 @@ class Checkpoints:
             if self.limit is not None:
                 best = state.extras.get("best_model")
                 best_step = None if best is None or best.entry is None else best.entry["step"]
-                rotate(self.written(), self.limit, keep=None if best_step is None else self.folder / f"{PREFIX}{best_step}")
+                best_folder = None if best_step is None else self.folder / f"{PREFIX}{best_step}"
+                rotate(self.written(), self.limit, keep=best_folder)
         accelerator.wait_for_everyone()
 
     def resume(self, accelerator: Accelerator, state: TrainingState) -> int:

@@ -154,9 +154,9 @@ def load_tokenizer(name_or_path, option: str, load: Callable = AutoTokenizer.fro
         return load(name_or_path, **kwargs)
     except Exception as error:  # noqa: BLE001 - a folder's files can fail in the tokenizers library in any way
         folder = Path(name_or_path)
-        found = sorted(path.name for path in folder.iterdir() if path.name in TOKENIZER_FILES) if folder.is_dir() else []
+        found = sorted(p.name for p in folder.iterdir() if p.name in TOKENIZER_FILES) if folder.is_dir() else []
         holds = f"it holds {', '.join(found)}" if found else "it holds no tokenizer file"
         first_line = (str(error).strip().splitlines() or [""])[0]
         raise ValueError(f"{option}: no tokenizer loads from {name_or_path} ({holds}; {type(error).__name__}: "
-                         f"{first_line}). Pass a folder with a complete tokenizer, as tokenizer.save_pretrained writes it "
-                         f"(tokenizer.json and tokenizer_config.json).") from error
+                         f"{first_line}). Pass a folder with a complete tokenizer, as tokenizer.save_pretrained "
+                         f"writes it (tokenizer.json and tokenizer_config.json).") from error

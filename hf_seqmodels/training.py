@@ -361,10 +361,10 @@ def check_earlier_run(args: TrainingArguments) -> None:
                              f"'<output_dir>-{default}').")
     checkpoints = Checkpoints(args.checkpoint_dir)
     if theirs := checkpoints.foreign():
-        raise ValueError(f"--checkpoint_dir {args.checkpoint_dir} holds {', '.join(p.name for p in theirs)}, named like "
-                         f"the run's step_<n> checkpoints but not written by one (no {MANIFEST}); a run replaces and "
-                         f"deletes its checkpoints by these names, so it does not start here. Move or rename them, "
-                         f"or pass another --checkpoint_dir.")
+        raise ValueError(f"--checkpoint_dir {args.checkpoint_dir} holds {', '.join(p.name for p in theirs)}, named "
+                         f"like the run's step_<n> checkpoints but not written by one (no {MANIFEST}); a run "
+                         f"replaces and deletes its checkpoints by these names, so it does not start here. Move or "
+                         f"rename them, or pass another --checkpoint_dir.")
     if not (args.resume_from_checkpoint or args.overwrite_output_dir) and checkpoints.all():
         raise ValueError(f"--checkpoint_dir {args.checkpoint_dir} holds the step_<n> checkpoints of an earlier "
                          f"run; resume it with --resume_from_checkpoint latest, or pass --overwrite_output_dir to "

@@ -58,8 +58,9 @@ def stage_hub_folder(model_dir: str | Path, target: str | Path, card: ModelCard)
     ``save_pretrained`` wrote next to config.json) with the decoding loop in ``custom_generate/``. Pickle weights
     (``*.bin``...) are refused: they run code when loaded. An existing ``target`` is replaced (whole, at once:
     `files.replacing`) only if it is empty or a folder staged earlier (it holds `STAGING_MARKER`) that holds nothing
-    else (a file of the user's there is refused, as it would be uploaded); it may not overlap ``model_dir``. ``target`` stays locked for this process (`files.lock_folder`: another staging into it
-    is refused), and what a killed staging left beside it is removed.
+    else (a file of the user's there is refused, as it would be uploaded); it may not overlap ``model_dir``.
+    ``target`` stays locked for this process (`files.lock_folder`: another staging into it is refused), and what a
+    killed staging left beside it is removed.
 
     Returns:
         The staged file names, sorted (`STAGING_MARKER` and `files.MANIFEST` left out).

@@ -142,8 +142,8 @@ def test_a_tokenizer_folder_without_a_tokenizer(tmp_path):
         for folder, holds in ((empty, "it holds no tokenizer file"), (broken, "it holds tokenizer.json")):
             arguments = text_classification.ModelArguments(**{option: str(folder)})
             assert_outcome("scripts", lambda: labelling.make_tokenizer(arguments, []),
-                           error=rf"--{option}: no tokenizer loads from .*{folder.name} \({holds}; .*\)\. Pass a folder "
-                                 r"with a complete tokenizer")
+                           error=rf"--{option}: no tokenizer loads from .*{folder.name} \({holds}; .*\)\. Pass a "
+                                 r"folder with a complete tokenizer")
 
 
 def test_resuming_from_a_checkpoint_whose_tokenizer_is_empty(run_clm, tmp_path):
@@ -160,8 +160,8 @@ def test_push_to_hub_with_a_results_file_that_is_not_json(tmp_path, monkeypatch)
     for text, message in (("{not json", r"results.json is not JSON \(Expecting property name"),
                           ("[1, 2]", r"results.json holds a JSON list, not an object")):
         (model_dir / "results.json").write_text(text)
-        assert_outcome("scripts", lambda: script(monkeypatch, "push_to_hub.py", model_dir, "--repo_id", "me/ner", "--dry-run",
-                                                 "--benchmarks", ""),
+        assert_outcome("scripts", lambda: script(monkeypatch, "push_to_hub.py", model_dir, "--repo_id", "me/ner",
+                                                 "--dry-run", "--benchmarks", ""),
                        error=message + r".*; pass --results: the results.json a training script wrote")
     assert_outcome("scripts", lambda: prepare_hub_folder(model_dir, "me/ner", results=tmp_path / "nowhere.json"),
                    error=r"--results .*nowhere.json: no such file")
@@ -176,6 +176,6 @@ def test_plot_attention_into_a_folder_that_does_not_exist(tmp_path, monkeypatch)
     AttentionSeq2SeqForConditionalGeneration(config).save_pretrained(model_dir)
     TranslationTokenizers(tokenizer, tokenizer).save_pretrained(model_dir)
     picture = tmp_path / "plots" / "new" / "attention.png"
-    assert_outcome("scripts", lambda: script(monkeypatch, "plot_attention.py", model_dir, "a man sleeps", "--output", picture,
-                                             "--num_beams", "1") or picture.read_bytes()[:8],
+    assert_outcome("scripts", lambda: script(monkeypatch, "plot_attention.py", model_dir, "a man sleeps", "--output",
+                                             picture, "--num_beams", "1") or picture.read_bytes()[:8],
                    check=lambda start: start == b"\x89PNG\r\n\x1a\n")
