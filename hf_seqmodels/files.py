@@ -6,7 +6,7 @@
   `remove_temporaries` puts it back if a kill came between the two renames.
 * `saving`: a failed write (a full disk) removes the partial copy and says that the previous folder is kept.
 * `MANIFEST`: every folder `replacing` writes lists the entries it wrote; replacing a folder drops only those of the
-  earlier writer (`ours`) and carries every other file and folder into the new one as hard links (copies where the
+  earlier writer and carries every other file (`foreign`) and folder into the new one as hard links (copies where the
   file system has none), before the swap: nothing of the user's is ever deleted, at whatever moment a run dies.
 * `remove_temporaries`: what killed runs left beside a folder, removed when the next run starts.
 * `lock_folder`: one run at a time per folder; a second is refused with the pid, host and start time of the first.

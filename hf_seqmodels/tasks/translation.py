@@ -58,7 +58,7 @@ from ..models.modeling_utils import SeqModelsPreTrainedModel
 from ..models.pipeline_translation import CUSTOM_PIPELINES, SOURCE_TOKENIZER_DIR
 from ..paths import check_model_path
 from ..pretrained import load_pretrained
-from ..tokenization import DEFAULT_SPECIAL_TOKENS, KINDS, save_tokenizer, train_tokenizer
+from ..tokenization import DEFAULT_SPECIAL_TOKENS, KINDS, load_tokenizer, save_tokenizer, train_tokenizer
 from ..training import (ATTENTION_PLOT, TEST_HYPOTHESES, TrainingArguments, describe_device, save_model, start_run,
                         train)
 from . import arguments
@@ -438,7 +438,8 @@ def save_attention_plot(model_dir, text: str, path=None, **generate_kwargs):
     attention."""
     from matplotlib import pyplot as plt
 
-    figure = attention_figure(load_translation_model(model_dir), load_tokenizers(model_dir), text, **generate_kwargs)
+    model = load_translation_model(model_dir)
+    figure = attention_figure(model, load_tokenizer(model_dir, "model_dir", load_tokenizers), text, **generate_kwargs)
     if figure is None:
         return None
     if path is None:

@@ -13,14 +13,14 @@ from transformers import AutoModelForCausalLM
 from hf_seqmodels import AttentionSeq2SeqConfig, AttentionSeq2SeqForConditionalGeneration, files
 from hf_seqmodels.cards import prepare_hub_folder, render_card, stage_hub_folder
 from hf_seqmodels.checkpoints import Checkpoints
-from hf_seqmodels.tasks import labelling, text_classification
+from hf_seqmodels.tasks import inference, labelling, text_classification
 from hf_seqmodels.tasks.translation import TranslationTokenizers, end_with_eos
 from hf_seqmodels.tokenization import train_tokenizer
 
 from ..cards.runs import NER_RUN
 from ..cards.test_hub import bert_folder
 from .outcomes import assert_outcome
-from .saved_models import accelerator, loaded_version, save_version, training_state
+from .saved_models import accelerator, loaded_version, save_version, tiny_model, training_state
 from .test_checkpoints import run_clm  # noqa: F401  (run_clm: the fixture running scripts/run_clm.py)
 from .test_files import start
 from .test_kills import intact, user_files, write_user_files
@@ -179,3 +179,16 @@ def test_plot_attention_into_a_folder_that_does_not_exist(tmp_path, monkeypatch)
     assert_outcome("scripts", lambda: script(monkeypatch, "plot_attention.py", model_dir, "a man sleeps", "--output",
                                              picture, "--num_beams", "1") or picture.read_bytes()[:8],
                    check=lambda start: start == b"\x89PNG\r\n\x1a\n")
+    (model_dir / "tokenizer.json").write_text("{}")  # the sibling case: a model folder whose tokenizer is damaged
+    assert_outcome("scripts", lambda: script(monkeypatch, "plot_attention.py", model_dir, "a man sleeps"),
+                   error=r"model_dir: no tokenizer loads from .*model \(it holds tokenizer.json, tokenizer_config.json")
+
+
+def test_generate_from_a_model_folder_whose_tokenizer_is_damaged(tmp_path):
+    model_dir = tmp_path / "lm"
+    tiny_model(0).save_pretrained(model_dir)
+    train_tokenizer(["a b c"], "word").save_pretrained(model_dir)
+    (model_dir / "tokenizer.json").write_text("{}")
+    assert_outcome("scripts", lambda: inference.load_language_model(model_dir),
+                   error=r"model_dir: no tokenizer loads from .*lm \(it holds tokenizer.json, tokenizer_config.json; "
+                         r"KeyError")
