@@ -7,6 +7,9 @@ with) and the model's ``config.json`` (and ``generation_config.json``), so that 
 of checkpoints. Each is written to a hidden temporary folder and renamed into place once complete, so a killed run never
 leaves half a checkpoint behind.
 
+Each checkpoint holds a `files.MANIFEST`: rotation and ``--overwrite_output_dir`` delete only folders that have one
+(or an older version's optimizer state), never a ``step_<n>`` folder of the user's, which a checkpoint never replaces.
+
 `Checkpoints` finds the latest, saves, keeps at most ``limit`` (all when None), resumes, and loads the tokenizer of
 the checkpoint it resumes from. It resolves ``--resume_from_checkpoint`` ('latest' or a folder) once, when it is
 made, and refuses then a checkpoint holding a pickle (an older version's, written by ``accelerator.save_state``)
@@ -21,14 +24,17 @@ from accelerate import Accelerator
 from accelerate.logging import get_logger
 from transformers import AutoTokenizer
 
-from .files import remove_temporaries, replace_dir, rotate, saving
-from .tokenization import save_tokenizer
+from .files import MANIFEST, delete_dir, ours, remove_temporaries, replace_dir, rotate, saving, write_manifest
+from .tokenization import load_tokenizer as load_saved_tokenizer, save_tokenizer
 from .training_state import TrainingState, pickle_files
 
 logger = get_logger(__name__)
 
 TOKENIZER_DIR = "tokenizer"  # the run's tokenizer, inside every step_<n> checkpoint
 PREFIX = "step_"
+# A checkpoint written before checkpoints held a files.MANIFEST has one of these (its optimizer's state: ours, or
+# accelerator.save_state's).
+LEGACY_FILES = ("optimizer.json", "optimizer.bin")
 
 
 def save_config(model, folder: Path) -> None:
@@ -70,6 +76,15 @@ class Checkpoints:
         found = [path for path in self.folder.glob(f"{PREFIX}*") if path.name[len(PREFIX):].isdigit() and path.is_dir()]
         return sorted(found, key=self.step)
 
+    def written(self) -> list[Path]:
+        """The checkpoints of `all` that a run wrote (they hold a `files.MANIFEST`, or an older version's optimizer
+        state): the only ones rotation and --overwrite_output_dir delete."""
+        return [path for path in self.all() if ours(path, LEGACY_FILES)]
+
+    def foreign(self) -> list[Path]:
+        """The checkpoint-named folders of `all` that no run wrote (e.g. a ``step_1/`` of the user's)."""
+        return [path for path in self.all() if not ours(path, LEGACY_FILES)]
+
     def latest(self) -> Path | None:
         found = self.all()
         return found[-1] if found else None
@@ -103,6 +118,9 @@ class Checkpoints:
         never the checkpoint of the best evaluation (of ``state.extras["best_model"]``, a `training.BestModel`). A
         failed save (a full disk) keeps the previous checkpoints."""
         target = self.folder / f"{PREFIX}{step}"
+        if target.is_dir() and not ours(target, LEGACY_FILES):
+            raise ValueError(f"{target} is a folder that no run wrote (no {MANIFEST}), so the checkpoint of step "
+                             f"{step} does not replace it: move it, or pass another --checkpoint_dir.")
         temp = target.with_name(f".{target.name}.tmp")  # the same name on every process: each writes its RNG state
         if accelerator.is_main_process:
             shutil.rmtree(temp, ignore_errors=True)
@@ -116,11 +134,13 @@ class Checkpoints:
                 save_config(state.model, temp)
                 if tokenizer is not None:
                     save_tokenizer(tokenizer, temp / TOKENIZER_DIR)
+                write_manifest(temp)
                 replace_dir(temp, target)
             if self.limit is not None:
                 best = state.extras.get("best_model")
                 best_step = None if best is None or best.entry is None else best.entry["step"]
-                rotate(self.all(), self.limit, keep=None if best_step is None else self.folder / f"{PREFIX}{best_step}")
+                best_folder = None if best_step is None else self.folder / f"{PREFIX}{best_step}"
+                rotate(self.written(), self.limit, keep=best_folder)
         accelerator.wait_for_everyone()
 
     def resume(self, accelerator: Accelerator, state: TrainingState) -> int:
@@ -139,11 +159,11 @@ class Checkpoints:
         return step
 
     def delete_all(self, accelerator: Accelerator) -> None:
-        """Delete every checkpoint (those of an earlier run, which a new run must not resume later)."""
+        """Delete every checkpoint a run wrote (those of an earlier run, which a new run must not resume later)."""
         if accelerator.is_main_process:
-            for stale in self.all():
+            for stale in self.written():
                 logger.info(f"Deleting {stale} of an earlier run (--overwrite_output_dir)")
-                shutil.rmtree(stale)
+                delete_dir(stale)
         accelerator.wait_for_everyone()
 
     def tokenizer(self, make_tokenizer: Callable[[], object],
@@ -163,4 +183,4 @@ class Checkpoints:
             )
         logger.info(f"Loading the tokenizer of {self.resume_from} from {folder} (not training one)",
                     main_process_only=True)
-        return load_tokenizer(folder)
+        return load_saved_tokenizer(folder, "--resume_from_checkpoint", load_tokenizer)

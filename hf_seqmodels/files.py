@@ -5,14 +5,18 @@
   old or the complete new folder. Without that call, the old folder is renamed aside (``.<name>.old-<pid>``) first;
   `remove_temporaries` puts it back if a kill came between the two renames.
 * `saving`: a failed write (a full disk) removes the partial copy and says that the previous folder is kept.
+* `MANIFEST`: every folder `replacing` writes lists the entries it wrote; replacing a folder drops only those of the
+  earlier writer and carries every other file (`foreign`) and folder into the new one as hard links (copies where the
+  file system has none), before the swap: nothing of the user's is ever deleted, at whatever moment a run dies.
 * `remove_temporaries`: what killed runs left beside a folder, removed when the next run starts.
 * `lock_folder`: one run at a time per folder; a second is refused with the pid, host and start time of the first.
-* `rotate`: keep the newest checkpoints, and always the best one.
+* `rotate`: keep the newest checkpoints, and always the best one (`delete_dir`: a folder goes whole or not at all).
 """
 
 import ctypes
 import errno
 import fcntl
+import fnmatch
 import glob
 import json
 import os
@@ -26,6 +30,7 @@ from pathlib import Path
 AT_FDCWD, RENAME_EXCHANGE = -100, 2  # from <fcntl.h> and <linux/fs.h>
 _LIBC = ctypes.CDLL(None, use_errno=True)
 _HELD_LOCKS: dict[Path, int] = {}  # folder -> open file descriptor of its lock, held until the process exits
+MANIFEST = ".hf_seqmodels-files.json"  # in each folder hf_seqmodels writes: the names of the entries it wrote there
 
 
 def temp_path(target: Path) -> Path:
@@ -88,9 +93,12 @@ def saving(temp: Path, target: Path) -> Iterator[None]:
 
 
 @contextmanager
-def replacing(target: str | Path) -> Iterator[Path]:
-    """Yield an empty temporary folder beside ``target``; once the block has written it completely, it replaces
-    ``target`` (`replace_dir`). If the block fails, ``target`` is left as it was (`saving`)."""
+def replacing(target: str | Path, legacy: Sequence[str] = ()) -> Iterator[Path]:
+    """Yield an empty temporary folder beside ``target``; once the block has written it completely, it gets the
+    `MANIFEST` of what it wrote and links to every entry of ``target`` that an earlier writer did not write
+    (`foreign`, with ``legacy`` for a folder without a manifest), then replaces ``target`` (`replace_dir`). If the
+    block fails, ``target`` is left as it was (`saving`); a name written by both the block and the user is refused
+    (a ValueError listing them), the user's file kept."""
     target = Path(target)
     check_replaceable(target)
     temp = temp_path(target)
@@ -98,7 +106,90 @@ def replacing(target: str | Path) -> Iterator[Path]:
     with saving(temp, target):
         temp.mkdir(parents=True)
         yield temp
+        write_manifest(temp)
+        kept = foreign(target, legacy)
+        if clashes := [name for name in kept if (temp / name).exists() or (temp / name).is_symlink()]:
+            raise ValueError(f"{target} holds {', '.join(clashes)}, which no earlier run wrote, and the new one writes "
+                             f"files of the same names: nothing was replaced. Move them out of {target} and run "
+                             f"again, or save elsewhere.")
+        for name in kept:
+            link_entry(target / name, temp / name)
         replace_dir(temp, target)
+
+
+def write_manifest(folder: Path) -> None:
+    """Record the entries of ``folder`` (all written by this run) in its `MANIFEST`."""
+    _write_manifest(folder, [path.name for path in folder.iterdir() if path.name != MANIFEST])
+
+
+def add_to_manifest(folder: str | Path, *names: str) -> None:
+    """Record ``names``, just written into ``folder``, in its `MANIFEST`; nothing for a folder without one (not
+    written by a run of hf_seqmodels)."""
+    folder = Path(folder)
+    if (written := _listed(folder)) is not None:
+        _write_manifest(folder, {*names, *written})
+
+
+def _write_manifest(folder: Path, names) -> None:
+    temp = folder / f"{MANIFEST}.tmp-{os.getpid()}"
+    temp.write_text(json.dumps({"written_by": "hf_seqmodels", "files": sorted(names)}, indent=1) + "\n")
+    os.replace(temp, folder / MANIFEST)
+
+
+def ours(folder: Path, legacy: Sequence[str] = ()) -> bool:
+    """Whether ``folder`` was written by hf_seqmodels: it has a `MANIFEST`, or an entry matching the glob
+    patterns ``legacy`` (what an earlier version wrote there before manifests)."""
+    return (folder / MANIFEST).is_file() or any(matches(path.name, legacy) for path in folder.iterdir())
+
+
+def foreign(folder: Path, legacy: Sequence[str] = ()) -> list[str]:
+    """The names of the entries of ``folder`` (none if absent) that hf_seqmodels did not write there: those its
+    `MANIFEST` does not list, or without one, those not matching the glob patterns ``legacy`` (the manifest and
+    what a kill left of its rewriting excepted)."""
+    if not folder.is_dir():
+        return []
+    written = _listed(folder)
+    return sorted(path.name for path in folder.iterdir() if not path.name.startswith(MANIFEST) and not (
+        matches(path.name, legacy) if written is None else path.name in written))
+
+
+def _listed(folder: Path) -> list[str] | None:
+    """The names the `MANIFEST` of ``folder`` lists; None without one."""
+    manifest = folder / MANIFEST
+    if not manifest.is_file():
+        return None
+    try:
+        written = json.loads(manifest.read_text())["files"]
+        if isinstance(written, list) and all(isinstance(name, str) for name in written):
+            return written
+    except (ValueError, KeyError, TypeError):
+        pass
+    raise ValueError(f"{manifest} is damaged (not the JSON list of the files a run wrote there), so what in {folder} "
+                     f"is yours is unknown: nothing is replaced. Move your files out of {folder} and delete that "
+                     f"file, or use another folder.")
+
+
+def matches(name: str, patterns: Sequence[str]) -> bool:
+    """Whether ``name`` matches one of the glob ``patterns`` (case-sensitive)."""
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
+
+
+def link_entry(source: Path, target: Path) -> None:
+    """Make ``target`` the same entry as ``source``: a hard link of a file (a copy where the file system has
+    none), a folder of such links, a link with the same destination."""
+    if source.is_symlink():
+        os.symlink(os.readlink(source), target)
+    elif source.is_dir():
+        shutil.copytree(source, target, symlinks=True, copy_function=_link_file)
+    else:
+        _link_file(source, target)
+
+
+def _link_file(source: str | Path, target: str | Path) -> None:
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
 
 
 def remove_temporaries(folder: Path, names: str) -> list[Path]:
@@ -213,5 +304,14 @@ def rotate(folders: Sequence[Path], limit: int, keep: Path | None = None) -> lis
     candidates = [folder for folder in folders[:-1] if folder != keep]
     deleted = candidates[:max(0, len(folders) - limit)]
     for folder in deleted:
-        shutil.rmtree(folder)
+        delete_dir(folder)
     return deleted
+
+
+def delete_dir(folder: Path) -> None:
+    """Delete ``folder`` whole or not at all: it is renamed to a temporary name first (`temp_path`), which
+    `remove_temporaries` removes if a kill stops the deletion."""
+    hidden = temp_path(folder)
+    shutil.rmtree(hidden, ignore_errors=True)
+    folder.rename(hidden)
+    shutil.rmtree(hidden)

@@ -25,10 +25,15 @@ The same texts give byte-identical tokenizer files in every process (see `_conti
 differs slightly from run to run (`REPRODUCIBLE_KINDS` are the others).
 """
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from pathlib import Path
 
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
-from transformers import PreTrainedTokenizerFast
+from transformers import AutoTokenizer, PreTrainedTokenizerFast
+
+# The files a tokenizer's save_pretrained may write.
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt", "vocab.json",
+                   "merges.txt", "added_tokens.json", "chat_template.jinja")
 
 DEFAULT_SPECIAL_TOKENS = {"pad_token": "<pad>", "unk_token": "<unk>", "bos_token": "<s>", "eos_token": "</s>"}
 KINDS = ("word", "bpe", "wordpiece", "unigram", "char")
@@ -139,3 +144,19 @@ def save_tokenizer(tokenizer, folder) -> None:
         backend.no_truncation()
         backend.no_padding()
     tokenizer.save_pretrained(folder)
+
+
+def load_tokenizer(name_or_path, option: str, load: Callable = AutoTokenizer.from_pretrained, **kwargs):
+    """``load(name_or_path, **kwargs)`` (``AutoTokenizer.from_pretrained`` by default), the tokenizer that ``option``
+    names; whatever stops it (no tokenizer there, a damaged or empty file) is a ValueError naming the option, the
+    folder and the tokenizer files it holds."""
+    try:
+        return load(name_or_path, **kwargs)
+    except Exception as error:  # noqa: BLE001 - a folder's files can fail in the tokenizers library in any way
+        folder = Path(name_or_path)
+        found = sorted(p.name for p in folder.iterdir() if p.name in TOKENIZER_FILES) if folder.is_dir() else []
+        holds = f"it holds {', '.join(found)}" if found else "it holds no tokenizer file"
+        first_line = (str(error).strip().splitlines() or [""])[0]
+        raise ValueError(f"{option}: no tokenizer loads from {name_or_path} ({holds}; {type(error).__name__}: "
+                         f"{first_line}). Pass a folder with a complete tokenizer, as tokenizer.save_pretrained "
+                         f"writes it (tokenizer.json and tokenizer_config.json).") from error

@@ -5,9 +5,11 @@ machines too): Accelerate shards the training batches and averages the gradients
 token counts over processes, and only the main process logs, shows progress bars and writes the final model.
 
 Files: the final model goes to ``output_dir`` through `save_model`, which builds a complete folder next to it
-and swaps it into place (`files.replacing`); it replaces an earlier run's folder only with
+and swaps it into place (`files.replacing`); it replaces an earlier run's files only with
 ``--overwrite_output_dir``, which also deletes that run's checkpoints when a new run starts (`start_run` locks
-both folders against a second run and checks them before any training; parsing the arguments reads no file). The
+both folders against a second run and checks them before any training; parsing the arguments reads no file).
+Only what a run wrote is ever replaced or deleted: the files its `files.MANIFEST` lists (for a folder from before
+manifests, the names in `RUN_OUTPUT_NAMES`); any other file or folder there is kept. The
 checkpoints (``<checkpoint_dir>/step_<n>``, each with the run's tokenizer) and the one a run resumes from are a
 `checkpoints.Checkpoints`.
 """
@@ -34,14 +36,16 @@ from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase, get_scheduler
 from transformers.trainer_pt_utils import LabelSmoother
 
+from . import models
 from .checkpoints import Checkpoints
 from .data import TokenBatchSampler
 from .cli import check_at_least, check_choice, check_range
 from .evaluation import perplexity
-from .files import lock_folders, remove_temporaries_of, replacing, unlock_folders
+from .files import MANIFEST, foreign, lock_folders, matches, remove_temporaries_of, replacing, unlock_folders
+from .models.pipeline_translation import SOURCE_TOKENIZER_DIR
 from .nt_asgd import NTASGD, evaluate_with_averages
 from .scheduled_sampling import SCHEDULES, TeacherForcing, check_arguments as check_scheduled_sampling
-from .tokenization import save_tokenizer
+from .tokenization import TOKENIZER_FILES, save_tokenizer
 from .training_state import TrainingState
 from .word_vectors import set_embeddings_trainable
 
@@ -62,6 +66,14 @@ TRACKER_PACKAGES = {"tensorboard": "tensorboard"}
 # Environment variables `accelerate launch` sets for a sharded-training configuration -> its name.
 SHARDED_BACKENDS = {"ACCELERATE_USE_FSDP": "FSDP", "ACCELERATE_USE_DEEPSPEED": "DeepSpeed"}
 RUN_OUTPUT_FILES = ("config.json", "results.json")  # one of them marks a folder as the output of an earlier run
+TEST_HYPOTHESES = "test_hypotheses.txt"  # translation's test translations, one line per sentence, in output_dir
+ATTENTION_PLOT = "attention.png"  # translation's attention heatmap of an example, in output_dir
+# What a run writes in output_dir (glob patterns): without a files.MANIFEST (an older version's run), these are the
+# earlier run's files that --overwrite_output_dir replaces; a file of the user's with one of these names is refused.
+RUN_OUTPUT_NAMES = ("*.safetensors", "model.safetensors.index.json", "config.json", "generation_config.json",
+                    "results.json", *TOKENIZER_FILES, SOURCE_TOKENIZER_DIR, "custom_generate", TEST_HYPOTHESES,
+                    ATTENTION_PLOT,
+                    *sorted(path.name for path in Path(models.__file__).parent.glob("*.py")))  # remote code
 EVAL_SIZE_OPTIONS = "--max_eval_samples and --block_size"  # what can leave an evaluation set empty
 
 
@@ -73,9 +85,9 @@ class TrainingArguments:
                                               "empty unless --overwrite_output_dir."})
     overwrite_output_dir: bool = field(
         default=False,
-        metadata={"help": "Replace the output of an earlier run in output_dir (a folder with config.json or "
-                          "results.json; nothing else is replaced) and delete the step_<n> checkpoints of "
-                          "checkpoint_dir at the start of a new run."},
+        metadata={"help": "Replace the files an earlier run wrote in output_dir (a folder with config.json or "
+                          f"results.json; those its {MANIFEST} lists) and delete the step_<n> checkpoints it wrote "
+                          "in checkpoint_dir at the start of a new run. Every other file and folder there is kept."},
     )
     per_device_train_batch_size: int = field(default=20, metadata={"help": "Training batch size per process."})
     per_device_eval_batch_size: int = field(default=64, metadata={"help": "Evaluation batch size per process."})
@@ -328,10 +340,15 @@ def check_earlier_run(args: TrainingArguments) -> None:
         if not args.overwrite_output_dir:
             raise ValueError(f"--output_dir={output} is not empty; pass --overwrite_output_dir to replace the "
                              f"earlier run there, or another folder.")
-        if not any((output / name).is_file() for name in RUN_OUTPUT_FILES):
+        if not any((output / name).is_file() for name in (*RUN_OUTPUT_FILES, MANIFEST)):
             raise ValueError(f"--output_dir={output} is not empty and holds no earlier run (no "
                              f"{' or '.join(RUN_OUTPUT_FILES)}), so even --overwrite_output_dir does not replace "
                              f"it; pass the path of a new or empty folder.")
+        theirs = foreign(output, RUN_OUTPUT_NAMES)
+        if clashes := [name for name in theirs if matches(name, RUN_OUTPUT_NAMES)]:
+            raise ValueError(f"--output_dir={output} holds {', '.join(clashes)}, which the earlier run there did not "
+                             f"write and this run would (--overwrite_output_dir replaces only what a run wrote): "
+                             f"move them out of {output} or pass another folder.")
     written = [("--checkpoint_dir", args.checkpoint_dir, "checkpoints")]
     if args.report_to != "none":
         written.append(("--logging_dir", args.logging_dir, "runs"))
@@ -341,10 +358,16 @@ def check_earlier_run(args: TrainingArguments) -> None:
             raise ValueError(f"{option}={folder} lies inside --output_dir={output}, which the end of the run replaces "
                              f"whole (deleting what is there); pass a folder outside it (the default is "
                              f"'<output_dir>-{default}').")
-    if not (args.resume_from_checkpoint or args.overwrite_output_dir) and Checkpoints(args.checkpoint_dir).all():
+    checkpoints = Checkpoints(args.checkpoint_dir)
+    if theirs := checkpoints.foreign():
+        raise ValueError(f"--checkpoint_dir {args.checkpoint_dir} holds {', '.join(p.name for p in theirs)}, named "
+                         f"like the run's step_<n> checkpoints but not written by one (no {MANIFEST}); a run "
+                         f"replaces and deletes its checkpoints by these names, so it does not start here. Move or "
+                         f"rename them, or pass another --checkpoint_dir.")
+    if not (args.resume_from_checkpoint or args.overwrite_output_dir) and checkpoints.all():
         raise ValueError(f"--checkpoint_dir {args.checkpoint_dir} holds the step_<n> checkpoints of an earlier "
                          f"run; resume it with --resume_from_checkpoint latest, or pass --overwrite_output_dir to "
-                         f"start afresh (deleting them).")
+                         f"start afresh (deleting them; nothing else there).")
 
 
 def start_run(args: TrainingArguments) -> tuple[Accelerator, Checkpoints]:
@@ -498,16 +521,21 @@ def save_model(
     tokenizer: PreTrainedTokenizerBase,
     output_dir: str,
     results: dict | None = None,
+    texts: dict[str, str] | None = None,
 ) -> None:
-    """Write model, tokenizer and (if given) ``results.json`` to ``output_dir``, atomically (main process only):
-    `files.replacing` swaps the complete folder in; a failed write (a full disk) keeps the previous one."""
+    """Write model, tokenizer, (if given) ``results.json`` and the ``texts`` (file name -> content, e.g. the test
+    translations) to ``output_dir``, atomically (main process only):
+    `files.replacing` swaps the complete folder in, with what an earlier run did not write there (kept); a failed
+    write (a full disk) keeps the previous one."""
     accelerator.wait_for_everyone()
     if accelerator.is_main_process:
-        with replacing(output_dir) as temp:
+        with replacing(output_dir, RUN_OUTPUT_NAMES) as temp:
             accelerator.unwrap_model(model).save_pretrained(temp)
             save_tokenizer(tokenizer, temp)
             if results is not None:
                 (temp / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+            for name, text in (texts or {}).items():
+                (temp / name).write_text(text)
     accelerator.wait_for_everyone()
 
 

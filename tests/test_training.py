@@ -2,6 +2,7 @@
 atomic, evaluation weighs every target token once, and bad options (an output folder or checkpoints of something
 else, empty datasets) fail early."""
 
+import json
 import math
 
 import datasets
@@ -24,6 +25,7 @@ from hf_seqmodels import (
     RecurrentForSequenceClassification,
 )
 from hf_seqmodels.data import TokenBatchSampler
+from hf_seqmodels.files import MANIFEST
 from hf_seqmodels.tokenization import train_tokenizer
 from hf_seqmodels.training import (
     METRIC_SCHEDULERS,
@@ -103,14 +105,17 @@ def test_evaluate_loss_counts_rows_for_sequence_classification(tmp_path):
     assert evaluate_loss(accelerator, model, data, default_data_collator, batch_size=3) == pytest.approx(expected)
 
 
-def test_save_model_replaces_the_folder_whole(tmp_path):
+def test_save_model_replaces_what_the_earlier_run_wrote_and_keeps_the_rest(tmp_path):
     accelerator = make_accelerator(TrainingArguments(output_dir=str(tmp_path)))
     target = tmp_path / "model"
     target.mkdir()
     (target / "stale.txt").write_text("from an older run")
+    (target / MANIFEST).write_text(json.dumps({"files": ["stale.txt"]}))  # what the older run wrote
+    (target / "notes.txt").write_text("the user's")
     tokenizer = train_tokenizer(["a b c"], "word")
     save_model(accelerator, tiny_model(), tokenizer, str(target), results={"test_perplexity": 1.5})
-    assert not (target / "stale.txt").exists()
+    assert not (target / "stale.txt").exists() and (target / "notes.txt").read_text() == "the user's"
+    assert "notes.txt" not in json.loads((target / MANIFEST).read_text())["files"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]  # no temporary folder left behind
     assert (target / "results.json").read_text().strip().startswith("{")
     assert AutoModelForCausalLM.from_pretrained(target).config.vocab_size == VOCAB

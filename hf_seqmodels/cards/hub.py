@@ -15,6 +15,7 @@ from pathlib import Path
 from huggingface_hub import HfApi
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 
+from ..files import MANIFEST
 from ..models.pipeline_translation import SOURCE_TOKENIZER_DIR
 from .catalog import TASKS
 from .render import render_card
@@ -118,5 +119,5 @@ def upload(folder: str | Path, repo_id: str, commit_message: str, private: bool 
     api = HfApi(token=token)
     url = api.create_repo(repo_id, private=private or None, exist_ok=True)
     commit = api.upload_folder(folder_path=folder, repo_id=repo_id, commit_message=commit_message,
-                               ignore_patterns=[STAGING_MARKER])
+                               ignore_patterns=[STAGING_MARKER, MANIFEST])
     return str(url), commit.commit_url

@@ -18,6 +18,7 @@ from .catalog import TASKS, Metric
 
 DEFAULT_BENCHMARKS = REPO_ROOT / "results" / "benchmarks.json"
 SUITE_ROW = "suite_row"  # the key of a suite run's row (`load_run`)
+BENCHMARKS_FILE = "--benchmarks: the benchmarks.json that `python -m benchmarks.run` wrote, or '' for none"
 
 
 def format_metric(value: float, percent: bool) -> str:
@@ -44,7 +45,8 @@ def load_run(results_file: str | Path, model: str | None = None, seed: int | Non
     """One run from ``results_file``: a script's ``results.json``, or ``results/<suite>.json`` with ``model``
     naming the run (its ``name``) and ``seed`` the seed of that model's run (default: its first). A run of a suite
     carries the model's row of the suite (mean ± sd over its seeds) under `SUITE_ROW`."""
-    data = json.loads(Path(results_file).read_text())
+    data = read_json(results_file, "--results: the results.json a training script wrote beside its model, or "
+                                   "results/<suite>.json with --model")
     if "runs" not in data:
         return data
     names = list(dict.fromkeys(run["name"] for run in data["runs"]))
@@ -92,13 +94,25 @@ def load_benchmarks(path: str | Path | None = None) -> dict | None:
     """The results of ``python -m benchmarks.run``: those in ``path``; by default `DEFAULT_BENCHMARKS` if it is
     there (an installed package has none); none for ``""``."""
     if path is None:
-        return json.loads(DEFAULT_BENCHMARKS.read_text()) if DEFAULT_BENCHMARKS.is_file() else None
+        return read_json(DEFAULT_BENCHMARKS, BENCHMARKS_FILE) if DEFAULT_BENCHMARKS.is_file() else None
     if not path:
         return None
     if not Path(path).is_file():
         raise ValueError(f"--benchmarks {path}: no such file; pass the benchmarks.json that `python -m benchmarks.run` "
                          "wrote, or '' for a card without speed figures.")
-    return json.loads(Path(path).read_text())
+    return read_json(path, BENCHMARKS_FILE)
+
+
+def read_json(path: str | Path, expected: str) -> dict:
+    """The JSON object in the file ``path``; anything else is a ValueError naming the file and what was
+    ``expected`` there (the option and what to pass)."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except ValueError as error:  # JSONDecodeError and UnicodeDecodeError
+        raise ValueError(f"{path} is not JSON ({error}); pass {expected}.") from error
+    if not isinstance(data, dict):
+        raise ValueError(f"{path} holds a JSON {type(data).__name__}, not an object; pass {expected}.")
+    return data
 
 
 @dataclass(frozen=True)

@@ -14,17 +14,20 @@ from pathlib import Path
 from huggingface_hub import ModelCard
 from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 
-from ..files import lock_folder, remove_temporaries_of, replacing
+from ..files import MANIFEST, foreign, lock_folder, remove_temporaries_of, replacing
 from ..models.pipeline_translation import SOURCE_TOKENIZER_DIR
+from ..tokenization import TOKENIZER_FILES
 from .render import SPLITS
 from .results import run_scores
 
 WEIGHT_FILES = ("*.safetensors", "model.safetensors.index.json")
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt", "vocab.json",
-                   "merges.txt", "added_tokens.json", "chat_template.jinja")
 OTHER_FILES = ("config.json", "generation_config.json", "results.json")
 PICKLE_FILES = ("*.bin", "*.pt", "*.pth", "*.ckpt", "*.pkl")
 STAGING_MARKER = ".hf_seqmodels-staging"  # in every folder stage_hub_folder writes, and only there
+# What a staging writes (glob patterns): in a staged folder without a files.MANIFEST (an older version's), the rest
+# is the user's.
+STAGED_NAMES = (*WEIGHT_FILES, *OTHER_FILES, *TOKENIZER_FILES, "*.py", SOURCE_TOKENIZER_DIR, "custom_generate",
+                "README.md", STAGING_MARKER)
 
 
 def _matches(name: str, patterns) -> bool:
@@ -55,12 +58,13 @@ def stage_hub_folder(model_dir: str | Path, target: str | Path, card: ModelCard)
     those of a translation model's ``source_tokenizer/``), and every ``.py`` file in ``model_dir`` (the remote code
     ``save_pretrained`` wrote next to config.json) with the decoding loop in ``custom_generate/``. Pickle weights
     (``*.bin``...) are refused: they run code when loaded. An existing ``target`` is replaced (whole, at once:
-    `files.replacing`) only if it is empty or a folder staged earlier (it holds `STAGING_MARKER`); it may not
-    overlap ``model_dir``. ``target`` stays locked for this process (`files.lock_folder`: another staging into it
-    is refused), and what a killed staging left beside it is removed.
+    `files.replacing`) only if it is empty or a folder staged earlier (it holds `STAGING_MARKER`) that holds nothing
+    else (a file of the user's there is refused, as it would be uploaded); it may not overlap ``model_dir``.
+    ``target`` stays locked for this process (`files.lock_folder`: another staging into it is refused), and what a
+    killed staging left beside it is removed.
 
     Returns:
-        The staged file names, sorted (`STAGING_MARKER` left out).
+        The staged file names, sorted (`STAGING_MARKER` and `files.MANIFEST` left out).
     """
     model_dir, target = Path(model_dir), Path(target)
     check_model_dir(model_dir)
@@ -79,7 +83,11 @@ def stage_hub_folder(model_dir: str | Path, target: str | Path, card: ModelCard)
     if target.is_dir() and any(target.iterdir()) and not (target / STAGING_MARKER).is_file():
         raise ValueError(f"{target} exists and is not a folder staged earlier (it has no {STAGING_MARKER} file): "
                          "nothing there is deleted; pass another --staging_dir or remove it yourself.")
-    with replacing(target) as temp:
+    if theirs := foreign(target, STAGED_NAMES):
+        raise ValueError(f"{target} holds {', '.join(theirs)}, which no staging wrote: the staged folder is uploaded "
+                         f"whole, so nothing is staged there. Move them out of {target} or pass another "
+                         "--staging_dir.")
+    with replacing(target, STAGED_NAMES) as temp:
         (temp / STAGING_MARKER).write_text(f"Staged from {model} by hf_seqmodels; the next staging replaces it.\n")
         for path in sorted(model_dir.iterdir()):
             if path.is_file() and (_matches(path.name, WEIGHT_FILES + OTHER_FILES) or path.name in TOKENIZER_FILES
@@ -93,7 +101,8 @@ def stage_hub_folder(model_dir: str | Path, target: str | Path, card: ModelCard)
         if (decoding := model_dir / "custom_generate").is_dir():  # the model's own decoding loop (models/decoding.py)
             shutil.copytree(decoding, temp / "custom_generate", ignore=shutil.ignore_patterns("__pycache__"))
         card.save(temp / "README.md")
-    return sorted(str(p.relative_to(target)) for p in target.rglob("*") if p.is_file() and p.name != STAGING_MARKER)
+    return sorted(str(p.relative_to(target)) for p in target.rglob("*")
+                  if p.is_file() and p.name not in (STAGING_MARKER, MANIFEST))
 
 
 def check_hub_folder(folder: str | Path, run: dict | None = None) -> None:

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import torch
 
+from ..files import add_to_manifest
+
 PEAK_MEMORY = "peak_memory.json"
 
 
@@ -22,4 +24,5 @@ def run(task: str, *parsed) -> None:
     else:  # Linux gives ru_maxrss in KiB
         peak = {"peak_memory_bytes": 1024 * resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
                 "peak_memory_of": "process (resident)"}
+    add_to_manifest(output_dir, PEAK_MEMORY)  # a file of the run's, which its next run replaces
     (Path(output_dir) / PEAK_MEMORY).write_text(json.dumps(peak) + "\n")

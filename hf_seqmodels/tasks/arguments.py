@@ -114,6 +114,8 @@ class DataArguments:
 
     def __post_init__(self):
         check_at_least(self, "preprocessing_num_workers", 1)
+        for name in ("max_train_samples", "max_eval_samples"):
+            check_at_least(self, name, 1, " (leave it out for all rows)")
         check_file_formats(self.file_options())
 
     def file_options(self) -> dict[str, str | None]:

@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, set_seed
+from transformers import AutoConfig, AutoModelForCausalLM, set_seed
 from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
 
 from ..pretrained import load_pretrained
+from ..tokenization import load_tokenizer
 from .translation import (
     TranslationTokenizers,
     attention_figure,
@@ -64,7 +65,7 @@ def check_model_folder(model_dir, made_by: str) -> None:
 def load_translator(model_dir) -> tuple:
     """The translation model saved in the folder ``model_dir`` (in eval mode) and its `TranslationTokenizers`."""
     check_model_folder(model_dir, "scripts/run_translation.py")
-    return load_translation_model(model_dir).eval(), load_tokenizers(model_dir)
+    return load_translation_model(model_dir).eval(), load_tokenizer(model_dir, "model_dir", load_tokenizers)
 
 
 def load_language_model(model_dir) -> tuple:
@@ -77,7 +78,7 @@ def load_language_model(model_dir) -> tuple:
         raise ValueError(f"{model_dir} holds a {config.model_type!r} model {config.architectures or []}, not a "
                          "language model: pass a folder saved by scripts/run_clm.py.")
     model = load_pretrained(AutoModelForCausalLM, model_dir, config=config).eval()
-    return model, AutoTokenizer.from_pretrained(model_dir, padding_side="left")
+    return model, load_tokenizer(model_dir, "model_dir", padding_side="left")
 
 
 def read_lines(path=None) -> list[str]:

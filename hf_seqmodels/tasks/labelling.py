@@ -16,7 +16,7 @@ import torch
 from accelerate import Accelerator
 from accelerate.logging import get_logger
 from torch.utils.data import DataLoader
-from transformers import AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+from transformers import AutoModel, PreTrainedModel, PreTrainedTokenizerBase
 
 from ..cli import check_at_least, check_choice, check_different, check_range
 from ..data import LengthGroupedSampler
@@ -25,8 +25,8 @@ from ..models.configuration_transformer import TRANSFORMER_POOLINGS
 from ..models.configuration_utils import CELL_TYPES
 from ..paths import check_model_path
 from ..pretrained import load_pretrained
-from ..tokenization import DEFAULT_SPECIAL_TOKENS, KINDS, train_tokenizer
 from ..provenance import describe_device, provenance
+from ..tokenization import DEFAULT_SPECIAL_TOKENS, KINDS, load_tokenizer, train_tokenizer
 from ..training import TrainingArguments, keep_model_inputs, save_model, start_run, train
 from ..word_vectors import pretrained_rows
 from . import arguments
@@ -128,8 +128,6 @@ class DataArguments(arguments.DataArguments):
 
     def __post_init__(self):
         super().__post_init__()
-        for name in ("max_train_samples", "max_eval_samples"):
-            check_at_least(self, name, 1, " (leave it out for all rows)")
         check_different(self, "text_column_name", "label_column_name")
 
     def column_kinds(self) -> dict[str, str]:
@@ -225,8 +223,10 @@ def label_mapper(feature, labels: list[str], column: str):
 def make_tokenizer(model_args: ModelArguments, texts) -> PreTrainedTokenizerBase:
     """The pretrained checkpoint's tokenizer (``--model_name_or_path``), the one named by ``--tokenizer_name``, or
     a new one trained on ``texts`` (strings, or lists of words, which are joined with spaces)."""
-    if model_args.model_name_or_path or model_args.tokenizer_name:
-        return AutoTokenizer.from_pretrained(model_args.model_name_or_path or model_args.tokenizer_name)
+    if model_args.model_name_or_path:
+        return load_tokenizer(model_args.model_name_or_path, "--model_name_or_path")
+    if model_args.tokenizer_name:
+        return load_tokenizer(model_args.tokenizer_name, "--tokenizer_name")
     texts = (" ".join(text) if isinstance(text, list) else text for text in texts)
     return train_tokenizer(texts, model_args.tokenizer_type, model_args.vocab_size)
 
@@ -291,7 +291,8 @@ def pretrained_word_embeddings(name_or_path: str) -> tuple[torch.Tensor, dict[st
     """The input word-embedding table ``(vocab, dim)`` of a pretrained checkpoint (e.g. BERT's word-piece
     embeddings) and its tokenizer's vocabulary (token -> row); the rest of the checkpoint is dropped."""
     table = load_pretrained(AutoModel, name_or_path).get_input_embeddings().weight.detach()
-    vocab = {token: i for token, i in AutoTokenizer.from_pretrained(name_or_path).get_vocab().items() if i < len(table)}
+    vocab = {token: i for token, i in load_tokenizer(name_or_path, "--embeddings_from").get_vocab().items()
+             if i < len(table)}
     return table, vocab
 
 

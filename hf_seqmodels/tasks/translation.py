@@ -51,15 +51,16 @@ from transformers.models.auto.modeling_auto import MODEL_FOR_SEQ_TO_SEQ_CAUSAL_L
 from ..cli import check_at_least, check_choice, check_different, check_range
 from ..data import LengthGroupedSampler, TokenBatchSampler, check_column_files
 from ..evaluation import BLEU_TOKENIZE_CHOICES, bleu_tokenization, translation_metrics, translation_signatures
+from ..files import add_to_manifest
 from ..models import pipeline_translation
 from ..models.decoding import decode
 from ..models.modeling_utils import SeqModelsPreTrainedModel
 from ..models.pipeline_translation import CUSTOM_PIPELINES, SOURCE_TOKENIZER_DIR
 from ..paths import check_model_path
 from ..pretrained import load_pretrained
-from ..tokenization import DEFAULT_SPECIAL_TOKENS, KINDS, save_tokenizer, train_tokenizer
 from ..provenance import describe_device, provenance
-from ..training import TrainingArguments, save_model, start_run, train
+from ..tokenization import DEFAULT_SPECIAL_TOKENS, KINDS, load_tokenizer, save_tokenizer, train_tokenizer
+from ..training import ATTENTION_PLOT, TEST_HYPOTHESES, TrainingArguments, save_model, start_run, train
 from . import arguments
 
 __all__ = ["ModelArguments", "DataArguments", "GenerationArguments", "ARGUMENTS", "TRAINING_DEFAULTS", "run",
@@ -72,7 +73,6 @@ __all__ = ["ModelArguments", "DataArguments", "GenerationArguments", "ARGUMENTS"
            "save_attention_plot"]
 
 VOCABULARIES = ("joint", "separate")
-TEST_HYPOTHESES = "test_hypotheses.txt"  # in the model folder: the test translations, one line per sentence
 EXAMPLES = ["A little girl climbs into a wooden playhouse.", "Two dogs are running through the snow.",
             "A man in a blue shirt is standing on a ladder cleaning windows."]
 # Translation defaults for the shared training options (tuned for the attention GRU on 2 CPU cores).
@@ -438,10 +438,16 @@ def save_attention_plot(model_dir, text: str, path=None, **generate_kwargs):
     attention."""
     from matplotlib import pyplot as plt
 
-    figure = attention_figure(load_translation_model(model_dir), load_tokenizers(model_dir), text, **generate_kwargs)
+    model = load_translation_model(model_dir)
+    figure = attention_figure(model, load_tokenizer(model_dir, "model_dir", load_tokenizers), text, **generate_kwargs)
     if figure is None:
         return None
-    path = Path(model_dir) / "attention.png" if path is None else Path(path)
+    if path is None:
+        path = Path(model_dir) / ATTENTION_PLOT
+        add_to_manifest(model_dir, path.name)  # before writing: a kill between the two leaves no file unlisted
+    else:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=120)
     plt.close(figure)
     return path
@@ -570,11 +576,11 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Tra
         provenance=provenance([training_args.seed], [split for split in ("validation", "test") if split in raw],
                               accelerator.device),
     )
-    save_model(accelerator, model, tokenizers, training_args.output_dir, results)
+    hypotheses = "".join(f"{line}\n" for line in translations) if "test_hypotheses_file" in results else None
+    save_model(accelerator, model, tokenizers, training_args.output_dir, results,
+               {} if hypotheses is None else {TEST_HYPOTHESES: hypotheses})
 
     if accelerator.is_main_process:
-        if "test_hypotheses_file" in results:
-            (Path(training_args.output_dir) / TEST_HYPOTHESES).write_text("".join(f"{line}\n" for line in translations))
         summary = {k: v for k, v in results.items() if k not in ("eval_history", "arguments")}
         print(json.dumps(summary, indent=2))
         for warning in results.get("warnings", []):

@@ -31,10 +31,6 @@ class DataArguments(arguments.DataArguments):
                           "'tokens'); several columns (e.g. 'en de') all feed one vocabulary."},
     )
 
-    def __post_init__(self):
-        super().__post_init__()
-        check_at_least(self, "max_train_samples", 1, " (leave it out for all rows)")
-
 
 @dataclass
 class VectorsArguments:

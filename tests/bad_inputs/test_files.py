@@ -71,10 +71,16 @@ def test_folders_of_the_user_are_never_replaced(tmp_path):
     assert_outcome(AREA, lambda: start(folder, overwrite_output_dir=True),
                    error="holds no earlier run .*so even --overwrite_output_dir does not replace it")
     checkpoints = tmp_path / "folder-checkpoints"
-    (checkpoints / "step_3").mkdir(parents=True)
+    Checkpoints(checkpoints).save(accelerator(tmp_path), 3, training_state())
     assert_outcome(AREA, lambda: start(tmp_path / "new", checkpoint_dir=str(checkpoints)),
                    error="--checkpoint_dir .*folder-checkpoints holds the step_<n> checkpoints of an earlier run; "
                          "resume it with --resume_from_checkpoint latest")
+    (checkpoints / "step_1").mkdir()  # the user's, named like a checkpoint
+    for options in ({}, {"overwrite_output_dir": True}, {"resume_from_checkpoint": "latest"}):
+        assert_outcome(AREA, lambda: start(tmp_path / "new", checkpoint_dir=str(checkpoints), **options),
+                       error="--checkpoint_dir .*folder-checkpoints holds step_1, named like the run's step_<n> "
+                             "checkpoints but not written by one .* Move or rename them, or pass another "
+                             "--checkpoint_dir")
     assert_outcome(AREA, lambda: (folder / "notes.txt").read_text(), check=lambda text: text == "a user's notes")
     save_version(accelerator(tmp_path), tmp_path / "earlier", "old")
     assert_outcome(AREA, lambda: start(tmp_path / "earlier", overwrite_output_dir=True) and
@@ -90,7 +96,8 @@ def test_what_killed_runs_left_is_removed_when_the_next_run_starts(tmp_path):
     save_version(accelerator(tmp_path), tmp_path / ".out.old-99", "old")
     (tmp_path / ".out.tmp-12").mkdir()
     (tmp_path / ".out.tmp-12" / "config.json").write_text("{")
-    for name in (".step_4.tmp", "step_2", ".step_2.old-7"):
+    Checkpoints(checkpoints).save(accelerator(tmp_path), 2, training_state())
+    for name in (".step_4.tmp", ".step_2.old-7"):
         (checkpoints / name).mkdir(parents=True)
     (checkpoints / "notes.txt").write_text("mine")
 

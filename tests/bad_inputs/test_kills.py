@@ -27,8 +27,30 @@ from ..cards.test_hub import bert_folder
 from .outcomes import assert_outcome
 from .saved_models import accelerator, loaded_version, save_version, training_state
 
+
+def write_user_files(folder: Path) -> None:
+    for name, text in USER_FILES.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    (folder / "link-to-notes").symlink_to("notes.txt")
+
+
+def user_files(folder: Path) -> dict[str, str | None]:
+    """The user's files in ``folder`` as they read now (None where one is missing), and where the link points."""
+    found = {name: (folder / name).read_text() if (folder / name).is_file() else None for name in USER_FILES}
+    link = folder / "link-to-notes"
+    return {**found, "link-to-notes": os.readlink(link) if link.is_symlink() else None}
+
+
+def intact(found: dict) -> bool:
+    return found == {**USER_FILES, "link-to-notes": "notes.txt"}
+
 OPERATIONS = {"open", "os.mkdir", "os.rename", "os.remove", "os.rmdir", "os.truncate", "shutil.rmtree",
-              "shutil.copyfile", "shutil.copymode", "os.chmod", "os.symlink", "ctypes.call_function"}
+              "shutil.copyfile", "shutil.copymode", "os.chmod", "os.symlink", "os.link", "shutil.copytree",
+              "ctypes.call_function"}
+# Files and folders of the user's beside a run's files (a folder named like a checkpoint too): path -> content.
+USER_FILES = {"notes.txt": "my notes", "data/important.csv": "a,b\n1,2\n", "step_1/mine.txt": "mine",
+              "data/deep/er.txt": "deeper"}
 KILLED = 77  # the exit status of a child killed by the hook
 
 
@@ -164,7 +186,8 @@ def test_a_staged_hub_folder_is_old_or_new_whatever_the_kill(tmp_path):
     complete = stage_hub_folder(models["old"], staging, card)
 
     def judge(kill_at):
-        staged = sorted(str(p.relative_to(staging)) for p in staging.rglob("*") if p.name != STAGING_MARKER)
+        staged = sorted(str(p.relative_to(staging)) for p in staging.rglob("*")
+                        if p.name not in (STAGING_MARKER, files.MANIFEST))
         files.remove_temporaries_of(staging)  # what the next staging does first (this process holds the lock)
         leftovers = [p.name for p in tmp_path.glob(".hub.*") if p.name != ".hub.lock"]
         return staged == complete and not leftovers and (staging / "model.safetensors").read_text()
@@ -172,3 +195,54 @@ def test_a_staged_hub_folder_is_old_or_new_whatever_the_kill(tmp_path):
     kill_at_every_step(tmp_path, lambda: stage_hub_folder(models["old"], staging, card),
                        lambda: stage_hub_folder(models["new"], staging, card), judge,
                        check=lambda version: version in ("old", "new"))
+
+
+@pytest.mark.parametrize("earlier", ["with a manifest", "of an older version (no manifest)"])
+def test_the_users_files_beside_a_model_survive_every_kill(tmp_path, earlier):
+    """save_model over an earlier model whose folder also holds files of the user's (a file, nested folders, a
+    folder named like a checkpoint, a link), killed at every step: the folder is the old or the new model, with
+    every file of the user's unchanged (carried into the new folder before the swap)."""
+    root, target = tmp_path / "runs", tmp_path / "runs" / "model"
+    run_accelerator = accelerator(root)
+
+    def prepare():
+        remove_hidden_folders(root)
+        save_version(run_accelerator, target, "old")
+        if earlier != "with a manifest":
+            (target / files.MANIFEST).unlink()
+        if not (target / "notes.txt").exists():  # the first time
+            write_user_files(target)
+
+    def judge(kill_at):
+        return loaded_version(target), user_files(target)
+
+    kill_at_every_step(root, prepare, lambda: save_version(run_accelerator, target, "new"), judge,
+                       check=lambda found: found[0] in ("old", "new") and intact(found[1]))
+    assert intact(user_files(target)) and files.foreign(target) == sorted(["data", "link-to-notes", "notes.txt",
+                                                                           "step_1"])
+
+
+def test_the_users_files_beside_checkpoints_survive_every_kill_and_rotation(tmp_path):
+    """Checkpoints.save of step 3 with --save_total_limit 1 next to step 2 and the user's files (a ``step_1/`` of
+    theirs among them), killed at every step: the user's files stay, and rotation deletes only step 2."""
+    folder = tmp_path / "checkpoints"
+    run_accelerator = accelerator(tmp_path)
+    state = training_state()
+    folder.mkdir()
+    write_user_files(folder)
+    files.lock_folder(folder, "--checkpoint_dir")
+
+    def prepare():
+        remove_hidden_folders(folder)
+        shutil.rmtree(folder / "step_3", ignore_errors=True)
+        if not (folder / "step_2").exists():
+            Checkpoints(folder).save(run_accelerator, 2, state)
+
+    def judge(kill_at):
+        checkpoints = Checkpoints(folder)  # removes the temporaries: this process holds the lock
+        return [p.name for p in checkpoints.written()], user_files(folder)
+
+    kill_at_every_step(folder, prepare, lambda: Checkpoints(folder, limit=1).save(run_accelerator, 3, state), judge,
+                       check=lambda found: found[0] in (["step_2"], ["step_2", "step_3"], ["step_3"])
+                       and intact(found[1]))
+    assert [p.name for p in Checkpoints(folder).foreign()] == ["step_1"]

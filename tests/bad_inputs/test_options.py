@@ -127,14 +127,17 @@ TASK_OPTIONS = [
     (LABELLING, "--label_column_name x --text_column_name x", r"--text_column_name and --label_column_name are both"),
     (("token_classification",), "--crf_constrain_bio", r"--crf_constrain_bio constrains the CRF of --use_crf"),
     (("token_classification",), "--use_crf --model_name_or_path .", r"--use_crf adds a CRF to a new model"),
-    (LABELLING, "--max_train_samples 0", r"--max_train_samples must be at least 1 \(leave it out for all rows\)"),
-    (LABELLING, "--max_eval_samples -1", r"--max_eval_samples must be at least 1"),
     (LABELLING, "--model_type attention_seq2seq", r"--model_type='attention_seq2seq' is not supported"),
 ]
 
 # Options of tasks.arguments' shared classes, the same in every task.
 SHARED = {
     "workers 0": (["--preprocessing_num_workers", "0"], r"--preprocessing_num_workers must be at least 1, got 0"),
+    "max_train_samples 0": (["--max_train_samples", "0"],
+                            r"--max_train_samples must be at least 1 \(leave it out for all rows\), got 0"),
+    "max_train_samples -5": (["--max_train_samples", "-5"], r"--max_train_samples must be at least 1 .*, got -5"),
+    "max_eval_samples 0": (["--max_eval_samples", "0"], r"--max_eval_samples must be at least 1 .*, got 0"),
+    "max_eval_samples -1": (["--max_eval_samples", "-1"], r"--max_eval_samples must be at least 1 .*, got -1"),
     "parquet file": (["--train_file", "train.parquet"], r"Unsupported data file --train_file=train.parquet: use one "
                                                          r"of \['.csv'"),
     "no extension": (["--validation_file", "valid"], r"Unsupported data file --validation_file=valid"),

@@ -61,6 +61,11 @@ def test_staging_never_deletes_what_it_did_not_stage(tmp_path):
     staged = tmp_path / "staged"
     staged.mkdir()  # empty: staged into
     assert stage_hub_folder(model_dir, staged, card) == ["README.md", "config.json", "model.safetensors"]
-    (staged / "stale.bin").write_bytes(b"\0")
-    assert "stale.bin" not in stage_hub_folder(model_dir, staged, card)  # an earlier staging is replaced whole
+    (staged / "stale.bin").write_bytes(b"\0")  # not the staging's: it would be uploaded, and is never deleted
+    with pytest.raises(ValueError, match="staged holds stale.bin, which no staging wrote: .* Move them out"):
+        stage_hub_folder(model_dir, staged, card)
+    (staged / "stale.bin").unlink()
+    (staged / "config.json").write_text("{}")  # the staging's own files are replaced
+    assert stage_hub_folder(model_dir, staged, card) == ["README.md", "config.json", "model.safetensors"]
+    assert (staged / "config.json").read_text() == (model_dir / "config.json").read_text()
     assert (staged / STAGING_MARKER).is_file() and not list(tmp_path.glob(".staged.tmp*"))  # no temporary left

@@ -17,6 +17,7 @@ from huggingface_hub import ModelCard
 
 from hf_seqmodels.cards import load_check
 from hf_seqmodels.cards.staging import STAGING_MARKER
+from hf_seqmodels.files import MANIFEST
 from hf_seqmodels.paths import REPO_ROOT
 
 from hub_standin import HubStandIn  # tests/scripts is on sys.path (pytest rootdir-relative import)
@@ -34,9 +35,9 @@ def trained(tmp_path_factory):
 
 
 def digests(folder) -> dict[str, str]:
-    """The files to upload (staging's marker is not), by name."""
+    """The files to upload (staging's marker and manifest are not), by name."""
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())
-            if p.name != STAGING_MARKER}
+            if p.name not in (STAGING_MARKER, MANIFEST)}
 
 
 @pytest.fixture(scope="module")
