@@ -3,6 +3,7 @@ base, the one check of a model's token inputs, the language-model output layer a
 decoder inputs and vocabulary resizing. A family's modeling file imports this and layers, never another family."""
 
 import math
+from pathlib import Path
 from typing import TypedDict
 
 import torch
@@ -13,6 +14,7 @@ from transformers import initialization as init
 from transformers.generation.utils import GENERATION_MODES_MAPPING
 from transformers.utils.hub import is_offline_mode
 from transformers.loss.loss_utils import ForCausalLMLoss, ForMaskedLMLoss
+from transformers.modeling_utils import safe_open
 from transformers.models.bart.modeling_bart import shift_tokens_right
 from transformers.utils import is_tracing
 
@@ -45,6 +47,21 @@ class SeqModelsPreTrainedModel(PreTrainedModel):
         if self.can_generate() and kwargs.get("is_main_process", True):
             save_custom_generate(save_directory)
         return result
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path, *args, **kwargs):
+        """transformers' ``from_pretrained``; a damaged safetensors file (truncated, empty, not safetensors) is an
+        OSError naming the file, where safetensors' own error names none. Missing or unexpected weights keep
+        transformers' behaviour (a log table; new weights initialised), which loading a body under a new head needs:
+        ``hf_seqmodels.pretrained.load_pretrained`` refuses them."""
+        try:
+            return super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
+        except Exception as error:
+            # safetensors' error, known by its name: the files of this folder import only torch and transformers
+            if type(error).__name__ != "SafetensorError":
+                raise
+            raise OSError(f"{damaged_file(pretrained_model_name_or_path, kwargs.get('subfolder', ''))} is damaged "
+                          f"({error}); save or download the model again.") from error
 
     def _init_weights(self, module):
         if isinstance(module, nn.RNNBase):
@@ -94,6 +111,18 @@ class SeqModelsPreTrainedModel(PreTrainedModel):
                 "trust_remote_code=True`."
             )
         return super()._get_deprecated_gen_repo(generation_mode, trust_remote_code, custom_generate)
+
+
+def damaged_file(name_or_path, subfolder: str = "") -> str:
+    """The safetensors file of a model folder that cannot be opened (its path), or a description of the weights of
+    a Hub repository."""
+    folder = Path(name_or_path, subfolder)
+    for path in sorted(folder.glob("*.safetensors")) if folder.is_dir() else []:
+        try:
+            safe_open(str(path), framework="pt").__enter__()
+        except Exception:  # noqa: BLE001 - any failure to open is the damage to name
+            return str(path)
+    return f"a safetensors file of {name_or_path}"
 
 
 NEGATIVE_MEANS_NONE = ("eos_token_id", "pad_token_id")
