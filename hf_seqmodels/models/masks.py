@@ -81,11 +81,13 @@ def padding_or_none(mask: torch.Tensor | None) -> torch.Tensor | None:
 
 
 def carry_over_padding(outputs: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
-    """``outputs`` ``(batch, length, size)`` of a left-to-right recurrent stack, each padded position after a real
+    """``outputs`` ``(batch, length, size)`` of a causal language model's stack, each padded position after a real
     token holding the outputs at the last real position before it (``attention_mask``: the forward's, checked, which
-    may also cover cached positions). Padding never changes a recurrent state, so what a language model predicts
+    may also cover cached positions). Padding is invisible to the tokens after it (it never changes a recurrent
+    state; a Transformer masks its keys and counts positions over real tokens only), so what the model predicts
     after padding is what it predicted after that token: a prompt padded on the right then generates exactly what
-    it generates alone. Positions before a row's first token keep their outputs."""
+    it generates alone, where transformers' own decoder-only models predict from the padding's outputs. Positions
+    before a row's first token keep their outputs."""
     if attention_mask is None or is_tracing(outputs) or bool(attention_mask.all()):
         return outputs
     mask = attention_mask[:, -outputs.shape[1]:].bool()
