@@ -87,9 +87,12 @@ def _tree(source: Path) -> tuple[Path, str, str]:
     setup = root / "setup.py"
     found = re.search(r'version="([^"]+)"', setup.read_text()) if setup.is_file() else None
     version = found.group(1) if found else "unknown version (no setup.py)"
-    git = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True)
-    if git.returncode == 0:
-        commit = git.stdout.strip()
+    # a checkout's own commit: not that of a repository the tree merely sits in (an export in .transformers_tests/)
+    git = subprocess.run(["git", "-C", str(root), "rev-parse", "--show-toplevel", "HEAD"], capture_output=True,
+                         text=True)
+    top, _, head = git.stdout.partition("\n")
+    if git.returncode == 0 and Path(top).resolve() == root.resolve():
+        commit = head.strip()
     else:
         commit = (root / "COMMIT").read_text().strip() if (root / "COMMIT").is_file() else "unknown commit (no COMMIT)"
     return root / "tests", version, commit
