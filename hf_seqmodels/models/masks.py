@@ -88,8 +88,8 @@ def carry_over_padding(outputs: torch.Tensor, attention_mask: torch.Tensor | Non
     after padding is what it predicted after that token: a prompt padded on the right then generates exactly what
     it generates alone, where transformers' own decoder-only models predict from the padding's outputs. Positions
     before a row's first token keep their outputs."""
-    if attention_mask is None or is_tracing(outputs) or bool(attention_mask.all()):
-        return outputs
+    if attention_mask is None or (not is_tracing(outputs) and bool(attention_mask.all())):
+        return outputs  # (while a graph is traced, computed whatever the mask: the graph holds no branch on it)
     mask = attention_mask[:, -outputs.shape[1]:].bool()
     positions = torch.arange(mask.shape[1], device=mask.device)
     last_real = torch.where(mask, positions, -1).cummax(dim=1).values
