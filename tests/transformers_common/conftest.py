@@ -139,7 +139,7 @@ def pytest_configure(config):
     sys.path.insert(0, str(folder))
     # generation/test_utils.py imports the export mixin as `tests.exporters.test_export`, transformers' own package
     # name; here `tests` is ours, so that one module is found under the name it asks for.
-    if not setting == "sdist":
+    if setting != "sdist":
         export = importlib.import_module(f"{PACKAGE}.exporters.test_export")
         sys.modules["tests.exporters"] = importlib.import_module(f"{PACKAGE}.exporters")
         sys.modules["tests.exporters.test_export"] = export
