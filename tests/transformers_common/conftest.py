@@ -28,6 +28,7 @@ import sys
 import tarfile
 from pathlib import Path
 
+import pytest
 import transformers
 
 from tests.conftest import REPO_ROOT
@@ -145,6 +146,30 @@ def pytest_configure(config):
         sys.modules["tests.exporters.test_export"] = export
     importlib.import_module(f"{PACKAGE}.test_modeling_common")
     config.stash_transformers_tests = lines
+
+
+def version_disagreements() -> dict[str, str]:
+    """Test name prefix -> why, for the tests of the run's tree that call what the installed transformers no longer
+    has (a tree of another version than the installed one): those are skipped, each with its reason."""
+    export = sys.modules.get(f"{PACKAGE}.exporters.test_export")
+    exported_model = getattr(importlib.import_module("transformers.exporters.base"), "ExportedModel", None)
+    found = {}
+    if (export is not None and "exported_program.module()" in Path(export.__file__).read_text()
+            and exported_model is not None and not hasattr(exported_model, "module")):
+        found["test_torch_export"] = (
+            f"the export test calls `.module()` on what DynamoExporter.export returns, a torch ExportedProgram in the "
+            f"tree's transformers; in the installed {transformers.__version__} it returns an ExportedModel, which "
+            "has no `.module()`")
+    return found
+
+
+def pytest_collection_modifyitems(config, items):
+    if not hasattr(config, "stash_transformers_tests"):
+        return
+    for prefix, reason in version_disagreements().items():
+        for item in items:
+            if item.name.startswith(prefix):
+                item.add_marker(pytest.mark.skip(reason=reason))
 
 
 def pytest_report_header(config):
