@@ -245,7 +245,8 @@ def check_pretrained_fields(config: dict) -> None:
 class CheckedConfig(PretrainedConfig):
     """The base of every family's configuration: it checks PretrainedConfig's own fields on construction (keys that
     neither the family nor PretrainedConfig knows are kept, as transformers keeps them), and refuses a config dict
-    that lacks a field or was written for another model on loading. The family's `__init__` checks its own fields, then calls this one.
+    that lacks a field or was written for another model on loading. The family's `__init__` checks its own fields,
+    then calls this one.
 
     A family lists in ``fields_added_later`` the fields it gained after configs were first saved and whose default
     computes what the model computed before them: a config saved without them loads with their defaults."""

@@ -495,10 +495,10 @@ def test_a_new_head_on_a_saved_body_loads_and_its_body_must_be_whole(tmp_path):
     """`new_head` (the labelling task's classifier on a saved language model): the head's weights are new, the
     language model's output layer is left over, and the body's weights must all be there."""
     folder = saved_folder(tmp_path / "model")
+    saved = load_file(folder / "model.safetensors")["model.embed_tokens.weight"]
     assert_outcome(AREA, lambda: load_pretrained(AutoModelForSequenceClassification, folder, new_head=True,
                                                  num_labels=3),
-                   check=lambda model: torch.equal(model.model.embed_tokens.weight,
-                                                   load_file(folder / "model.safetensors")["model.embed_tokens.weight"]))
+                   check=lambda model: torch.equal(model.model.embed_tokens.weight, saved))
     assert_outcome(AREA, lambda: load_pretrained(AutoModelForSequenceClassification, folder, num_labels=3),
                    error=r"the folder lacks: classifier\.bias, classifier\.weight; the model does not take: lm_head")
     weights = load_file(folder / "model.safetensors")

@@ -1,7 +1,8 @@
 """Bad configs: every field of every family's config given a value of the wrong type or out of range, on construction
 and in a loaded config dict or config.json; config.json files that lack a field or were written for another model,
-and, read by our loaders, that hold an unknown key or another family's architectures; the fields PretrainedConfig keeps (labels, problem type, flags, dtype). Each must give a clear
-error that names the field and shows the value; good values must be kept as given, through saving and loading."""
+and, read by our loaders, that hold an unknown key or another family's architectures; the fields PretrainedConfig
+keeps (labels, problem type, flags, dtype). Each must give a clear error that names the field and shows the value;
+good values must be kept as given, through saving and loading."""
 
 import inspect
 import json

@@ -8,16 +8,17 @@ against our families: an opt-in run, since their files are not in the transforme
 - a transformers source tree of the installed version (``git clone --depth 1 --branch v5.24.0
   https://github.com/huggingface/transformers``): its ``tests/`` is used as it is;
 - a transformers source tree of another version, such as a snapshot exported with ``git archive <commit> tests
-  utils/test_module setup.py``: the source distribution of the installed version is fetched from the package index into the git-ignored
-  ``.transformers_tests/``, and the three files that archive lacks (``generation/test_utils.py``,
+  utils/test_module setup.py``: the source distribution of the installed version is fetched from the package index
+  into the git-ignored ``.transformers_tests/``, and the three files that archive lacks (``generation/test_utils.py``,
   ``exporters/test_export.py``, ``utils/test_configuration_utils.py``) are taken from ``<path>``. ModelTesterMixin and
   ConfigTester are then the installed version's, GenerationTesterMixin and the export mixin ``<path>``'s;
 - ``sdist``: the source distribution alone, with empty stand-ins for those three files (ModelTesterMixin and
   ConfigTester only).
 
 The run's header names the tree, its version (its ``setup.py``) and commit (``git rev-parse HEAD`` in a checkout, else
-a file ``COMMIT`` beside ``tests/``, which ``git archive --add-virtual-file=COMMIT:<commit>`` writes). Without the
-variable these tests are not collected.
+a file ``COMMIT`` beside ``tests/``, which ``git archive --add-virtual-file=COMMIT:<commit>`` writes). A tree's tests
+that call what the installed transformers no longer has are skipped with the reason (``version_disagreements``).
+Without the variable these tests are not collected.
 """
 
 import importlib
