@@ -119,7 +119,8 @@ def damaged_file(name_or_path, subfolder: str = "") -> str:
     folder = Path(name_or_path, subfolder)
     for path in sorted(folder.glob("*.safetensors")) if folder.is_dir() else []:
         try:
-            safe_open(str(path), framework="pt").__enter__()
+            with safe_open(str(path), framework="pt"):
+                pass
         except Exception:  # noqa: BLE001 - any failure to open is the damage to name
             return str(path)
     return f"a safetensors file of {name_or_path}"
