@@ -2,6 +2,8 @@
 GPUs"): the frequent tokens in a head softmax, the rarer ones in tail clusters behind it, so that training scores each
 target at the cost of its cluster instead of the whole vocabulary."""
 
+import math
+
 import torch
 from torch import nn
 
@@ -38,7 +40,8 @@ class AdaptiveSoftmaxHead(nn.AdaptiveLogSoftmaxWithLoss):
         """A causal LM's loss with ``modeling_utils.lm_loss``'s conventions, from the outputs ``hidden``
         ``(batch, length, in_features)``: the negative log-likelihood of the targets, position ``t`` predicting
         ``labels[t + 1]`` (or ``shift_labels[t]``, which replace them), over the targets not labelled -100; a mean,
-        or a sum divided by ``num_items_in_batch``. 0 when no target counts; None without labels. The full
+        or a sum divided by ``num_items_in_batch``. NaN when no target counts (0 / 0, as transformers' heads give); None
+        without labels. The full
         vocabulary's log-probabilities are never computed."""
         if labels is None and shift_labels is None:
             return None
@@ -51,9 +54,9 @@ class AdaptiveSoftmaxHead(nn.AdaptiveLogSoftmaxWithLoss):
         scored = labels != -100
         targets = labels[scored]
         if num_items_in_batch is None:
-            num_items_in_batch = max(targets.numel(), 1)
+            num_items_in_batch = targets.numel()
         if not targets.numel():
-            return hidden.sum() * 0.0  # nothing to score; keeps the graph
+            return hidden.sum() * math.nan  # nothing to score: 0 / 0; keeps the graph
         with torch.autocast(hidden.device.type, enabled=False):
             log_likelihood = self(hidden[scored].to(self.head.weight.dtype), targets).output
         return -log_likelihood.sum() / num_items_in_batch

@@ -3,20 +3,27 @@ check raises a `ValueError` that names the field, shows the value and says what 
 
 Each family's `__init__` checks its own fields with the `check_*` functions, then hands on to `CheckedConfig`, the
 base of the three configurations, which checks the rest: the fields PretrainedConfig keeps (labels, problem type,
-output flags, dtype, architectures), keys that no one knows, and, on loading (`from_dict`, which `from_pretrained` and
-`AutoConfig` call), a config dict that lacks a field or was written for another model.
+output flags, dtype, architectures), and, on loading (`from_dict`, which `from_pretrained` and `AutoConfig` call), a
+config dict that lacks a field or was written for another model. Keys that no one knows are kept as attributes, as
+transformers' configs keep them; the config files our loaders read (`check_config_file`) may not hold them.
 """
 
 import dataclasses
 import difflib
-from typing import ClassVar
 import functools
 import inspect
+import json
 import math
 import re
+from pathlib import Path
+from typing import ClassVar
 
 import torch
 from transformers import PretrainedConfig
+from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+from transformers.utils import logging
+
+logger = logging.get_logger(__name__)
 
 CELL_TYPES = ("rnn", "lstm", "gru")  # the recurrent layers of the recurrent and attention encoder-decoder families
 PROBLEM_TYPES = ("regression", "single_label_classification", "multi_label_classification")
@@ -124,15 +131,19 @@ def known_keys(cls) -> set[str]:
     return set(own_fields(cls)) | pretrained_fields() | PRETRAINED_KEYS
 
 
-def check_keys(cls, config: dict, loading: bool = False) -> None:
+def check_keys(cls, config: dict, loading: bool = False, strict: bool = False) -> None:
     """Raise if ``config`` (the keyword arguments of `cls(...)`, or a loaded config dict) was written for another
-    model, holds a key that neither `cls` nor PretrainedConfig knows, or, when ``loading``, lacks one of the fields
-    that saving writes (a default in its place could change what the model computes)."""
+    model or sets a field under another name; when ``loading``, if it lacks one of the fields that saving writes (a
+    default in its place could change what the model computes). ``strict`` (a config file our loaders read:
+    `check_config_file`) also refuses a key that neither `cls` nor PretrainedConfig knows, and `architectures` of
+    another family. Without it such keys are kept as attributes, as transformers' configs keep them (its tests set
+    `architectures=['BertModel']` and seven norm-epsilon names on every config); a key close to a field's name is
+    logged as a likely misspelling."""
     model_type = config.get("model_type", cls.model_type)
     if model_type != cls.model_type:
         raise ValueError(f"`model_type`={model_type!r} is not {cls.__name__}'s ({cls.model_type!r}): the config was "
                          "written for another model; load it with AutoConfig or that model's config class.")
-    check_architectures(cls, config.get("architectures"))
+    check_architectures(cls, config.get("architectures"), strict)
     fields, known = own_fields(cls), known_keys(cls)
     for key, value in config.items():
         if key in cls.attribute_map:
@@ -141,8 +152,12 @@ def check_keys(cls, config: dict, loading: bool = False) -> None:
         if key not in known:
             close = difflib.get_close_matches(key, fields, n=1)
             hint = f" (did you mean `{close[0]}`?)" if close else ""
-            raise ValueError(f"`{key}`={value!r} is not a field of {cls.__name__}{hint}; its fields are "
-                             f"{', '.join(fields)}, and PretrainedConfig's own.")
+            if strict:
+                raise ValueError(f"`{key}`={value!r} is not a field of {cls.__name__}{hint}; its fields are "
+                                 f"{', '.join(fields)}, and PretrainedConfig's own.")
+            if close:
+                logger.warning(f"`{key}`={value!r} is not a field of {cls.__name__}{hint}: it is kept as an "
+                               "attribute, which the model does not read.")
     later = getattr(cls, "fields_added_later", ())
     if loading and (missing := [name for name in fields if name not in config and name not in later]):
         raise ValueError(f"The config lacks {', '.join(f'`{name}`' for name in missing)} of {cls.__name__}: saving "
@@ -150,14 +165,33 @@ def check_keys(cls, config: dict, loading: bool = False) -> None:
                          "the value it was saved with.")
 
 
-def check_architectures(cls, architectures) -> None:
-    """Raise unless ``architectures`` (the model classes a saved config names) is None or names models of the family
-    of ``cls``, whose model classes share its name without "Config" (`RecurrentConfig` -> `RecurrentForCausalLM`)."""
+def check_architectures(cls, architectures, strict: bool = False) -> None:
+    """Raise unless ``architectures`` (the model classes a saved config names) is None or a list of class names;
+    ``strict``, names of models of the family of ``cls``, whose model classes share its name without "Config"
+    (`RecurrentConfig` -> `RecurrentForCausalLM`)."""
     prefixes = tuple(klass.__name__.removesuffix("Config") for klass in cls.__mro__[: cls.__mro__.index(CheckedConfig)])
-    if architectures is not None and (not isinstance(architectures, list) or not all(
-            isinstance(name, str) and name.startswith(prefixes) for name in architectures)):
+    if architectures is None:
+        return
+    if not isinstance(architectures, list) or not all(isinstance(name, str) for name in architectures):
+        raise ValueError(f"`architectures`={architectures!r} must be None or a list of model class names.")
+    if strict and not all(name.startswith(prefixes) for name in architectures):
         raise ValueError(f"`architectures`={architectures!r} must be None or a list of {cls.__name__}'s model "
                          f"classes ({prefixes[-1]}...): the config was written for another model.")
+
+
+def check_config_file(path) -> None:
+    """Raise a ValueError naming the file unless the config.json at ``path``, if written for one of our families,
+    holds only keys its config class knows, names models of that family, and has every field (see `check_keys`,
+    strict): what our loaders read. Configs of other models are left to their classes."""
+    config = json.loads(Path(path).read_text())
+    model_type = config.get("model_type") if isinstance(config, dict) else None
+    # CONFIG_MAPPING's `get` misses registered types; `in` and indexing see them
+    if model_type not in CONFIG_MAPPING or not issubclass(CONFIG_MAPPING[model_type], CheckedConfig):
+        return
+    try:
+        check_keys(CONFIG_MAPPING[model_type], config, loading=True, strict=True)
+    except ValueError as error:
+        raise ValueError(f"{path}: {error}") from error
 
 
 def label_id(key) -> int | None:
@@ -198,9 +232,9 @@ def check_pretrained_fields(config: dict) -> None:
     check_labels(config)
     check_flags(**{name: config[name] for name in PRETRAINED_FLAGS if name in config})
     chunks = config.get("chunk_size_feed_forward", 0)
-    if not is_integer(chunks) or chunks != 0:
-        raise ValueError(f"`chunk_size_feed_forward`={chunks!r} is not supported: hf_seqmodels models do not chunk "
-                         "their feed-forward layers; leave it 0.")
+    if not is_integer(chunks) or chunks < 0:
+        raise ValueError(f"`chunk_size_feed_forward`={chunks!r} must be an integer >= 0 (kept, as transformers' "
+                         "configs keep it; hf_seqmodels models do not chunk, which gives the same results).")
     for name in ("dtype", "torch_dtype"):
         value = config.get(name)
         if value is not None and not isinstance(value, torch.dtype) and not (
@@ -209,9 +243,10 @@ def check_pretrained_fields(config: dict) -> None:
 
 
 class CheckedConfig(PretrainedConfig):
-    """The base of every family's configuration: it refuses keys that neither the family nor PretrainedConfig knows
-    and checks PretrainedConfig's own fields on construction, and refuses a config dict that lacks a field or was
-    written for another model on loading. The family's `__init__` checks its own fields, then calls this one.
+    """The base of every family's configuration: it checks PretrainedConfig's own fields on construction (keys that
+    neither the family nor PretrainedConfig knows are kept, as transformers keeps them), and refuses a config dict
+    that lacks a field or was written for another model on loading. The family's `__init__` checks its own fields,
+    then calls this one.
 
     A family lists in ``fields_added_later`` the fields it gained after configs were first saved and whose default
     computes what the model computed before them: a config saved without them loads with their defaults."""

@@ -1,6 +1,8 @@
 """Pooling, the classifier heads' losses and the CRF output layer of the taggers, shared by the sequence and token
 classification heads of the recurrent and Transformer families."""
 
+import math
+
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -9,7 +11,6 @@ from transformers.utils import is_tracing
 
 from .crf import LinearChainCRF, bio_constraints, gather_to_front
 from .masks import check_tensor
-from .modeling_utils import cross_entropy
 from .pipeline_token_classification import CUSTOM_PIPELINES as CRF_PIPELINES
 
 _CLASS_ID_DTYPES = (torch.long, torch.int)
@@ -71,7 +72,7 @@ def sequence_classification_loss(logits: torch.Tensor, labels: torch.Tensor, con
     if config.problem_type == "single_label_classification":
         _check_label_shape(labels, {(batch,)})
         _check_class_ids(labels, num_labels, "sequences")
-        return cross_entropy(logits, labels.long())
+        return F.cross_entropy(logits, labels.long(), ignore_index=-100)  # NaN if all are -100, as transformers
     if config.problem_type == "multi_label_classification":
         _check_label_shape(labels, {(batch, num_labels)})
         return F.binary_cross_entropy_with_logits(logits, labels.to(logits.dtype))
@@ -84,7 +85,7 @@ def sequence_classification_loss(logits: torch.Tensor, labels: torch.Tensor, con
 def token_classification_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     """Cross-entropy over tokens; positions labelled -100 (padding, continuation sub-words) are ignored."""
     check_tagger_labels(logits, labels)
-    return cross_entropy(logits.flatten(0, 1), labels.flatten().long())
+    return F.cross_entropy(logits.flatten(0, 1), labels.flatten().long(), ignore_index=-100)
 
 
 def check_tagger_labels(logits: torch.Tensor, labels: torch.Tensor) -> None:
@@ -132,7 +133,7 @@ class TaggerOutputMixin:
         if is_tracing(rows) or bool(rows.all()):
             return self.crf.neg_log_likelihood(emissions, tags, mask).mean()
         if not bool(rows.any()):
-            return logits.sum() * 0.0  # nothing to score; keeps the graph
+            return logits.sum() * math.nan  # nothing to score (a mean over no rows), as the heads without a CRF
         return self.crf.neg_log_likelihood(emissions[rows], tags[rows], mask[rows]).mean()
 
     def tags_from_emissions(self, logits: torch.Tensor, tag_mask: torch.Tensor) -> torch.Tensor:

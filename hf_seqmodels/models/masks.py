@@ -80,6 +80,23 @@ def padding_or_none(mask: torch.Tensor | None) -> torch.Tensor | None:
     return None if mask is not None and not is_tracing(mask) and bool(mask.all()) else mask
 
 
+def carry_over_padding(outputs: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
+    """``outputs`` ``(batch, length, size)`` of a causal language model's stack, each padded position after a real
+    token holding the outputs at the last real position before it (``attention_mask``: the forward's, checked, which
+    may also cover cached positions). Padding is invisible to the tokens after it (it never changes a recurrent
+    state; a Transformer masks its keys and counts positions over real tokens only), so what the model predicts
+    after padding is what it predicted after that token: a prompt padded on the right then generates exactly what
+    it generates alone, where transformers' own decoder-only models predict from the padding's outputs. Positions
+    before a row's first token keep their outputs."""
+    if attention_mask is None or (not is_tracing(outputs) and bool(attention_mask.all())):
+        return outputs  # (while a graph is traced, computed whatever the mask: the graph holds no branch on it)
+    mask = attention_mask[:, -outputs.shape[1]:].bool()
+    positions = torch.arange(mask.shape[1], device=mask.device)
+    last_real = torch.where(mask, positions, -1).cummax(dim=1).values
+    filled = outputs.gather(1, last_real.clamp(min=0)[..., None].expand_as(outputs))
+    return torch.where((mask | (last_real < 0))[..., None], outputs, filled)
+
+
 def check_no_empty_rows(mask: torch.Tensor, name: str = "attention_mask") -> None:
     """Raise if a row of ``mask`` has no real token: a sequence made only of padding has no result."""
     if is_tracing(mask):

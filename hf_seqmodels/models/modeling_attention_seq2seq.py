@@ -486,10 +486,13 @@ class AttentionSeq2SeqForConditionalGeneration(
         logits_to_keep: int | torch.Tensor | None = None,
         labels: torch.LongTensor | None = None,
         past_key_values: Cache | None = None,
+        inputs_embeds: torch.FloatTensor | None = None,
+        **kwargs,
     ) -> dict:
         """One step's inputs for generate(): the newest decoder tokens, the cache, the source mask, the encoder
-        outputs and the flags. `labels` (which Seq2SeqTrainer leaves in its inputs) are not forwarded; any other
-        argument is refused, as forward would refuse it.
+        outputs and the flags. `labels` (which Seq2SeqTrainer leaves in its inputs) are not forwarded, nor
+        `inputs_embeds`: the source's, which the encoder has read (`generate(inputs_embeds=...)`). Other keyword
+        arguments are forwarded as GenerationMixin forwards them, for forward to take or refuse.
 
         Same result as GenerationMixin's version for this model, without its per-step work that does not apply here
         (position ids, 4-D masks for compiled caches, device moves) or costs time: it inspects `forward`'s signature
@@ -503,7 +506,7 @@ class AttentionSeq2SeqForConditionalGeneration(
                   "decoder_attention_mask": decoder_attention_mask, "use_cache": use_cache,
                   "output_attentions": output_attentions, "output_hidden_states": output_hidden_states,
                   "logits_to_keep": logits_to_keep}
-        return {name: value for name, value in inputs.items() if value is not None}
+        return {**{name: value for name, value in inputs.items() if value is not None}, **kwargs}
 
     def decoding_step_inputs(self, model_kwargs: dict, rows_per_source: int = 1) -> dict | None:
         """What [`decoding_step`] reads, from generate()'s `model_kwargs` after its first step (a call of `forward`,

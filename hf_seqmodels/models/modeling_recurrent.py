@@ -20,7 +20,7 @@ from .cache_names import CACHE_NAME, cache_argument, cache_field, output_cache
 from .configuration_recurrent import RecurrentConfig
 from .embeddings import word_type_dropout
 from .heads import SequencePooler, TaggerOutputMixin, sequence_classification_loss
-from .masks import check_no_empty_rows, padding_or_none, prepare_padding_mask
+from .masks import carry_over_padding, check_no_empty_rows, padding_or_none, prepare_padding_mask
 from .modeling_utils import (
     CausalLMLossKwargs,
     SeqModelsPreTrainedModel,
@@ -299,6 +299,7 @@ class RecurrentForCausalLM(RecurrentGenerationMixin, RecurrentPreTrainedModel, G
         logits_to_keep: int | torch.Tensor = 0,
         num_items_in_batch: int | torch.Tensor | None = None,
         past_key_values: Cache | None = None,
+        position_ids: torch.LongTensor | None = None,
         **kwargs: Unpack[CausalLMLossKwargs],
     ) -> CausalLMOutputWithPast | tuple:
         """
@@ -311,7 +312,10 @@ class RecurrentForCausalLM(RecurrentGenerationMixin, RecurrentPreTrainedModel, G
             or for the positions a 1-D tensor lists.
         num_items_in_batch: the number of target tokens in the whole (gradient-accumulated) batch, which Trainer
             passes so that the loss is a sum divided by it.
-        The other arguments are those of [`RecurrentModel.forward`].
+        position_ids: accepted, as any transformers causal LM takes them, and unused: a recurrent layer knows a
+            token's position by reading the tokens in order.
+        The other arguments are those of [`RecurrentModel.forward`]. Where `attention_mask` marks padding after a
+        row's tokens, the logits there are those after its last token (see `masks.carry_over_padding`).
         """
         shift_labels = shift_labels_of(self, kwargs)
         return_dict = self._flag(return_dict, "return_dict")
@@ -325,7 +329,7 @@ class RecurrentForCausalLM(RecurrentGenerationMixin, RecurrentPreTrainedModel, G
             output_hidden_states=output_hidden_states,
             return_dict=True,
         )
-        top = keep_logits_positions(outputs.last_hidden_state, logits_to_keep)
+        top = keep_logits_positions(carry_over_padding(outputs.last_hidden_state, attention_mask), logits_to_keep)
         dropped = self.dropout(top)
         hidden = self._output_vectors(dropped)
         if isinstance(self.lm_head, AdaptiveSoftmaxHead):

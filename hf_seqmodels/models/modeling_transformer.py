@@ -36,7 +36,14 @@ from .cache_names import cache_argument, cache_field, output_cache
 from .configuration_transformer import TransformerConfig
 from .embeddings import TransformerEmbeddings, sinusoidal_positions
 from .heads import SequencePooler, TaggerOutputMixin, sequence_classification_loss
-from .masks import build_attention_mask, check_no_empty_rows, check_tensor, padding_or_none, prepare_padding_mask
+from .masks import (
+    build_attention_mask,
+    carry_over_padding,
+    check_no_empty_rows,
+    check_tensor,
+    padding_or_none,
+    prepare_padding_mask,
+)
 from .modeling_utils import (
     CausalLMLossKwargs,
     EncoderDecoderMixin,
@@ -684,8 +691,9 @@ class TransformerForCausalLM(TransformerPreTrainedModel, GenerationMixin):
         """
         Args:
             input_ids: ``(batch, length)`` token ids (or ``inputs_embeds``); with a cache, only the new ones.
-            attention_mask: ``(batch, past_length + length)``, 1 for tokens and 0 for padding (left padding for
-                generation); positions count real tokens only.
+            attention_mask: ``(batch, past_length + length)``, 1 for tokens and 0 for padding; positions count real
+                tokens only, and the logits at padding after a row's tokens are those after its last token (see
+                ``masks.carry_over_padding``): prompts padded on either side generate as alone.
             cache: a ``DynamicCache`` or ``StaticCache``; ``use_cache`` creates a ``DynamicCache``.
                 (``past_key_values``, its name before transformers 5.24, is accepted too.)
             labels: ``(batch, length)`` token ids, usually ``input_ids`` itself: the shift to next-token targets
@@ -707,7 +715,7 @@ class TransformerForCausalLM(TransformerPreTrainedModel, GenerationMixin):
             output_attentions=self._flag(output_attentions, "output_attentions"),
             output_hidden_states=self._flag(output_hidden_states, "output_hidden_states"),
         )
-        hidden_states = outputs.last_hidden_state
+        hidden_states = carry_over_padding(outputs.last_hidden_state, attention_mask)
         logits = self.lm_head(keep_logits_positions(hidden_states, logits_to_keep))
         loss = lm_loss(logits, labels, shift=True, num_items_in_batch=num_items_in_batch, shift_labels=shift_labels)
         result = CausalLMOutputWithPast(

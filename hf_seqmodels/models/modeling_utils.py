@@ -3,6 +3,7 @@ base, the one check of a model's token inputs, the language-model output layer a
 decoder inputs and vocabulary resizing. A family's modeling file imports this and layers, never another family."""
 
 import math
+from pathlib import Path
 from typing import TypedDict
 
 import torch
@@ -13,6 +14,7 @@ from transformers import initialization as init
 from transformers.generation.utils import GENERATION_MODES_MAPPING
 from transformers.utils.hub import is_offline_mode
 from transformers.loss.loss_utils import ForCausalLMLoss, ForMaskedLMLoss
+from transformers.modeling_utils import safe_open
 from transformers.models.bart.modeling_bart import shift_tokens_right
 from transformers.utils import is_tracing
 
@@ -46,6 +48,21 @@ class SeqModelsPreTrainedModel(PreTrainedModel):
             save_custom_generate(save_directory)
         return result
 
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path, *args, **kwargs):
+        """transformers' ``from_pretrained``; a damaged safetensors file (truncated, empty, not safetensors) is an
+        OSError naming the file, where safetensors' own error names none. Missing or unexpected weights keep
+        transformers' behaviour (a log table; new weights initialised), which loading a body under a new head needs:
+        ``hf_seqmodels.pretrained.load_pretrained`` refuses them."""
+        try:
+            return super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
+        except Exception as error:
+            # safetensors' error, known by its name: the files of this folder import only torch and transformers
+            if type(error).__name__ != "SafetensorError":
+                raise
+            raise OSError(f"{damaged_file(pretrained_model_name_or_path, kwargs.get('subfolder', ''))} is damaged "
+                          f"({error}); save or download the model again.") from error
+
     def _init_weights(self, module):
         if isinstance(module, nn.RNNBase):
             # torch's default for recurrent weights, U(-1/sqrt(H), 1/sqrt(H)); biases too.
@@ -68,9 +85,13 @@ class SeqModelsPreTrainedModel(PreTrainedModel):
         # divides by zero) or to pass unnoticed (a top_p of 1.5, an eos id outside the vocabulary).
         generation_config, model_kwargs = super()._prepare_generation_config(generation_config, **kwargs)
         check_generation_config(generation_config, self.config.vocab_size)
-        if not self.config.is_encoder_decoder:
-            check_left_padding(model_kwargs.get("attention_mask"))
         return generation_config, model_kwargs
+
+    def _prepare_model_inputs(self, *args, **kwargs):
+        # Where generate() picks its main input: transformers' own models fail later with an IndexError on 1-D ids.
+        inputs, input_name, model_kwargs = super()._prepare_model_inputs(*args, **kwargs)
+        check_generate_input(inputs, input_name)
+        return inputs, input_name, model_kwargs
 
     def _get_deprecated_gen_repo(self, generation_mode, trust_remote_code, custom_generate=None):
         # Where generate() finds a search that transformers 5 moved to a Hub `custom_generate` repo (group beam search
@@ -90,6 +111,22 @@ class SeqModelsPreTrainedModel(PreTrainedModel):
                 "trust_remote_code=True`."
             )
         return super()._get_deprecated_gen_repo(generation_mode, trust_remote_code, custom_generate)
+
+
+def damaged_file(name_or_path, subfolder: str = "") -> str:
+    """The safetensors file of a model folder that cannot be opened (its path), or a description of the weights of
+    a Hub repository."""
+    folder = Path(name_or_path, subfolder)
+    for path in sorted(folder.glob("*.safetensors")) if folder.is_dir() else []:
+        try:
+            with safe_open(str(path), framework="pt"):
+                pass
+        except Exception:  # noqa: BLE001 - any failure to open is the damage to name
+            return str(path)
+    return f"a safetensors file of {name_or_path}"
+
+
+NEGATIVE_MEANS_NONE = ("eos_token_id", "pad_token_id")
 
 
 def check_generation_config(config: GenerationConfig, vocab_size: int) -> None:
@@ -115,18 +152,21 @@ def check_generation_config(config: GenerationConfig, vocab_size: int) -> None:
     for name in ("eos_token_id", "pad_token_id", "bos_token_id", "decoder_start_token_id", "forced_bos_token_id",
                  "forced_eos_token_id", "suppress_tokens", "begin_suppress_tokens"):
         value = getattr(config, name, None)
+        # A negative eos or pad id is transformers' "none": generation never stops early (transformers warns).
+        lowest = -math.inf if name in NEGATIVE_MEANS_NONE else 0
         for token_id in value if isinstance(value, (list, tuple)) else [value]:
-            if token_id is not None and not (isinstance(token_id, int) and 0 <= token_id < vocab_size):
+            if token_id is not None and not (isinstance(token_id, int) and lowest <= token_id < vocab_size):
                 raise ValueError(f"`{name}`={value!r} is outside the model's vocabulary (0..{vocab_size - 1}).")
 
 
-def check_left_padding(attention_mask: torch.Tensor | None) -> None:
-    """A decoder-only model continues each prompt after its last column: refuse prompts padded on the right."""
-    if attention_mask is not None and attention_mask.dim() == 2 and bool((attention_mask[:, -1] == 0).any()):
-        raise ValueError(
-            "`attention_mask` marks padding at the end of a prompt: a decoder-only model generates after the last "
-            "column, so pad prompts on the left (tokenizer.padding_side = 'left')."
-        )
+def check_generate_input(inputs: torch.Tensor | None, name: str) -> None:
+    """Raise unless generate()'s main input ``inputs`` (named ``name``) is batched: ``input_ids`` ``(batch, length)``,
+    ``inputs_embeds`` ``(batch, length, size)``."""
+    dims = {"input_ids": 2, "inputs_embeds": 3}.get(name)
+    if isinstance(inputs, torch.Tensor) and dims is not None and inputs.dim() != dims:
+        shape = "(batch, length)" if dims == 2 else "(batch, length, size)"
+        raise ValueError(f"`{name}` has shape {tuple(inputs.shape)} but generate() takes a batch, {shape}: add the "
+                         f"batch dimension (`{name}[None]` for one sequence).")
 
 
 def check_token_inputs(
@@ -269,7 +309,8 @@ def lm_loss(
     otherwise they are aligned with the logits already (a decoder reading the target shifted right).
     ``shift_labels`` (causal LMs): targets already aligned with the logits, which then replace ``labels`` — what
     sequence- and context-parallel training passes, having shifted the whole sequence before splitting it.
-    Labels that are all -100 give a loss of 0 (no token counts), not NaN; no labels at all, no loss (None)."""
+    Labels that are all -100 give NaN (no token counts: 0 / 0), as transformers' own models do; no labels at all,
+    no loss (None)."""
     if labels is None and shift_labels is None:
         return None
     if shift_labels is not None:
@@ -279,16 +320,9 @@ def lm_loss(
     check_lm_labels(labels, logits)
     if num_items_in_batch is None:
         targets = labels[:, 1:] if shift else labels
-        num_items_in_batch = (targets != -100).sum().clamp(min=1)
+        num_items_in_batch = (targets != -100).sum()
     loss = ForCausalLMLoss if shift else ForMaskedLMLoss
     return loss(logits, labels, logits.shape[-1], num_items_in_batch=num_items_in_batch)
-
-
-def cross_entropy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """Mean cross-entropy of ``logits`` ``(n, classes)`` against class ids ``(n,)`` over the rows not labelled -100;
-    0 (not NaN) when every row is."""
-    total = F.cross_entropy(logits, labels, ignore_index=-100, reduction="sum")
-    return total / (labels != -100).sum().clamp(min=1)
 
 
 class EncoderDecoderMixin:

@@ -126,8 +126,10 @@ class MultiHeadAttention(nn.Module):
 
     def _split_heads(self, projected: torch.Tensor) -> tuple[torch.Tensor, ...]:
         """``(batch, length, n * d_model)`` -> n tensors ``(batch, num_heads, length, head_dim)``."""
-        batch, length, _ = projected.shape
-        return projected.view(batch, length, -1, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4).unbind(0)
+        batch, length, width = projected.shape
+        # n spelt out, not -1: under torch.compile an unknown batch or length would leave -1 undecidable
+        parts = width // (self.num_heads * self.head_dim)
+        return projected.view(batch, length, parts, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4).unbind(0)
 
     def _memory_keys_values(self, memory: torch.Tensor, cache) -> tuple[torch.Tensor, torch.Tensor]:
         if cache is not None and cache.is_updated.get(self.layer_idx):

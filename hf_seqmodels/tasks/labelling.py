@@ -241,7 +241,7 @@ def make_model(model_args: ModelArguments, auto_class, tokenizer: PreTrainedToke
         "label2id": {label: i for i, label in enumerate(labels)},
     }
     if model_args.model_name_or_path:
-        return load_pretrained(auto_class, model_args.model_name_or_path, **label_options)
+        return load_pretrained(auto_class, model_args.model_name_or_path, new_head=True, **label_options)
     if tokenizer.pad_token_id is None:
         raise ValueError("The tokenizer has no pad_token: batches of different lengths need one.")
     table, table_vocab = pretrained_word_embeddings(model_args.embeddings_from) if model_args.embeddings_from \
@@ -290,7 +290,7 @@ def make_model(model_args: ModelArguments, auto_class, tokenizer: PreTrainedToke
 def pretrained_word_embeddings(name_or_path: str) -> tuple[torch.Tensor, dict[str, int]]:
     """The input word-embedding table ``(vocab, dim)`` of a pretrained checkpoint (e.g. BERT's word-piece
     embeddings) and its tokenizer's vocabulary (token -> row); the rest of the checkpoint is dropped."""
-    table = load_pretrained(AutoModel, name_or_path).get_input_embeddings().weight.detach()
+    table = load_pretrained(AutoModel, name_or_path, new_head=True).get_input_embeddings().weight.detach()
     vocab = {token: i for token, i in load_tokenizer(name_or_path, "--embeddings_from").get_vocab().items()
              if i < len(table)}
     return table, vocab

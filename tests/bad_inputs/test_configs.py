@@ -1,19 +1,23 @@
 """Bad configs: every field of every family's config given a value of the wrong type or out of range, on construction
-and in a loaded config dict or config.json; config.json files that lack a field, hold an unknown one or were written
-for another model; the fields PretrainedConfig keeps (labels, problem type, flags, dtype). Each must give a clear
-error that names the field and shows the value; good values must be kept as given, through saving and loading."""
+and in a loaded config dict or config.json; config.json files that lack a field or were written for another model,
+and, read by our loaders, that hold an unknown key or another family's architectures; the fields PretrainedConfig
+keeps (labels, problem type, flags, dtype). Each must give a clear error that names the field and shows the value;
+good values must be kept as given, through saving and loading."""
 
 import inspect
 import json
 import math
 import re
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from transformers import AutoConfig
+from transformers.testing_utils import CaptureLogger
 
 from hf_seqmodels import AttentionSeq2SeqConfig, RecurrentConfig, TransformerConfig
+from hf_seqmodels.models import configuration_utils
 from hf_seqmodels.models.configuration_attention_seq2seq import ATTENTION_TYPES
 from hf_seqmodels.models.configuration_recurrent import NONLINEARITIES, POOLINGS
 from hf_seqmodels.models.configuration_transformer import (
@@ -22,7 +26,13 @@ from hf_seqmodels.models.configuration_transformer import (
     POSITION_EMBEDDINGS,
     TRANSFORMER_POOLINGS,
 )
-from hf_seqmodels.models.configuration_utils import CELL_TYPES, PROBLEM_TYPES, known_keys, own_fields
+from hf_seqmodels.models.configuration_utils import (
+    CELL_TYPES,
+    PROBLEM_TYPES,
+    check_config_file,
+    known_keys,
+    own_fields,
+)
 
 from .outcomes import assert_outcome
 
@@ -225,8 +235,16 @@ def test_config_json_without_a_field(config_class, name, tmp_path):
         assert_outcome(AREA, lambda: AutoConfig.from_pretrained(folder), error=rf"lacks `{name}`")
 
 
+def load_config_file(folder):
+    """What our loaders do with a model folder's config.json (load_pretrained checks it before loading)."""
+    check_config_file(folder / "config.json")
+    return AutoConfig.from_pretrained(folder)
+
+
 @pytest.mark.parametrize("config_class", BASES, ids=class_name)
-def test_unknown_keys(config_class):
+def test_unknown_keys(config_class, tmp_path):
+    """Kept as attributes by the config (transformers' configs keep them, and its tests set some on every config);
+    refused in a config.json our loaders read."""
     saved = saved_dict(config_class)
     unknown = st.from_regex(r"\A[a-z][a-z_]{0,15}\Z").filter(
         lambda key: key not in known_keys(config_class) and key not in config_class.attribute_map)
@@ -234,8 +252,11 @@ def test_unknown_keys(config_class):
     @CASES
     @given(key=unknown, value=st.one_of(st.integers(), st.text(max_size=4), st.none()))
     def case(key, value):
-        assert_outcome(AREA, lambda: config_class.from_dict({**saved, key: value}), error=names(key, value))
-        assert_outcome(AREA, lambda: config_class(**{key: value}), error=names(key, value))
+        assert_outcome(AREA, lambda: config_class.from_dict({**saved, key: value}),
+                       check=lambda config: getattr(config, key) == value)
+        assert_outcome(AREA, lambda: config_class(**{key: value}), check=lambda config: getattr(config, key) == value)
+        folder = Path(save_edited(tmp_path / "case", config_class, **{key: value}))
+        assert_outcome(AREA, lambda: load_config_file(folder), error=names(key, value))
 
     case()
 
@@ -245,9 +266,14 @@ TYPOS = {RecurrentConfig: ("dropuot", "dropout"), AttentionSeq2SeqConfig: ("aten
 
 
 @pytest.mark.parametrize("config_class", BASES, ids=class_name)
-def test_misspelt_field_names_the_right_one(config_class):
+def test_misspelt_field_names_the_right_one(config_class, tmp_path):
+    """Refused in a config.json our loaders read; logged by the config, which keeps it."""
     typo, field = TYPOS[config_class]
-    assert_outcome(AREA, lambda: config_class(**{typo: 1}), error=rf"`{typo}`=1 is not a field.*did you mean `{field}`")
+    folder = Path(save_edited(tmp_path, config_class, **{typo: 1}))
+    assert_outcome(AREA, lambda: load_config_file(folder), error=rf"`{typo}`=1 is not a field.*did you mean `{field}`")
+    with CaptureLogger(configuration_utils.logger) as captured:
+        config_class(**{typo: 1})
+    assert re.search(rf"`{typo}`=1 is not a field.*did you mean `{field}`", captured.out)
 
 
 @pytest.mark.parametrize("config_class", BASES, ids=class_name)
@@ -271,15 +297,19 @@ def test_changed_model_type(config_class, model_type, tmp_path):
     if model_type in MODEL_TYPES.values():  # AutoConfig takes the other family's class: the saved models give it away
         folder = save_edited(tmp_path, config_class, model_type=model_type,
                              architectures=[f"{config_class.__name__.removesuffix('Config')}Model"])
-        assert_outcome(AREA, lambda: AutoConfig.from_pretrained(folder), error=r"`architectures`=\[")
+        assert_outcome(AREA, lambda: load_config_file(Path(folder)), error=r"`architectures`=\[")
 
 
 @pytest.mark.parametrize("config_class", BASES, ids=class_name)
-def test_architectures_of_another_family(config_class):
+def test_architectures_of_another_family(config_class, tmp_path):
+    """Kept by the config, as transformers' (its ConfigTester passes `architectures=['BertModel']`); refused in a
+    config.json our loaders read."""
     for other in set(BASES) - {config_class}:
         architectures = [f"{other.__name__.removesuffix('Config')}Model"]
         saved = {**saved_dict(config_class), "architectures": architectures}
-        assert_outcome(AREA, lambda: config_class.from_dict(saved), error=names("architectures", architectures))
+        assert_outcome(AREA, lambda: config_class.from_dict(saved), check=lambda c: c.architectures == architectures)
+        folder = Path(save_edited(tmp_path / other.__name__, config_class, architectures=architectures))
+        assert_outcome(AREA, lambda: load_config_file(folder), error=names("architectures", architectures))
     assert_outcome(AREA, lambda: config_class(architectures="Model"), error=names("architectures", "Model"))
 
 
@@ -296,7 +326,7 @@ PRETRAINED_BAD_VALUES = {  # a field PretrainedConfig keeps: values it must refu
     "return_dict": st.one_of(st.text(max_size=5), st.integers(), st.none()),
     "output_hidden_states": st.one_of(st.text(max_size=5), st.integers(), st.none()),
     "output_attentions": st.one_of(st.text(max_size=5), st.integers(), st.none()),
-    "chunk_size_feed_forward": st.one_of(st.integers().filter(bool), st.booleans(), st.text(max_size=3), st.floats()),
+    "chunk_size_feed_forward": st.one_of(st.integers(max_value=-1), st.booleans(), st.text(max_size=3), st.floats()),
     "dtype": st.one_of(st.sampled_from(["auto", "fp16", "float_32", "torch.float32"]), st.integers()),
     "torch_dtype": st.sampled_from(["bf16", "Float32", "nn"]),
 }

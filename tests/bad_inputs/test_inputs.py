@@ -8,6 +8,10 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from transformers.generation import utils as generation_utils
+from transformers.testing_utils import CaptureLogger
+
+import transformers
 
 import hf_seqmodels as hs
 
@@ -125,19 +129,35 @@ def test_bad_labels(model_class, bad):
     assert_outcome("inputs", lambda: model(**batch, labels=labels), error=message)
 
 
+def transformers_reference(model) -> torch.nn.Module:
+    """transformers' own model of the same head as ``model``: GPT-2 for a causal LM, BART for an encoder-decoder,
+    BERT for a classifier."""
+    name = type(model).__name__
+    if name.endswith("CausalLM"):
+        return transformers.GPT2LMHeadModel(transformers.GPT2Config(vocab_size=VOCAB, n_embd=8, n_layer=1, n_head=2))
+    if model.config.is_encoder_decoder:
+        return transformers.BartForConditionalGeneration(transformers.BartConfig(
+            vocab_size=VOCAB, d_model=8, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+            decoder_attention_heads=2, encoder_ffn_dim=8, decoder_ffn_dim=8, **IDS))
+    bert = transformers.BertConfig(vocab_size=VOCAB, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+                                   intermediate_size=8, num_labels=3)
+    head = "BertForSequenceClassification" if name.endswith("SequenceClassification") else "BertForTokenClassification"
+    return getattr(transformers, head)(bert)
+
+
 @pytest.mark.parametrize("model_class", HEADS, ids=lambda cls: cls.__name__)
-def test_labels_all_ignored_give_a_zero_loss(model_class):
-    """A batch whose labels are all -100 (every token masked out) has a loss of 0 that backpropagates, not NaN."""
+def test_labels_all_ignored_give_what_transformers_gives(model_class):
+    """A batch whose labels are all -100 (every token masked out): no token counts, and transformers' own heads
+    give NaN (0 / 0); ours give the same, every head (the CRF tagger's included)."""
     model = model_of(model_class).train()
     batch = inputs_for(model)
     labels = labels_for(model, batch, value=-100)
-
-    def loss():
-        value = model(**batch, labels=labels).loss
-        value.backward()
-        return value
-
-    assert_outcome("inputs", loss, check=lambda value: value.item() == 0.0)
+    reference = transformers_reference(model).train()
+    expected = reference(**{**batch, "labels": labels}).loss
+    for config in ({}, {"use_crf": True}) if model_class.__name__.endswith("TokenClassification") else ({},):
+        model = model_class(type(model.config)(**{**model.config.to_diff_dict(), **config})).train()
+        assert_outcome("inputs", lambda: model(**batch, labels=labels).loss,
+                       check=lambda loss: math.isnan(loss.item()) == math.isnan(expected.item()))
 
 
 BAD_GENERATE = {  # generate() options: (kwargs, message)
@@ -158,6 +178,7 @@ BAD_GENERATE = {  # generate() options: (kwargs, message)
     "length_penalty NaN": ({"num_beams": 2, "length_penalty": math.nan}, r"`length_penalty`=nan must be a finite number"),
     "eos outside the vocabulary": ({"eos_token_id": 99}, r"`eos_token_id`=99 is outside"),
     "pad outside the vocabulary": ({"pad_token_id": 99}, r"`pad_token_id`=99 is outside"),
+    "negative bos": ({"bos_token_id": -1}, r"`bos_token_id`=-1 is outside"),
     "forced bos outside the vocabulary": ({"forced_bos_token_id": 99}, r"`forced_bos_token_id`=99 is outside"),
     "suppressed token outside the vocabulary": ({"suppress_tokens": [99]}, r"`suppress_tokens`=\[99\] is outside"),
     "group beam search offline": ({"num_beams": 2, "num_beam_groups": 2}, r"trust_remote_code"),
@@ -177,18 +198,59 @@ DECODER_ONLY = [hs.RecurrentForCausalLM, hs.TransformerForCausalLM]
 
 
 @pytest.mark.parametrize("model_class", DECODER_ONLY, ids=lambda cls: cls.__name__)
-def test_prompts_padded_on_the_right_are_refused_and_on_the_left_generate_as_alone(model_class):
+def test_prompts_padded_on_either_side_generate_as_alone(model_class):
+    """Right padding: transformers' own decoder-only models generate after the padding, with generate()'s warning;
+    ours too, and exactly as the prompt alone (padding is invisible to the tokens after it: see
+    `masks.carry_over_padding`)."""
     model = model_of(model_class)
-    prompt = torch.tensor([[5, 6, 7]])
+    prompt = torch.tensor([[8, 9]])
     right = {"input_ids": torch.tensor([[5, 6, 7], [8, 9, PAD]]), "attention_mask": torch.tensor([[1, 1, 1],
                                                                                                  [1, 1, 0]])}
-    assert_outcome("inputs", lambda: model.generate(**right, max_new_tokens=3),
-                   error=r"`attention_mask` marks padding at the end of a prompt.*pad prompts on the left")
-    left = {"input_ids": torch.tensor([[PAD, 5, 6, 7], [8, 9, 10, 11]]),
-            "attention_mask": torch.tensor([[0, 1, 1, 1], [1, 1, 1, 1]])}
     alone = model.generate(input_ids=prompt, max_new_tokens=3, do_sample=False)
+    with CaptureLogger(generation_utils.logger) as captured:
+        padded = model.generate(**right, max_new_tokens=3, do_sample=False)
+    assert "right-padding was detected" in captured.out
+    assert torch.equal(padded[1, 3:], alone[0, 2:])
+    left = {"input_ids": torch.tensor([[PAD, 5, 6, 7], [PAD, PAD, 8, 9]]),
+            "attention_mask": torch.tensor([[0, 1, 1, 1], [0, 0, 1, 1]])}
     assert_outcome("inputs", lambda: model.generate(**left, max_new_tokens=3, do_sample=False),
-                   check=lambda out: torch.equal(out[0, 1:], alone[0]))
+                   check=lambda out: torch.equal(out[1, 2:], alone[0]))
+
+
+@pytest.mark.parametrize("model_class", GENERATORS, ids=lambda cls: cls.__name__)
+def test_generate_with_one_dimensional_ids_names_input_ids(model_class):
+    """transformers' own models fail with an IndexError on 1-D `input_ids`; ours say what to change."""
+    model = model_of(model_class)
+    assert_outcome("inputs", lambda: model.generate(SOURCE[0], max_new_tokens=2),
+                   error=r"`input_ids` has shape \(4,\) but generate\(\) takes a batch, \(batch, length\)")
+    assert_outcome("inputs", lambda: model.generate(input_ids=SOURCE[0], max_new_tokens=2),
+                   error=r"`input_ids` has shape \(4,\)")
+
+
+@pytest.mark.parametrize("model_class", GENERATORS, ids=lambda cls: cls.__name__)
+def test_eos_token_id_minus_one_never_stops(model_class):
+    """transformers' tests set `eos_token_id=-1` (and `pad_token_id=-1`) to generate to the maximum length: the
+    same tokens as with no eos at all."""
+    model = model_of(model_class)
+    options = {"max_new_tokens": 4, "do_sample": False, "min_new_tokens": 4}
+    unstopped = model.generate(input_ids=SOURCE, attention_mask=MASK, **options,
+                               suppress_tokens=None, eos_token_id=None)
+    assert_outcome("inputs", lambda: model.generate(input_ids=SOURCE, attention_mask=MASK, eos_token_id=-1,
+                                                    pad_token_id=-1, **options),
+                   check=lambda out: torch.equal(out, unstopped))
+
+
+@pytest.mark.parametrize("model_class", [hs.AttentionSeq2SeqForConditionalGeneration,
+                                         hs.TransformerForConditionalGeneration], ids=lambda cls: cls.__name__)
+def test_generate_from_the_source_embeddings(model_class):
+    """`generate(inputs_embeds=...)` on an encoder-decoder (transformers' own accept it): the encoder reads the
+    vectors, with the same result as from the ids they embed."""
+    model = model_of(model_class)
+    embeds = model.get_input_embeddings()(SOURCE)
+    from_ids = model.generate(input_ids=SOURCE, attention_mask=MASK, max_new_tokens=3, do_sample=False)
+    assert_outcome("inputs", lambda: model.generate(inputs_embeds=embeds, attention_mask=MASK, max_new_tokens=3,
+                                                    do_sample=False),
+                   check=lambda out: torch.equal(out, from_ids))
 
 
 SEQ2SEQ_CLASSES = [hs.AttentionSeq2SeqModel, hs.AttentionSeq2SeqForConditionalGeneration, hs.TransformerModel,

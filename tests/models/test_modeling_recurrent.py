@@ -528,6 +528,17 @@ def test_dynamic_int8_quantization_of_every_head(cell_type, model_class):
         assert_close_to_float32(main_output(quantized(**batch)), main_output(model(**batch)), INT8_TOLERANCE)
 
 
+def test_causal_lm_takes_position_ids_as_transformers_causal_lms_and_reads_them_not():
+    """Code written for any transformers causal LM passes `position_ids`; a recurrent layer reads in order."""
+    tester = RecurrentModelTester("lstm")
+    config = tester.get_config(RecurrentForCausalLM)
+    model = make_model(RecurrentForCausalLM, config)
+    batch = collate(tester.get_examples(config), PAD)
+    shuffled = torch.randperm(batch["input_ids"].shape[1]).expand_as(batch["input_ids"])
+    with torch.no_grad():
+        torch.testing.assert_close(model(**batch, position_ids=shuffled).logits, model(**batch).logits, rtol=0, atol=0)
+
+
 @pytest.mark.parametrize("cell_type", CELL_TYPES)
 def test_generate_continues_from_the_cache_it_returned(cell_type):
     """generate() given the sequences and the cache of an earlier generate() reads only the positions the cache has

@@ -1,16 +1,13 @@
 """What the three families' runs of transformers' common tests share: the imports from transformers' test package
 (made importable by conftest.py) and the base of our model testers."""
 
-import types
-
 import torch
-import transformers_tests.test_modeling_common as modeling_common
-from transformers.testing_utils import set_config_for_less_flaky_test
 from transformers_tests.test_configuration_common import ConfigTester  # noqa: F401
 from transformers_tests.test_modeling_common import ModelTesterMixin, ids_tensor, random_attention_mask  # noqa: F401
 from transformers_tests.generation.test_utils import GenerationTesterMixin  # noqa: F401
 
 from hf_seqmodels import _AUTO_CLASSES
+from hf_seqmodels.models.cache import RecurrentCache
 from tests.test_modeling_common import BOS, EOS, PAD
 
 # transformers' mixins tell a base model from a head, and pick the labels a head takes, by its class name in the
@@ -26,18 +23,27 @@ for _models in _AUTO_CLASSES.values():
 INPUTS_EMBEDS_SKIP = "embeds the decoder's ids with the encoder's matrix; ours has its own (our test_inputs_embeds)"
 
 
-def _set_own_norm_eps_for_less_flaky_test(config):
-    """transformers' helper sets every norm-epsilon name any model uses (``batch_norm_eps``, ``rms_norm_eps``, ...)
-    to 1.0 on the config, which is then saved and loaded; our configs refuse keys that are not their fields when
-    loading (a misspelt key would otherwise be ignored), so set only the ones the config has."""
-    names = types.SimpleNamespace()
-    set_config_for_less_flaky_test(names)
-    for name, value in vars(names).items():
-        if hasattr(config, name):
-            setattr(config, name, value)
+class RecurrentStateChecks:
+    """transformers' checks of what generate() returns that read attention layers' keys and values, or expect every
+    encoder layer to output `hidden_size` vectors, overridden for a recurrent state as their own messages ask of a
+    model with another cache layout (transformers' Mamba and xLSTM tests override or skip them)."""
 
+    def _check_past_key_values_for_generate(self, batch_size, past_key_values, seq_length, config):
+        # one RecurrentLayerCache per recurrent (decoder) layer, holding (h,) or the LSTM's (h, c), torch's layout
+        self.assertIsInstance(past_key_values, RecurrentCache)
+        self.assertEqual(len(past_key_values), config.num_hidden_layers)
+        parts = 2 if config.cell_type == "lstm" else 1
+        for layer in past_key_values.layers:
+            self.assertEqual([tuple(t.shape) for t in layer.recurrent_states],
+                             [(1, batch_size, config.hidden_size)] * parts)
 
-modeling_common.set_config_for_less_flaky_test = _set_own_norm_eps_for_less_flaky_test
+    def _check_encoder_hidden_states_for_generate(self, hidden_states, batch_size, config, prompt_length):
+        # the embeddings, then each encoder layer's outputs: both directions' states side by side when bidirectional
+        directions = 2 if config.bidirectional_encoder else 1
+        expected = [(batch_size, prompt_length, config.embedding_size)]
+        expected += [(batch_size, prompt_length, directions * config.hidden_size)] * config.encoder_layers
+        self.assertIsInstance(hidden_states, tuple)
+        self.assertListEqual([tuple(states.shape) for states in hidden_states], expected)
 
 
 class TinyModelTester:

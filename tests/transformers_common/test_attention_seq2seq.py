@@ -4,7 +4,14 @@ import unittest
 
 from hf_seqmodels import AttentionSeq2SeqConfig, AttentionSeq2SeqForConditionalGeneration, AttentionSeq2SeqModel
 
-from .common import INPUTS_EMBEDS_SKIP, ConfigTester, GenerationTesterMixin, ModelTesterMixin, TinyModelTester
+from .common import (
+    INPUTS_EMBEDS_SKIP,
+    ConfigTester,
+    GenerationTesterMixin,
+    ModelTesterMixin,
+    RecurrentStateChecks,
+    TinyModelTester,
+)
 
 
 class AttentionSeq2SeqModelTester(TinyModelTester):
@@ -28,7 +35,7 @@ class AttentionSeq2SeqModelTester(TinyModelTester):
         return config, inputs
 
 
-class AttentionSeq2SeqCommonTests(ModelTesterMixin, GenerationTesterMixin):
+class AttentionSeq2SeqCommonTests(RecurrentStateChecks, ModelTesterMixin, GenerationTesterMixin):
     all_model_classes = (AttentionSeq2SeqModel, AttentionSeq2SeqForConditionalGeneration)
     pipeline_model_mapping = {}
     is_encoder_decoder = True

@@ -10,7 +10,7 @@ from hf_seqmodels import (
     RecurrentModel,
 )
 
-from .common import ConfigTester, GenerationTesterMixin, ModelTesterMixin, TinyModelTester
+from .common import ConfigTester, GenerationTesterMixin, ModelTesterMixin, RecurrentStateChecks, TinyModelTester
 
 
 class RecurrentModelTester(TinyModelTester):
@@ -26,7 +26,7 @@ class RecurrentModelTester(TinyModelTester):
         )
 
 
-class RecurrentCommonTests(ModelTesterMixin, GenerationTesterMixin):
+class RecurrentCommonTests(RecurrentStateChecks, ModelTesterMixin, GenerationTesterMixin):
     all_model_classes = (
         RecurrentModel, RecurrentForCausalLM, RecurrentForSequenceClassification, RecurrentForTokenClassification,
     )

@@ -3,6 +3,8 @@ each as its own test case (as transformers tests T5 and its encoder-only model).
 
 import unittest
 
+import torch
+
 from hf_seqmodels import (
     TransformerConfig,
     TransformerForCausalLM,
@@ -34,6 +36,8 @@ class TransformerModelTester(TinyModelTester):
         config, inputs = super().prepare_config_and_inputs_for_common()
         if self.decoder_inputs:
             inputs["decoder_input_ids"] = self.input_ids(self.seq_length)  # as long as the source, as transformers' seq2seq testers
+            # as Bart's tester: generate() continuing from a cache tells cached from new decoder ids by the mask's width
+            inputs["decoder_attention_mask"] = torch.ones_like(inputs["decoder_input_ids"])
         return config, inputs
 
 
