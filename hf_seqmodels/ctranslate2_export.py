@@ -42,7 +42,7 @@ except ImportError as error:
     raise ImportError('Exporting to CTranslate2 needs ctranslate2: pip install "hf-seqmodels[serve]".') from error
 
 __all__ = ["EXPORT_FILE", "QUANTIZATIONS", "check_exportable", "model_spec", "export_ctranslate2",
-           "CTranslate2Translator"]
+           "CTranslate2Translator", "as_translated"]
 
 EXPORT_FILE = "hf_seqmodels_export.json"  # what the export was made from; marks a folder export_ctranslate2 wrote
 QUANTIZATIONS = ("float32", "int8", "int8_float32", "int16", "float16", "bfloat16", "int8_float16", "int8_bfloat16")
@@ -268,3 +268,11 @@ class CTranslate2Translator:
                 results[i] = [Hypothesis(self.tokenizers.target.decode(ids, skip_special_tokens=True).strip(),
                                          score if beams > 1 else None) for ids, score in found]
         return results
+
+
+def as_translated(row: list[int], end_ids, skip: int = 1) -> list[int]:
+    """A row of generate()'s ``sequences`` as `CTranslate2Translator.translate_ids` gives a translation: without
+    its first ``skip`` tokens (the start token, or a prompt), through the first of ``end_ids`` (generate() pads a
+    batch's shorter rows after it)."""
+    row = row[skip:]
+    return next((row[: i + 1] for i, token in enumerate(row) if token in end_ids), row)

@@ -17,6 +17,7 @@ from hf_seqmodels import TransformerConfig, TransformerForCausalLM, TransformerF
 from hf_seqmodels.ctranslate2_export import (  # noqa: E402
     EXPORT_FILE,
     CTranslate2Translator,
+    as_translated,
     check_exportable,
     export_ctranslate2,
 )
@@ -82,11 +83,6 @@ def end_ids(config) -> list[int]:
     return config.eos_token_id if isinstance(config.eos_token_id, list) else [config.eos_token_id]
 
 
-def through_end(ids: list[int], eos: list[int]) -> list[int]:
-    """``ids`` up to the first end token, included (generate() pads a batch's shorter rows after it)."""
-    return next((ids[: i + 1] for i, token in enumerate(ids) if token in eos), ids)
-
-
 @pytest.fixture(scope="module", params=list(TRANSLATORS))
 def exported_translator(request, tmp_path_factory):
     """(our model, the CTranslate2Translator of its export, the source ids of the test sentences)."""
@@ -121,7 +117,7 @@ def test_translations_are_token_identical(exported_translator, num_beams):
     for source, hypotheses in zip(sources, exported):
         ours = model.generate(torch.tensor([source]), num_beams=num_beams, num_return_sequences=num_beams,
                               output_scores=True, return_dict_in_generate=True)
-        assert [ids for ids, _ in hypotheses] == [through_end(row[1:].tolist(), eos) for row in ours.sequences]
+        assert [ids for ids, _ in hypotheses] == [as_translated(row.tolist(), eos) for row in ours.sequences]
         if num_beams > 1:
             assert [score for _, score in hypotheses] == pytest.approx(ours.sequences_scores.tolist(), abs=1e-4)
         lengths.append(len(hypotheses[0][0]))
@@ -173,7 +169,7 @@ def test_language_model_continuations_are_token_identical(exported_language_mode
     lengths = []
     for prompt, result in zip(prompts, results):
         ours = model.generate(torch.tensor([prompt]), num_beams=num_beams, max_new_tokens=MAX_NEW_TOKENS)
-        assert result.sequences_ids[0] == through_end(ours[0, len(prompt):].tolist(), end_ids(model.config))
+        assert result.sequences_ids[0] == as_translated(ours[0].tolist(), end_ids(model.config), skip=len(prompt))
         lengths.append(len(result.sequences_ids[0]))
     assert len(set(lengths)) > 1 and max(lengths) > 3, lengths
 
