@@ -22,7 +22,6 @@ Needs ``pip install "hf-seqmodels[serve]"`` (ctranslate2).
 
 import json
 import math
-import shutil
 from pathlib import Path
 
 import torch
@@ -41,8 +40,8 @@ try:
 except ImportError as error:
     raise ImportError('Exporting to CTranslate2 needs ctranslate2: pip install "hf-seqmodels[serve]".') from error
 
-__all__ = ["EXPORT_FILE", "QUANTIZATIONS", "check_exportable", "model_spec", "export_ctranslate2",
-           "CTranslate2Translator", "as_translated"]
+__all__ = ["EXPORT_FILE", "QUANTIZATIONS", "check_exportable", "check_generation_defaults", "model_spec",
+           "export_ctranslate2", "CTranslate2Translator", "as_translated"]
 
 EXPORT_FILE = "hf_seqmodels_export.json"  # what the export was made from; marks a folder export_ctranslate2 wrote
 QUANTIZATIONS = ("float32", "int8", "int8_float32", "int16", "float16", "bfloat16", "int8_float16", "int8_bfloat16")
@@ -52,6 +51,12 @@ ACTIVATIONS = {
     "gelu_new": common_spec.Activation.GELUTanh,
     "silu": common_spec.Activation.SWISH,
 }
+# The generation options `CTranslate2Translator.options` passes on, and those that change nothing it decodes.
+GENERATION_OPTIONS = ("num_beams", "length_penalty", "max_new_tokens", "max_length", "min_new_tokens",
+                      "no_repeat_ngram_size", "repetition_penalty", "eos_token_id")
+GENERATION_BOOKKEEPING = ("bos_token_id", "pad_token_id", "decoder_start_token_id", "early_stopping", "use_cache",
+                          "transformers_version", "_from_model_config", "output_attentions", "output_hidden_states",
+                          "output_scores", "return_dict_in_generate")
 # The heads CTranslate2 has a model for: a translator and a language model. (It has no classifier heads.)
 EXPORTABLE_HEADS = ("TransformerForConditionalGeneration", "TransformerForCausalLM")
 
@@ -73,6 +78,18 @@ def check_exportable(config) -> None:
                          "translation from that token; set it in the config.")
     if config.eos_token_id is None:
         raise ValueError("`eos_token_id`=None: CTranslate2 needs an end-of-sequence token; set it in the config.")
+
+
+def check_generation_defaults(generation_config: GenerationConfig) -> None:
+    """Raise a ValueError naming the saved generation option that the export's translator cannot pass on to
+    CTranslate2 (sampling, forced tokens, ...). ``early_stopping`` is accepted whatever its value, but CTranslate2's
+    beam search always stops as generate(early_stopping=True) does: once ``num_beams`` hypotheses are finished."""
+    unknown = sorted(set(generation_config.to_diff_dict()) - set(GENERATION_OPTIONS) - set(GENERATION_BOOKKEEPING))
+    if unknown:
+        values = ", ".join(f"`{name}`={getattr(generation_config, name, None)!r}" for name in unknown)
+        raise ValueError(f"generation_config.json sets {values}, which the CTranslate2 export does not pass on (it "
+                         f"decodes with {', '.join(GENERATION_OPTIONS)}): remove them from the model's "
+                         "generation_config.json, or translate with our generate().")
 
 
 def _vocabulary(tokenizer, size: int, field: str) -> list[str]:
@@ -103,7 +120,8 @@ def _set_layer_norm(spec, norm: torch.nn.LayerNorm) -> None:
 def _set_stack(spec, stack, config: TransformerConfig) -> None:
     """Fill a ``TransformerEncoderSpec`` or ``TransformerDecoderSpec`` from one of our stacks."""
     embeddings = stack.embeddings
-    (spec.embeddings[0] if isinstance(spec.embeddings, list) else spec.embeddings).weight = embeddings.embed_tokens.weight
+    token_spec = spec.embeddings[0] if isinstance(spec.embeddings, list) else spec.embeddings  # encoder: a list
+    token_spec.weight = embeddings.embed_tokens.weight
     spec.scale_embeddings = math.sqrt(config.d_model) if config.scale_embedding else 1.0
     table = embeddings.position_table if embeddings.embed_positions is None else embeddings.embed_positions.weight
     spec.position_encodings.encodings = table
@@ -178,6 +196,7 @@ def export_ctranslate2(model_dir, output_dir, quantization: str | None = None) -
     else:
         model = load_pretrained(AutoModelForCausalLM, model_dir, config=config)
         source = target = AutoTokenizer.from_pretrained(model_dir)
+    check_generation_defaults(model.generation_config)
     spec = model_spec(model.float().eval(), source, target)
     spec.validate()
     spec.optimize(quantization=quantization)
@@ -186,12 +205,12 @@ def export_ctranslate2(model_dir, output_dir, quantization: str | None = None) -
         save_tokenizer(target, folder)
         if source is not target:
             save_tokenizer(source, folder / SOURCE_TOKENIZER_DIR)
-        if (model_dir / "generation_config.json").is_file():
-            shutil.copy(model_dir / "generation_config.json", folder)
+        model.generation_config.save_pretrained(folder)
+        eos = model.generation_config.eos_token_id
         record = {"model_dir": str(model_dir.resolve()), "architectures": config.architectures,
                   "quantization": quantization or "float32", "ctranslate2": ctranslate2.__version__,
                   "max_position_embeddings": config.max_position_embeddings,
-                  "eos_token_id": config.eos_token_id}
+                  "eos_token_id": config.eos_token_id if eos is None else eos}
         (folder / EXPORT_FILE).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     return output_dir
 
@@ -219,22 +238,23 @@ class CTranslate2Translator:
         self.translator = ctranslate2.Translator(str(folder), device=device, compute_type=compute_type,
                                                  intra_threads=intra_threads)
         self.tokenizers = load_tokenizers(folder)
-        self.generation_config = (GenerationConfig.from_pretrained(folder)
-                                  if (folder / "generation_config.json").is_file() else GenerationConfig())
+        self.generation_config = GenerationConfig.from_pretrained(folder)
         self._target_ids = {token: i for i, token in enumerate(
             self.tokenizers.target.convert_ids_to_tokens(list(range(len(self.tokenizers.target)))))}
 
     def options(self, num_beams: int | None = None, max_new_tokens: int | None = None,
                 length_penalty: float | None = None, num_return_sequences: int = 1) -> dict:
         """``translate_batch`` options for these generate() options, the saved generation defaults filling in
-        those left None. The first step may end the translation (``min_decoding_length=0``), as in generate()."""
+        those left None. The first step may end the translation, as in generate(); beam search stops once
+        ``num_beams`` hypotheses are finished (generate()'s ``early_stopping=True``, what run_translation.py saves)."""
         defaults = self.generation_config
         max_new_tokens = max_new_tokens or defaults.max_new_tokens or defaults.max_length - 1
         eos = self.record["eos_token_id"]
         return {"beam_size": num_beams or defaults.num_beams or 1, "num_hypotheses": num_return_sequences,
                 "length_penalty": next(value for value in (length_penalty, defaults.length_penalty, 1.0)
                                        if value is not None),
-                "max_decoding_length": max_new_tokens, "min_decoding_length": 0, "max_input_length": 0,
+                "max_decoding_length": max_new_tokens, "min_decoding_length": defaults.min_new_tokens or 0,
+                "max_input_length": 0,
                 "no_repeat_ngram_size": defaults.no_repeat_ngram_size or 0,
                 "repetition_penalty": defaults.repetition_penalty or 1.0,
                 "end_token": eos if isinstance(eos, list) else [eos], "return_end_token": True, "return_scores": True}

@@ -6,10 +6,12 @@ engine prints. Skipped without ctranslate2 (``pip install -e ".[serve]"``)."""
 
 import json
 import runpy
+import shutil
 import sys
 
 import pytest
 import torch
+from transformers import GenerationConfig
 
 ctranslate2 = pytest.importorskip("ctranslate2")
 
@@ -199,6 +201,16 @@ def test_unexpressible_configs_are_refused_naming_the_field(field, value, head):
         config.bos_token_id = None
     with pytest.raises(ValueError, match=f"`{field}`"):
         check_exportable(config)
+
+
+def test_generation_defaults_it_cannot_pass_on_are_refused(exported_translator, tmp_path):
+    _, translator, _ = exported_translator
+    shutil.copytree(translator.record["model_dir"], tmp_path / "model")
+    defaults = GenerationConfig.from_pretrained(tmp_path / "model")
+    defaults.update(do_sample=True, top_k=5)
+    defaults.save_pretrained(tmp_path / "model")
+    with pytest.raises(ValueError, match="`do_sample`=True"):
+        export_ctranslate2(tmp_path / "model", tmp_path / "ct2")
 
 
 def test_vocabulary_size_mismatch_is_refused(tmp_path):

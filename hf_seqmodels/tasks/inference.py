@@ -30,8 +30,8 @@ from .translation import (
     load_translation_model,
 )
 
-__all__ = ["ENGINES", "given", "Hypothesis", "check_model_folder", "load_translator", "load_language_model", "read_lines",
-           "check_translation_options", "translate_nbest", "format_translations", "save_attention_pictures",
+__all__ = ["ENGINES", "given", "Hypothesis", "check_model_folder", "load_translator", "load_language_model",
+           "read_lines", "check_translation_options", "translate_nbest", "format_translations", "save_attention_pictures",
            "check_sampling_options", "continue_prompts", "translation_demo"]
 
 
