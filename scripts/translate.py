@@ -31,7 +31,7 @@ def main():
     parser.add_argument("--engine", default="transformers", choices=inference.ENGINES,
                         help="What decodes: our generate() (transformers) or CTranslate2.")
     parser.add_argument("--num_threads", type=int, default=0,
-                        help="--engine ctranslate2: CPU threads per batch (0: CTranslate2's default).")
+                        help="CPU threads of the engine (0: its default).")
     parser.add_argument("--input", default=None, help="A UTF-8 file of sentences, one a line (default: stdin).")
     parser.add_argument("--output", default=None, help="The file to write the translations to (default: stdout).")
     parser.add_argument("--num_beams", type=int, default=None, help="Beam size (default: the model's own).")

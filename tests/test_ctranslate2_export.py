@@ -250,3 +250,9 @@ def test_export_script_and_translate_engine(exported_translator, tmp_path, monke
     theirs = run_script("translate.py", [str(tmp_path / "ct2"), "--engine", "ctranslate2", "--input",
                                          str(tmp_path / "input.txt"), "--num_beams", "3"], monkeypatch, capsys)
     assert theirs == ours and len(ours.splitlines()) == 6
+
+
+@pytest.mark.parametrize("engine, num_threads, option", [("onnx", 0, "--engine"), ("ctranslate2", -1, "--num_threads")])
+def test_bad_engine_options_are_refused(engine, num_threads, option, tmp_path):
+    with pytest.raises(ValueError, match=option):
+        inference.load_translator(tmp_path, engine, num_threads)

@@ -31,8 +31,8 @@ from .translation import (
 )
 
 __all__ = ["ENGINES", "given", "Hypothesis", "check_model_folder", "load_translator", "load_language_model",
-           "read_lines", "check_translation_options", "translate_nbest", "format_translations", "save_attention_pictures",
-           "check_sampling_options", "continue_prompts", "translation_demo"]
+           "read_lines", "check_translation_options", "translate_nbest", "format_translations",
+           "save_attention_pictures", "check_sampling_options", "continue_prompts", "translation_demo"]
 
 
 ENGINES = ("transformers", "ctranslate2")  # what runs a translator: our generate(), or a CTranslate2 export
@@ -67,16 +67,21 @@ def check_model_folder(model_dir, made_by: str) -> None:
 def load_translator(model_dir, engine: str = "transformers", num_threads: int = 0) -> tuple:
     """The translator saved in the folder ``model_dir`` and its `TranslationTokenizers`: with the engine
     "transformers" our model (in eval mode); with "ctranslate2" a `ctranslate2_export.CTranslate2Translator` of the
-    export in ``model_dir`` (scripts/export_ctranslate2.py), running ``num_threads`` threads (0: CTranslate2's
-    default), which `translate_nbest` takes in place of the model."""
+    export in ``model_dir`` (scripts/export_ctranslate2.py), which `translate_nbest` takes in place of the model.
+    ``num_threads``: the CPU threads it runs (torch's intra-op threads, or CTranslate2's); 0 leaves the default."""
     if engine not in ENGINES:
         raise ValueError(f"--engine={engine!r}: choose one of {ENGINES}.")
+    if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 0:
+        raise ValueError(f"--num_threads must be an integer of at least 0 (0: the engine's default), got "
+                         f"{num_threads!r}.")
     if engine == "ctranslate2":
         from ..ctranslate2_export import CTranslate2Translator
 
         translator = CTranslate2Translator(model_dir, intra_threads=num_threads)
         return translator, translator.tokenizers
     check_model_folder(model_dir, "scripts/run_translation.py")
+    if num_threads:
+        torch.set_num_threads(num_threads)
     return load_translation_model(model_dir).eval(), load_tokenizers(model_dir)
 
 
