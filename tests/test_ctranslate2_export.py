@@ -76,7 +76,7 @@ def labels_of(tokenizer, texts: list[str]) -> torch.Tensor:
 def tiny_config(tokenizer, eos_token_id=None, **options) -> TransformerConfig:
     return TransformerConfig(
         vocab_size=len(tokenizer), d_model=16, num_heads=2, encoder_layers=2, decoder_layers=2, ffn_dim=32,
-        dropout=0.0, max_position_embeddings=64, pad_token_id=tokenizer.pad_token_id,
+        dropout=0.0, max_position_embeddings=256, pad_token_id=tokenizer.pad_token_id,
         bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id if eos_token_id is None else eos_token_id, **options)
 
@@ -256,3 +256,22 @@ def test_export_script_and_translate_engine(exported_translator, tmp_path, monke
 def test_bad_engine_options_are_refused(engine, num_threads, option, tmp_path):
     with pytest.raises(ValueError, match=option):
         inference.load_translator(tmp_path, engine, num_threads)
+
+
+@pytest.mark.parametrize("exported_translator", [next(iter(TRANSLATORS))], indirect=True)
+def test_speed_benchmark_reports_every_engine(exported_translator, tmp_path):
+    """benchmarks/peers/ctranslate2_speed.py on a tiny model: a row per engine, and the float32 export's tokens
+    counted identical to generate()'s on every sentence."""
+    from benchmarks.peers.ctranslate2_speed import ENGINES, main
+
+    _, translator, _ = exported_translator
+    shutil.copytree(translator.record["model_dir"], tmp_path / "model")
+    (tmp_path / "model" / "results.json").write_text(json.dumps(
+        {"steps": 40, "train_runtime_s": 1.0, "test_bleu": 0.0, "arguments": {"seed": 0}}))
+    result = main(["--model_dir", str(tmp_path / "model"), "--max_sentences", "5", "--batch_size", "2",
+                   "--rounds", "1", "--timing_stride", "1", "--threads", "1", "--out", str(tmp_path / "out")])
+    rows = {row["engine"]: row for row in result["rows"]}
+    assert list(rows) == list(ENGINES)
+    assert rows["ctranslate2 float32"]["greedy_identical_to_generate_pct"] == 100.0
+    assert rows["ctranslate2 float32"]["beam_identical_to_generate_pct"] == 100.0
+    assert (tmp_path / "out.md").read_text().count("| ctranslate2 ") == 2
