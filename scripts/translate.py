@@ -10,6 +10,12 @@ With --num_return_sequences N > 1 each sentence gives N lines, best first: `<sen
 <translation>` (the score is beam search's: log-probability / length ** length_penalty). --attention_dir DIR draws
 the attention of each sentence into DIR/<line number from 1>.png. Options left out take the model's saved
 generation defaults.
+
+--engine ctranslate2 translates with a CTranslate2 export of a Transformer (scripts/export_ctranslate2.py; needs
+pip install "hf-seqmodels[serve]"): pass the export's folder, the options are the same.
+
+    python scripts/export_ctranslate2.py outputs/multi30k-transformer outputs/multi30k-ct2 --quantization int8
+    python scripts/translate.py outputs/multi30k-ct2 --engine ctranslate2 --input sentences.en --num_beams 5
 """
 
 import argparse
@@ -20,7 +26,12 @@ from hf_seqmodels.tasks import inference
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("model_dir", help="A folder saved by scripts/run_translation.py.")
+    parser.add_argument("model_dir", help="A folder saved by scripts/run_translation.py (with --engine ctranslate2: "
+                                          "one written by scripts/export_ctranslate2.py).")
+    parser.add_argument("--engine", default="transformers", choices=inference.ENGINES,
+                        help="What decodes: our generate() (transformers) or CTranslate2.")
+    parser.add_argument("--num_threads", type=int, default=0,
+                        help="CPU threads of the engine (0: its default).")
     parser.add_argument("--input", default=None, help="A UTF-8 file of sentences, one a line (default: stdin).")
     parser.add_argument("--output", default=None, help="The file to write the translations to (default: stdout).")
     parser.add_argument("--num_beams", type=int, default=None, help="Beam size (default: the model's own).")
@@ -30,8 +41,10 @@ def main():
     parser.add_argument("--batch_size", type=int, default=64, help="Sentences translated together.")
     parser.add_argument("--attention_dir", default=None, help="A folder for each sentence's attention picture.")
     args = parser.parse_args()
+    if args.engine == "ctranslate2" and args.attention_dir is not None:
+        parser.error("--attention_dir draws our model's attention: it needs --engine transformers.")
 
-    model, tokenizers = inference.load_translator(args.model_dir)
+    model, tokenizers = inference.load_translator(args.model_dir, args.engine, args.num_threads)
     options = inference.given(num_beams=args.num_beams, max_new_tokens=args.max_new_tokens)
     sentences = inference.read_lines(args.input)
     translations = inference.translate_nbest(model, tokenizers, sentences, args.num_return_sequences,

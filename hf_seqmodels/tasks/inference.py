@@ -2,7 +2,7 @@
 prompts with a language model, and the web page of scripts/demo.py. scripts/translate.py, generate.py and demo.py
 parse their options and call these.
 
-    model, tokenizers = load_translator("outputs/multi30k-gru")
+    model, tokenizers = load_translator("outputs/multi30k-gru")   # engine="ctranslate2": an export's folder
     for hypotheses in translate_nbest(model, tokenizers, ["A dog runs.", ""], num_beams=5, num_return_sequences=2):
         print(hypotheses)   # [Hypothesis(text=..., score=...), ...]; [] for the empty line
 
@@ -31,9 +31,12 @@ from .translation import (
     load_translation_model,
 )
 
-__all__ = ["given", "Hypothesis", "check_model_folder", "load_translator", "load_language_model", "read_lines",
-           "check_translation_options", "translate_nbest", "format_translations", "save_attention_pictures",
-           "check_sampling_options", "continue_prompts", "translation_demo"]
+__all__ = ["ENGINES", "given", "Hypothesis", "check_model_folder", "load_translator", "load_language_model",
+           "read_lines", "check_translation_options", "translate_nbest", "format_translations",
+           "save_attention_pictures", "check_sampling_options", "continue_prompts", "translation_demo"]
+
+
+ENGINES = ("transformers", "ctranslate2")  # what runs a translator: our generate(), or a CTranslate2 export
 
 
 def given(**options) -> dict:
@@ -62,9 +65,24 @@ def check_model_folder(model_dir, made_by: str) -> None:
                          f"{made_by}.")
 
 
-def load_translator(model_dir) -> tuple:
-    """The translation model saved in the folder ``model_dir`` (in eval mode) and its `TranslationTokenizers`."""
+def load_translator(model_dir, engine: str = "transformers", num_threads: int = 0) -> tuple:
+    """The translator saved in the folder ``model_dir`` and its `TranslationTokenizers`: with the engine
+    "transformers" our model (in eval mode); with "ctranslate2" a `ctranslate2_export.CTranslate2Translator` of the
+    export in ``model_dir`` (scripts/export_ctranslate2.py), which `translate_nbest` takes in place of the model.
+    ``num_threads``: the CPU threads it runs (torch's intra-op threads, or CTranslate2's); 0 leaves the default."""
+    if engine not in ENGINES:
+        raise ValueError(f"--engine={engine!r}: choose one of {ENGINES}.")
+    if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 0:
+        raise ValueError(f"--num_threads must be an integer of at least 0 (0: the engine's default), got "
+                         f"{num_threads!r}.")
+    if engine == "ctranslate2":
+        from ..ctranslate2_export import CTranslate2Translator
+
+        translator = CTranslate2Translator(model_dir, intra_threads=num_threads)
+        return translator, translator.tokenizers
     check_model_folder(model_dir, "scripts/run_translation.py")
+    if num_threads:
+        torch.set_num_threads(num_threads)
     return load_translation_model(model_dir).eval(), load_tokenizer(model_dir, "model_dir", load_tokenizers)
 
 
@@ -120,7 +138,10 @@ def translate_nbest(
     """The ``num_return_sequences`` best translations of each of ``texts`` by ``model.generate(**generate_kwargs)``
     (the model's saved generation defaults fill in the rest), best first, with their scores from beam search.
     Texts are translated in batches of similar lengths; the result follows the order of ``texts``, and an empty (or
-    blank) text gets no translation (``[]``)."""
+    blank) text gets no translation (``[]``). ``model`` may be a `ctranslate2_export.CTranslate2Translator`
+    (`load_translator` with ``engine="ctranslate2"``), which decodes with the same options."""
+    if not isinstance(model, torch.nn.Module):  # it checks the same options
+        return model.translate_nbest(texts, num_return_sequences, batch_size, **generate_kwargs)
     check_translation_options(model, generate_kwargs.get("num_beams"), num_return_sequences, batch_size=batch_size,
                               max_new_tokens=generate_kwargs.get("max_new_tokens"))
     results = [[] for _ in texts]
