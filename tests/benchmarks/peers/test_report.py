@@ -1,0 +1,113 @@
+"""results/peers.{md,png} are rendered from results/peers.json by code (benchmarks.peers.report), and the figures
+read from the peers' logs are the ones the logs say (benchmarks.peers.toolkits)."""
+
+import json
+import statistics
+from datetime import datetime
+
+from benchmarks.peers import report, toolkits
+
+
+def make_run(toolkit: str, seed: int, bleu: float, train_s: float, seconds: float) -> dict:
+    decoded = {"seconds": seconds, "sentences": 100, "peak_rss_mb": 500.0, "wall_s": seconds + 5,
+               "command": f"{toolkit} decode"}
+    return {
+        "toolkit": toolkit, "seed": seed, "batch_size": 64, "mean_source_tokens": 15.0,
+        "train": {"train_s": train_s, "wall_s": train_s + 30, "peak_rss_mb": 900.0 + seed, "parameters": 4_000_000,
+                  "steps": 300, "command": f"{toolkit} train"},
+        "decode": {"select": {"16": decoded, "64": {**decoded, "seconds": seconds / 2}}, "best_batch_size": 64,
+                   "test": {**decoded, "sentences": 1000, "seconds": 10 * seconds}, "batch1": decoded},
+        "scores": {"bleu": {"score": bleu, "mean": bleu, "ci": 0.5, "p_value": None if toolkit == "ours" else 0.01},
+                   "chrf": {"score": bleu + 20, "mean": bleu + 20, "ci": 0.4,
+                            "p_value": None if toolkit == "ours" else 0.02}},
+    }
+
+
+def make_results() -> dict:
+    runs = [make_run(name, seed, bleu, train_s, seconds)
+            for seed, shift in ((1, 0.0), (2, 1.0))
+            for name, bleu, train_s, seconds in (("ours", 30.0 + shift, 100.0 + 10 * shift, 2.0),
+                                                 ("joeynmt", 28.0 - shift, 200.0, 4.0 + shift))]
+    return {"label": "check: a short budget", "command": "python -m benchmarks.peers.run", "toolkits": ["ours",
+                                                                                                        "joeynmt"],
+            "baseline": "ours", "budget": {"updates": 300, "main_job_updates": 1362, "seeds": [1, 2]},
+            "recipe": {"batch_size": 64, "num_beams": 5, "length_penalty": 1.0, "max_new_tokens": 64},
+            "decoding": {"batch_sizes": [16, 64], "select_sentences": 100, "batch1_sentences": 100},
+            "data": {"test": {"sentences": 1000}}, "machine": "a CPU", "signatures": {"bleu": "BLEU sig",
+                                                                                      "chrf": "chrF sig"},
+            "bootstrap": {"samples": 1000, "seed": 12345}, "versions": {"ours": {"torch": "2.13.0"},
+                                                                       "joeynmt": {"joeynmt": "2.3.0"}},
+            "same_for_all": "the data", "differences": {"joeynmt": ["its length penalty"]},
+            "left_out": {"fairseq": "does not import"}, "runs": runs}
+
+
+def test_summary_is_mean_and_sd_over_seeds():
+    results = make_results()
+    rows = {row["toolkit"]: row for row in report.summarize(results)}
+    assert list(rows) == ["ours", "joeynmt"]
+    assert rows["ours"]["bleu"]["mean"] == statistics.mean([30.0, 31.0])
+    assert rows["ours"]["bleu"]["sd"] == statistics.stdev([30.0, 31.0])
+    # tokens/s: updates x batch x mean source tokens over the loop's seconds
+    assert rows["ours"]["train_tokens_per_s"]["mean"] == statistics.mean([300 * 64 * 15 / 100, 300 * 64 * 15 / 110])
+    assert rows["joeynmt"]["best_batch_sents_per_s"]["mean"] == statistics.mean([1000 / 40, 1000 / 50])
+    assert rows["joeynmt"]["batch1_sents_per_s"]["sd"] == statistics.stdev([100 / 4, 100 / 5])
+
+
+def test_markdown_has_every_row_and_run(tmp_path):
+    results = make_results()
+    table = report.markdown(results, tmp_path / report.CTRANSLATE2)
+    assert "**check: a short budget**" in table
+    assert "| ours | 30.50 ± 0.71 | 50.50 ± 0.71 | 4,000,000 |" in table
+    assert "| joeynmt | 27.50 ± 0.71 |" in table
+    assert table.count("| joeynmt | ") == 3  # its summary row and one per seed
+    assert "BLEU p = 0.010, chrF p = 0.020" in table and "| ours | 2 | 31.00 (31.00 ± 0.50) | 51.00 | baseline |" \
+        in table
+    assert "- its length penalty" in table and "fairseq: does not import" in table
+    assert "CTranslate2" not in table  # no file, no section
+
+
+def test_ctranslate2_rows_are_included_when_present(tmp_path):
+    (tmp_path / report.CTRANSLATE2).write_text(json.dumps({"rows": [
+        {"engine": "ctranslate2 int8", "sentences_per_s": 50.5, "details": {"nested": 1}},
+        {"engine": "ours generate()", "sentences_per_s": 20.0}]}))
+    table = report.markdown(make_results(), tmp_path / report.CTRANSLATE2)
+    assert "| engine | sentences_per_s |" in table
+    assert "| ctranslate2 int8 | 50.5 |" in table and "| ours generate() | 20.0 |" in table
+
+
+def test_write_renders_json_md_and_png(tmp_path):
+    results = make_results()
+    report.write(results, tmp_path)
+    assert json.loads((tmp_path / "peers.json").read_text()) == results
+    assert (tmp_path / "peers.md").read_text() == report.markdown(results, tmp_path / report.CTRANSLATE2)
+    assert (tmp_path / "peers.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    report.main(["--out", str(tmp_path)])  # rerendered from the json alone
+    assert (tmp_path / "peers.md").read_text() == report.markdown(results, tmp_path / report.CTRANSLATE2)
+
+
+JOEY_TRAIN = """2026-11-28 04:12:04,455 - INFO - joeynmt.training - Train config:
+2026-11-28 04:12:33,505 - INFO - joeynmt.training - Epoch   1, Step:       10, Batch Loss:     5.857192
+2026-11-28 04:13:05,572 - INFO - joeynmt.prediction - Generation took 27.2558[sec].
+2026-11-28 04:13:33,335 - INFO - joeynmt.training - Training ended since maximum num. of updates 20 was reached.
+2026-11-28 04:11:16,973 - INFO - joeynmt.model - Total params: 4715520
+"""
+EOLE_LOG = """[2026-11-28 04:09:11,553 INFO] * number of parameters: 3965808
+[2026-11-28 04:09:11,588 INFO] Start training loop and validate every 20 steps...
+[2026-11-28 04:10:14,017 INFO] Saving optimizer and weights to step_20, and symlink to /tmp/pj/eole_model
+[2026-11-28 04:11:04,248 INFO] Step 0 time (s): 0.06
+[2026-11-28 04:11:04,248 INFO] Subsequent prediction time including all (s): 1.13
+"""
+
+
+def elapsed(start: str, end: str) -> float:
+    return (datetime.fromisoformat(end.replace(",", ".")) - datetime.fromisoformat(start.replace(",", "."))
+            ).total_seconds()
+
+
+def test_log_figures():
+    assert toolkits.joeynmt_train_seconds(JOEY_TRAIN) == elapsed("2026-11-28 04:12:04,455", "2026-11-28 04:13:33,335")
+    assert toolkits.joeynmt_parameters(JOEY_TRAIN) == 4715520
+    assert toolkits.joeynmt_decode_seconds(JOEY_TRAIN) == 27.2558
+    assert toolkits.eole_train_seconds(EOLE_LOG) == elapsed("2026-11-28 04:09:11,588", "2026-11-28 04:10:14,017")
+    assert toolkits.eole_parameters(EOLE_LOG) == 3965808
+    assert abs(toolkits.eole_decode_seconds(EOLE_LOG) - 1.19) < 1e-9
