@@ -12,6 +12,9 @@ from hf_seqmodels.comparison.report import mean_sd_cell
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CTRANSLATE2 = "peers_ctranslate2.json"  # written by benchmarks/peers/ctranslate2_*.py, beside peers.json
+DOCS = REPO_ROOT / "docs" / "peers.md"
+# docs/peers.md holds the summary table between these lines; `update_docs` rewrites what lies between them.
+DOCS_BEGIN, DOCS_END = "<!-- peers table: rendered from results/peers.json -->", "<!-- end of peers table -->"
 
 
 def train_tokens_per_second(run: dict) -> float:
@@ -72,6 +75,26 @@ def extra_rows(path: Path) -> list[str]:
     return lines
 
 
+def summary_table(results: dict) -> list[str]:
+    """The table's lines: a row per toolkit."""
+    lines = [
+        "| toolkit | test BLEU | test chrF | parameters | training tokens/s | training loop (s) | "
+        "beam-5 sentences/s at best batch (batch) | beam-5 sentences/s at batch 1 | peak memory training / "
+        "decoding (MiB) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in summarize(results):
+        lines.append(
+            f"| {row['toolkit']} | {mean_sd_cell(row['bleu'], digits=2)} | {mean_sd_cell(row['chrf'], digits=2)} | "
+            f"{', '.join(f'{count:,}' for count in row['parameters'])} | "
+            f"{mean_sd_cell(row['train_tokens_per_s'], digits=0)} | {mean_sd_cell(row['train_s'], digits=0)} | "
+            f"{mean_sd_cell(row['best_batch_sents_per_s'], digits=1)} "
+            f"({', '.join(map(str, row['best_batch_sizes']))}) | {mean_sd_cell(row['batch1_sents_per_s'], digits=1)} | "
+            f"{mean_sd_cell(row['train_peak_rss_mb'], digits=0)} / {mean_sd_cell(row['decode_peak_rss_mb'], digits=0)} |"
+        )
+    return lines
+
+
 def markdown(results: dict, ctranslate2: Path | None = None) -> str:
     budget, recipe = results["budget"], results["recipe"]
     baseline = results["baseline"]
@@ -94,20 +117,8 @@ def markdown(results: dict, ctranslate2: Path | None = None) -> str:
         f"({results['bootstrap']['samples']} resamples, seed {results['bootstrap']['seed']}) against "
         f"{baseline} of the same seed.",
         "",
-        "| toolkit | test BLEU | test chrF | parameters | training tokens/s | training loop (s) | "
-        "beam-5 sentences/s at best batch (batch) | beam-5 sentences/s at batch 1 | peak memory training / "
-        "decoding (MiB) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        *summary_table(results),
     ]
-    for row in summarize(results):
-        lines.append(
-            f"| {row['toolkit']} | {mean_sd_cell(row['bleu'], digits=2)} | {mean_sd_cell(row['chrf'], digits=2)} | "
-            f"{', '.join(f'{count:,}' for count in row['parameters'])} | "
-            f"{mean_sd_cell(row['train_tokens_per_s'], digits=0)} | {mean_sd_cell(row['train_s'], digits=0)} | "
-            f"{mean_sd_cell(row['best_batch_sents_per_s'], digits=1)} "
-            f"({', '.join(map(str, row['best_batch_sizes']))}) | {mean_sd_cell(row['batch1_sents_per_s'], digits=1)} | "
-            f"{mean_sd_cell(row['train_peak_rss_mb'], digits=0)} / {mean_sd_cell(row['decode_peak_rss_mb'], digits=0)} |"
-        )
     lines += [
         "",
         "Training tokens/s: the source tokens (pieces and eos) of the updates over the training loop's seconds as "
@@ -176,21 +187,39 @@ def plot(results: dict, path: Path) -> None:
     plt.close(figure)
 
 
-def write(results: dict, out: Path) -> None:
-    """results/peers.json, .md and .png in ``out``."""
+def update_docs(results: dict, path: Path) -> None:
+    """Replace the table between `DOCS_BEGIN` and `DOCS_END` in ``path`` by the results' label and summary table."""
+    text = path.read_text(encoding="utf-8")
+    if text.count(DOCS_BEGIN) != 1 or text.count(DOCS_END) != 1:
+        raise ValueError(f"{path} must hold the lines {DOCS_BEGIN!r} and {DOCS_END!r} once each, around the table.")
+    head, rest = text.split(DOCS_BEGIN)
+    tail = rest.split(DOCS_END)[1]
+    table = "\n".join([f"**{results['label']}** (seeds {results['budget']['seeds']}, {results['budget']['updates']} "
+                       f"updates; {results['machine']})", "", *summary_table(results)])
+    path.write_text(f"{head}{DOCS_BEGIN}\n{table}\n{DOCS_END}{tail}", encoding="utf-8")
+
+
+def write(results: dict, out: Path, docs: Path | None = DOCS) -> None:
+    """results/peers.json, .md and .png in ``out``, and the table in ``docs`` (None: not)."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "peers.json").write_text(json.dumps(results, indent=2) + "\n")
+    render(results, out, docs)
+
+
+def render(results: dict, out: Path, docs: Path | None) -> None:
     (out / "peers.md").write_text(markdown(results, out / CTRANSLATE2))
     plot(results, out / "peers.png")
+    if docs is not None:
+        update_docs(results, docs)
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "results", help="the folder of peers.json")
+    parser.add_argument("--docs", type=Path, default=DOCS, help="the docs page whose table is rewritten")
+    parser.add_argument("--no_docs", action="store_true", help="leave the docs page alone")
     args = parser.parse_args(argv)
-    results = json.loads((args.out / "peers.json").read_text())
-    (args.out / "peers.md").write_text(markdown(results, args.out / CTRANSLATE2))
-    plot(results, args.out / "peers.png")
+    render(json.loads((args.out / "peers.json").read_text()), args.out, None if args.no_docs else args.docs)
 
 
 if __name__ == "__main__":

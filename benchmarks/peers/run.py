@@ -14,6 +14,7 @@ by `report`). Runs of seeds already in peers.json with the same recipe are kept,
 import argparse
 import dataclasses
 import json
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -31,13 +32,23 @@ LEFT_OUT = {
                   "weights_only loading; eole is its maintained successor",
     "fairseq": "0.12.2 (the last release) does not import on Python 3.11",
 }
-SAME_FOR_ALL = ("the Multi30k rows (29,000 training pairs, the 1,014 validation and 1,000 test2016 sentences); one "
-                "joint BPE vocabulary of 6,000 learned on the training rows (our tokenizer, given to every toolkit as "
-                "space-separated pieces, so all read the same tokens); embeddings 256, decoder GRU 256, Luong general "
-                "attention without input feeding, dropout 0.1, decoder embeddings tied with the output layer; Adam(W) "
-                "without weight decay at peak 3e-3 after 200 warmup updates, label smoothing 0.1, gradient norm "
-                "clipped at 1.0, the loss averaged over target tokens, 64 sentences per update, the same number of "
-                "updates; beam 5, length penalty 1.0, at most 64 tokens; torch 2.13.0 and the same threads")
+
+
+def same_for_all(recipe: Recipe, stats: dict) -> str:
+    """What every toolkit is given alike, in words (results and docs)."""
+    return (f"the Multi30k rows ({stats['train']['sentences']:,} training pairs, {stats['validation']['sentences']:,} "
+            f"validation and {stats['test']['sentences']:,} test2016 sentences); one joint BPE vocabulary of "
+            f"{stats['vocab_size']:,} learned on the training rows (our tokenizer, given to every toolkit as "
+            "space-separated pieces, so that all read the same tokens; the longest training sentence has "
+            f"{stats['train']['longest_pieces']} pieces, under every length limit); embeddings "
+            f"{recipe.embedding_size}, decoder {recipe.cell_type.upper()} {recipe.hidden_size}, Luong general "
+            f"attention without input feeding, dropout {recipe.dropout}, decoder embeddings tied with the output "
+            f"layer; Adam(W) without weight decay, peak learning rate {recipe.learning_rate} after "
+            f"{recipe.warmup_steps} warmup updates, label smoothing {recipe.label_smoothing}, gradient norm clipped "
+            f"at {recipe.max_grad_norm}, the loss averaged over target tokens, {recipe.batch_size} sentences per "
+            f"update, {recipe.updates} updates, a validation every {recipe.validation_every}; beam "
+            f"{recipe.num_beams}, length penalty {recipe.length_penalty}, at most {recipe.max_new_tokens} tokens; "
+            "torch 2.13.0 on the CPU and the same environment (threads) for every command")
 
 
 def subset(data: peers_data.PreparedData, split: str, count: int, name: str) -> Path:
@@ -94,13 +105,17 @@ def main(argv: list[str] | None = None) -> dict:
                         help="decoding batch sizes tried on validation sentences; test2016 runs at the fastest")
     parser.add_argument("--select_sentences", type=int, default=300, help="validation sentences to pick the batch")
     parser.add_argument("--batch1_sentences", type=int, default=100, help="test sentences decoded at batch 1")
+    parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)),
+                        help="OMP_NUM_THREADS of every command (default: the cores this process may use)")
     parser.add_argument("--label", default="full run: the main job's budget",
                         help="what the run is, printed above its table (say when it is a short check)")
     parser.add_argument("--work", type=Path, default=toolkits.REPO_ROOT / "outputs" / "peers",
                         help="models, logs, configs and translations")
-    parser.add_argument("--out", type=Path, default=toolkits.REPO_ROOT / "results", help="peers.{json,md,png}")
+    parser.add_argument("--out", type=Path, default=toolkits.REPO_ROOT / "results",
+                        help="peers.{json,md,png}; when it is the repository's results/, docs/peers.md's table is "
+                             "rewritten too")
     args = parser.parse_args(argv)
-    for name in ("select_sentences", "batch1_sentences", "updates", "warmup_steps"):
+    for name in ("select_sentences", "batch1_sentences", "updates", "warmup_steps", "threads"):
         if getattr(args, name) is not None and getattr(args, name) < 1:
             parser.error(f"--{name} must be at least 1, got {getattr(args, name)}.")
     if min(args.batch_sizes) < 1:
@@ -109,6 +124,9 @@ def main(argv: list[str] | None = None) -> dict:
         if name != "ours":
             toolkits.peer_program(name)  # fails now, with the setup command, rather than after training ours
 
+    # Every command runs in this environment: the same threads, and idle OpenMP threads sleeping rather than
+    # spinning, as scripts/quickstart.sh runs the main job on a busy machine.
+    os.environ.update(OMP_NUM_THREADS=str(args.threads), OMP_WAIT_POLICY="PASSIVE")
     data_args = translation.DataArguments()
     data = peers_data.prepare(args.work / "data", data_args)
     stats = data.stats()
@@ -145,15 +163,16 @@ def main(argv: list[str] | None = None) -> dict:
         "decoding": {"batch_sizes": args.batch_sizes, "select_sentences": args.select_sentences,
                      "batch1_sentences": args.batch1_sentences},
         "data": stats,
-        "machine": f"{machine['cpu']}, {machine['cpu_count']} cores, torch threads {machine['torch_threads']}",
+        "machine": f"{machine['cpu']}, {machine['cpu_count']} cores, OMP_NUM_THREADS={args.threads} for every command",
         "signatures": compared["signatures"], "bootstrap": {"samples": compared["samples"], "seed": compared["seed"]},
         "versions": {name: toolkits.version(name) for name in args.toolkits},
-        "same_for_all": SAME_FOR_ALL,
+        "same_for_all": same_for_all(recipe, stats),
         "differences": {name: DIFFERENCES[name] for name in args.toolkits if name in DIFFERENCES},
         "left_out": LEFT_OUT,
         "runs": sorted(kept + runs, key=lambda run: (run["seed"], args.toolkits.index(run["toolkit"]))),
     }
-    report.write(results, args.out)
+    official = args.out.resolve() == (toolkits.REPO_ROOT / "results").resolve()
+    report.write(results, args.out, report.DOCS if official else None)
     print((args.out / "peers.md").read_text())
     return results
 

@@ -36,21 +36,34 @@ def peer_program(name: str, program: str = "python") -> Path:
     return path
 
 
+# Linux carries a process's peak resident memory over a fork and an exec, so a command forked from this (large)
+# process would report at least this process's size. A small launcher forks the command instead and writes the
+# peak that wait4 gives for it (KiB; the largest of the command and the children it waited for).
+LAUNCHER = """import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execvp(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as handle:
+    handle.write(str(usage.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status) % 256)
+"""
+
+
 def run_command(command: list[str], log: Path, env: dict | None = None, cwd: Path = REPO_ROOT) -> dict:
-    """Run ``command`` with its output in ``log``; its wall seconds and peak resident memory (MB, the largest of
-    the process and the children it waited for, from ``wait4``). A failure raises a RuntimeError naming the log."""
+    """Run ``command`` with its output in ``log``; its wall seconds and peak resident memory (MiB, through
+    `LAUNCHER`). A failure raises a RuntimeError naming the log."""
     log.parent.mkdir(parents=True, exist_ok=True)
+    peak = log.with_suffix(".peak_kib")
     start = time.perf_counter()
     with log.open("w", encoding="utf-8") as handle:
         handle.write(f"$ {shlex.join(command)}\n")
         handle.flush()
-        process = subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, cwd=cwd,
-                                   env={**os.environ, **(env or {})})
-        _, status, usage = os.wait4(process.pid, 0)
-        process.returncode = os.waitstatus_to_exitcode(status)
-    if process.returncode != 0:
-        raise RuntimeError(f"`{shlex.join(command)}` failed (exit {process.returncode}): see {log}")
-    return {"wall_s": time.perf_counter() - start, "peak_rss_mb": usage.ru_maxrss / 1024,
+        done = subprocess.run([sys.executable, "-c", LAUNCHER, str(peak), *command], stdout=handle,
+                              stderr=subprocess.STDOUT, cwd=cwd, env={**os.environ, **(env or {})})
+    if done.returncode != 0:
+        raise RuntimeError(f"`{shlex.join(command)}` failed (exit {done.returncode}): see {log}")
+    return {"wall_s": time.perf_counter() - start, "peak_rss_mb": int(peak.read_text()) / 1024,
             "command": shlex.join(command)}
 
 

@@ -1,11 +1,10 @@
-"""results/peers.{md,png} are rendered from results/peers.json by code (benchmarks.peers.report), and the figures
-read from the peers' logs are the ones the logs say (benchmarks.peers.toolkits)."""
+"""results/peers.{md,png} and the table of docs/peers.md are rendered from results/peers.json by code
+(benchmarks.peers.report)."""
 
 import json
 import statistics
-from datetime import datetime
 
-from benchmarks.peers import report, toolkits
+from benchmarks.peers import report
 
 
 def make_run(toolkit: str, seed: int, bleu: float, train_s: float, seconds: float) -> dict:
@@ -75,39 +74,18 @@ def test_ctranslate2_rows_are_included_when_present(tmp_path):
     assert "| ctranslate2 int8 | 50.5 |" in table and "| ours generate() | 20.0 |" in table
 
 
-def test_write_renders_json_md_and_png(tmp_path):
+def test_write_renders_json_md_png_and_the_docs_table(tmp_path):
     results = make_results()
-    report.write(results, tmp_path)
+    docs = tmp_path / "peers_doc.md"
+    docs.write_text(f"intro\n{report.DOCS_BEGIN}\nold table\n{report.DOCS_END}\nafter\n")
+    report.write(results, tmp_path, docs)
     assert json.loads((tmp_path / "peers.json").read_text()) == results
     assert (tmp_path / "peers.md").read_text() == report.markdown(results, tmp_path / report.CTRANSLATE2)
     assert (tmp_path / "peers.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    report.main(["--out", str(tmp_path)])  # rerendered from the json alone
+    page = docs.read_text()
+    assert "old table" not in page and page.startswith("intro\n") and page.endswith(f"{report.DOCS_END}\nafter\n")
+    assert "\n".join(report.summary_table(results)) in page and "**check: a short budget**" in page
+    (tmp_path / "peers.md").unlink()
+    report.main(["--out", str(tmp_path), "--docs", str(docs)])  # rerendered from the json alone
     assert (tmp_path / "peers.md").read_text() == report.markdown(results, tmp_path / report.CTRANSLATE2)
-
-
-JOEY_TRAIN = """2026-11-28 04:12:04,455 - INFO - joeynmt.training - Train config:
-2026-11-28 04:12:33,505 - INFO - joeynmt.training - Epoch   1, Step:       10, Batch Loss:     5.857192
-2026-11-28 04:13:05,572 - INFO - joeynmt.prediction - Generation took 27.2558[sec].
-2026-11-28 04:13:33,335 - INFO - joeynmt.training - Training ended since maximum num. of updates 20 was reached.
-2026-11-28 04:11:16,973 - INFO - joeynmt.model - Total params: 4715520
-"""
-EOLE_LOG = """[2026-11-28 04:09:11,553 INFO] * number of parameters: 3965808
-[2026-11-28 04:09:11,588 INFO] Start training loop and validate every 20 steps...
-[2026-11-28 04:10:14,017 INFO] Saving optimizer and weights to step_20, and symlink to /tmp/pj/eole_model
-[2026-11-28 04:11:04,248 INFO] Step 0 time (s): 0.06
-[2026-11-28 04:11:04,248 INFO] Subsequent prediction time including all (s): 1.13
-"""
-
-
-def elapsed(start: str, end: str) -> float:
-    return (datetime.fromisoformat(end.replace(",", ".")) - datetime.fromisoformat(start.replace(",", "."))
-            ).total_seconds()
-
-
-def test_log_figures():
-    assert toolkits.joeynmt_train_seconds(JOEY_TRAIN) == elapsed("2026-11-28 04:12:04,455", "2026-11-28 04:13:33,335")
-    assert toolkits.joeynmt_parameters(JOEY_TRAIN) == 4715520
-    assert toolkits.joeynmt_decode_seconds(JOEY_TRAIN) == 27.2558
-    assert toolkits.eole_train_seconds(EOLE_LOG) == elapsed("2026-11-28 04:09:11,588", "2026-11-28 04:10:14,017")
-    assert toolkits.eole_parameters(EOLE_LOG) == 3965808
-    assert abs(toolkits.eole_decode_seconds(EOLE_LOG) - 1.19) < 1e-9
+    assert docs.read_text() == page
