@@ -49,6 +49,37 @@ def summarize(results: dict) -> list[dict]:
     return rows
 
 
+def targets(results: dict) -> list[dict]:
+    """Issue 39's targets for the baseline (ours) against each peer: test BLEU at least the peer's (mean over the
+    seeds, and no seed where the peer is better with p < 0.05), batched beam-5 decoding at least 1.5x the faster
+    peer at its best batch size, training tokens/s at least the peer's. Each: ``name``, ``value``, ``wanted``,
+    ``met``."""
+    rows = {row["toolkit"]: row for row in summarize(results)}
+    baseline, found = results["baseline"], []
+    ours = rows.get(baseline)
+    peers = [name for name in rows if name != baseline]
+    if ours is None or not peers:
+        return []
+    for name in peers:
+        worse = [run["seed"] for run in results["runs"] if run["toolkit"] == name
+                 and run["scores"]["bleu"]["p_value"] is not None and run["scores"]["bleu"]["p_value"] < 0.05
+                 and run["scores"]["bleu"]["score"] > next(
+                     other["scores"]["bleu"]["score"] for other in results["runs"]
+                     if other["toolkit"] == baseline and other["seed"] == run["seed"])]
+        difference = ours["bleu"]["mean"] - rows[name]["bleu"]["mean"]
+        found.append({"name": f"test BLEU, {baseline} - {name} (mean over seeds)", "value": round(difference, 2),
+                      "wanted": ">= 0, and the peer better in no seed's bootstrap (p < 0.05)",
+                      "met": difference >= 0 and not worse})
+        ratio = ours["train_tokens_per_s"]["mean"] / rows[name]["train_tokens_per_s"]["mean"]
+        found.append({"name": f"training tokens/s, {baseline} / {name}", "value": round(ratio, 2), "wanted": ">= 1",
+                      "met": ratio >= 1})
+    fastest = max(peers, key=lambda name: rows[name]["best_batch_sents_per_s"]["mean"])
+    ratio = ours["best_batch_sents_per_s"]["mean"] / rows[fastest]["best_batch_sents_per_s"]["mean"]
+    found.append({"name": f"beam-5 sentences/s at the best batch, {baseline} / {fastest} (the faster peer)",
+                  "value": round(ratio, 2), "wanted": ">= 1.5", "met": ratio >= 1.5})
+    return found
+
+
 def bootstrap_cell(run: dict, baseline: str) -> str:
     bleu, chrf = run["scores"]["bleu"], run["scores"]["chrf"]
     if run["toolkit"] == baseline:

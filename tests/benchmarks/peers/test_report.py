@@ -52,6 +52,22 @@ def test_summary_is_mean_and_sd_over_seeds():
     assert rows["joeynmt"]["batch1_sents_per_s"]["sd"] == statistics.stdev([100 / 4, 100 / 5])
 
 
+def test_targets_against_each_peer():
+    results = make_results()
+    found = {target["name"]: target for target in report.targets(results)}
+    bleu = found["test BLEU, ours - joeynmt (mean over seeds)"]
+    assert bleu["value"] == round(statistics.mean([30.0, 31.0]) - statistics.mean([28.0, 27.0]), 2) and bleu["met"]
+    speed = found["beam-5 sentences/s at the best batch, ours / joeynmt (the faster peer)"]
+    ours, joey = statistics.mean([1000 / 20] * 2), statistics.mean([1000 / 40, 1000 / 50])
+    assert speed["value"] == round(ours / joey, 2) and speed["met"] == (ours / joey >= 1.5)
+    training = found["training tokens/s, ours / joeynmt"]
+    assert training["met"] and training["value"] > 1
+    # a peer better in one seed's bootstrap misses the BLEU target, though ours is better on the mean
+    results["runs"][1]["scores"]["bleu"].update(score=30.5, p_value=0.001)  # seed 1: 30.5 > ours 30.0
+    changed = {t["name"]: t for t in report.targets(results)}["test BLEU, ours - joeynmt (mean over seeds)"]
+    assert changed["value"] > 0 and not changed["met"]
+
+
 def test_markdown_has_every_row_and_run(tmp_path):
     results = make_results()
     table = report.markdown(results, tmp_path / report.CTRANSLATE2)
