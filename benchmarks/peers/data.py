@@ -45,6 +45,11 @@ def detokenize(tokenizer: PreTrainedTokenizerFast, pieces: str) -> str:
     return tokenizer.decode(ids, skip_special_tokens=True).strip()
 
 
+def mean_pieces(tokenizer: PreTrainedTokenizerFast, texts: list[str]) -> float:
+    """The mean number of pieces of ``texts``: how long the translations a decoding speed was measured on are."""
+    return sum(len(tokenizer.tokenize(text)) for text in texts) / max(1, len(texts))
+
+
 @dataclass
 class PreparedData:
     """Where `prepare` wrote the data: ``folder/<stem>.<lang>`` raw and ``folder/<stem>.tok.<lang>`` pieces, for

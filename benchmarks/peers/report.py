@@ -41,6 +41,7 @@ def summarize(results: dict) -> list[dict]:
             "batch1_sents_per_s": [sentences_per_second(run["decode"]["batch1"]) for run in runs],
             "train_peak_rss_mb": [run["train"]["peak_rss_mb"] for run in runs],
             "decode_peak_rss_mb": [run["decode"]["test"]["peak_rss_mb"] for run in runs],
+            "mean_output_pieces": [run["decode"]["test"]["mean_output_pieces"] for run in runs],
         }
         rows.append({"toolkit": name, "seeds": [run["seed"] for run in runs],
                      "parameters": sorted({run["train"]["parameters"] for run in runs}),
@@ -110,9 +111,9 @@ def summary_table(results: dict) -> list[str]:
     """The table's lines: a row per toolkit."""
     lines = [
         "| toolkit | test BLEU | test chrF | parameters | training tokens/s | training loop (s) | "
-        "beam-5 sentences/s at best batch (batch) | beam-5 sentences/s at batch 1 | peak memory training / "
-        "decoding (MiB) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "beam-5 sentences/s at best batch (batch) | beam-5 sentences/s at batch 1 | test output pieces per "
+        "sentence | peak memory training / decoding (MiB) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in summarize(results):
         lines.append(
@@ -121,7 +122,8 @@ def summary_table(results: dict) -> list[str]:
             f"{mean_sd_cell(row['train_tokens_per_s'], digits=0)} | {mean_sd_cell(row['train_s'], digits=0)} | "
             f"{mean_sd_cell(row['best_batch_sents_per_s'], digits=1)} "
             f"({', '.join(map(str, row['best_batch_sizes']))}) | {mean_sd_cell(row['batch1_sents_per_s'], digits=1)} | "
-            f"{mean_sd_cell(row['train_peak_rss_mb'], digits=0)} / {mean_sd_cell(row['decode_peak_rss_mb'], digits=0)} |"
+            f"{mean_sd_cell(row['mean_output_pieces'], digits=1)} | {mean_sd_cell(row['train_peak_rss_mb'], digits=0)} "
+            f"/ {mean_sd_cell(row['decode_peak_rss_mb'], digits=0)} |"
         )
     return lines
 
@@ -156,8 +158,16 @@ def markdown(results: dict, ctranslate2: Path | None = None) -> str:
         "each toolkit's log times it (validation included). Decoding: each toolkit's own timer around its "
         "translation of the sentences (model loading not counted); the best batch size is the fastest of "
         f"{results['decoding']['batch_sizes']} on the first {results['decoding']['select_sentences']} validation "
-        f"sentences, batch 1 is timed on the first {results['decoding']['batch1_sentences']} test sentences. Peak "
-        "memory: the command's peak resident memory (kernel's ru_maxrss).",
+        f"sentences, batch 1 is timed on the first {results['decoding']['batch1_sentences']} test sentences. A model "
+        "that writes longer translations decodes fewer sentences per second: compare speeds only where the output "
+        "pieces per sentence are alike (a model that has not learned yet repeats a word up to the 64-token limit). "
+        "Peak memory: the command's peak resident memory (kernel's ru_maxrss).",
+    ]
+    if found := targets(results):
+        lines += ["", "Targets (issue 39), on this run's budget and machine:", "", "| target | value | wanted | |",
+                  "|---|---|---|---|"]
+        lines += [f"| {t['name']} | {t['value']} | {t['wanted']} | {'met' if t['met'] else 'missed'} |" for t in found]
+    lines += [
         "",
         "## Every run",
         "",

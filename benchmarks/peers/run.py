@@ -76,6 +76,7 @@ def run_toolkit(name: str, recipe: Recipe, data: peers_data.PreparedData, work: 
     best = max(select, key=lambda size: report.sentences_per_second(select[size]))
     print(f"[peers] {name}, seed {seed}: decoding test2016 at batch {best}, then at batch 1", flush=True)
     translations, test = toolkits.decode(name, recipe, data, folder, rows["test"], best, seed, "test")
+    test["mean_output_pieces"] = peers_data.mean_pieces(data.tokenizer(), translations)
     batch1 = toolkits.decode(name, recipe, data, folder, rows["batch1"], 1, seed, "batch1")[1]
     (folder / "test_translations.txt").write_text("".join(f"{line}\n" for line in translations), encoding="utf-8")
     stats = data.stats()["train"]

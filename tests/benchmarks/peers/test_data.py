@@ -63,6 +63,13 @@ def test_vocabulary_files_follow_the_tokenizer(prepared):
     assert {piece: str(pieces.count(piece)) for piece in set(pieces)}.items() <= counted.items()
 
 
+def test_mean_pieces_counts_the_tokenizers_pieces(prepared):
+    tokenizer = prepared.tokenizer()
+    texts = prepared.lines("test", "de")
+    pieces = prepared.lines("test", "de", pieces=True)
+    assert peers_data.mean_pieces(tokenizer, texts) == sum(len(line.split()) for line in pieces) / len(pieces)
+
+
 def test_outputs_lose_special_tokens_as_ours_do(prepared):
     tokenizer = prepared.tokenizer()
     pieces = peers_data.pretokenize(tokenizer, "Zwei Hunde")

@@ -15,7 +15,8 @@ def make_run(toolkit: str, seed: int, bleu: float, train_s: float, seconds: floa
         "train": {"train_s": train_s, "wall_s": train_s + 30, "peak_rss_mb": 900.0 + seed, "parameters": 4_000_000,
                   "steps": 300, "command": f"{toolkit} train"},
         "decode": {"select": {"16": decoded, "64": {**decoded, "seconds": seconds / 2}}, "best_batch_size": 64,
-                   "test": {**decoded, "sentences": 1000, "seconds": 10 * seconds}, "batch1": decoded},
+                   "test": {**decoded, "sentences": 1000, "seconds": 10 * seconds, "mean_output_pieces": 12.0 + seed},
+                   "batch1": decoded},
         "scores": {"bleu": {"score": bleu, "mean": bleu, "ci": 0.5, "p_value": None if toolkit == "ours" else 0.01},
                    "chrf": {"score": bleu + 20, "mean": bleu + 20, "ci": 0.4,
                             "p_value": None if toolkit == "ours" else 0.02}},
@@ -50,6 +51,7 @@ def test_summary_is_mean_and_sd_over_seeds():
     assert rows["ours"]["train_tokens_per_s"]["mean"] == statistics.mean([300 * 64 * 15 / 100, 300 * 64 * 15 / 110])
     assert rows["joeynmt"]["best_batch_sents_per_s"]["mean"] == statistics.mean([1000 / 40, 1000 / 50])
     assert rows["joeynmt"]["batch1_sents_per_s"]["sd"] == statistics.stdev([100 / 4, 100 / 5])
+    assert rows["joeynmt"]["mean_output_pieces"]["mean"] == statistics.mean([12.0 + 1, 12.0 + 2])
 
 
 def test_targets_against_each_peer():
@@ -78,6 +80,9 @@ def test_markdown_has_every_row_and_run(tmp_path):
     assert "BLEU p = 0.010, chrF p = 0.020" in table and "| ours | 2 | 31.00 (31.00 ± 0.50) | 51.00 | baseline |" \
         in table
     assert "- its length penalty" in table and "fairseq: does not import" in table
+    for target in report.targets(results):
+        met = "met" if target["met"] else "missed"
+        assert f"| {target['name']} | {target['value']} | {target['wanted']} | {met} |" in table
     assert "CTranslate2" not in table  # no file, no section
 
 
