@@ -184,6 +184,11 @@ def markdown(results: dict, ctranslate2: Path | None = None) -> str:
                      f"{run['train']['train_s']:.0f} | {run['train']['wall_s']:.0f} | {speeds} |")
     lines += ["", "## What differs", "",
               f"The same for all: {results['same_for_all']}", ""]
+    checked = [run for run in results["runs"] if "tokenizer_is_the_pieces" in run["train"]]
+    if checked:
+        lines += ["The tokenizer our run trained is byte for byte the one that cut the peers' pieces: "
+                  + ", ".join(f"seed {run['seed']}: {'yes' if run['train']['tokenizer_is_the_pieces'] else 'NO'}"
+                              for run in checked) + ".", ""]
     for name, differences in results["differences"].items():
         lines += [f"**{name}**:", "", *(f"- {difference}" for difference in differences), ""]
     lines += ["Left out: " + "; ".join(f"{name}: {why}" for name, why in results["left_out"].items()), "",

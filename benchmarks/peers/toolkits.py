@@ -151,9 +151,11 @@ def train(name: str, recipe: Recipe, data: peers_data.PreparedData, folder: Path
         run = run_command([sys.executable, "scripts/run_translation.py",
                            *ours_arguments(recipe, data, model_dir, seed)], log, env)
         results = json.loads((model_dir / "results.json").read_text())
+        # run_translation.py trains its tokenizer itself: the same file as the one that cut the peers' pieces?
+        same = (model_dir / "tokenizer.json").read_bytes() == (data.tokenizer_dir / "tokenizer.json").read_bytes()
         return {**run, "train_s": results["train_runtime_s"], "parameters": results["num_parameters"],
                 "steps": results["steps"], "train_tokens_counted": results["train_tokens"],
-                "test_bleu_own_run": results.get("test_bleu")}
+                "test_bleu_own_run": results.get("test_bleu"), "tokenizer_is_the_pieces": same}
     if name == "joeynmt":
         config = folder / "train.yaml"
         config.write_text(yaml.safe_dump(joeynmt_config(recipe, data, folder / "model", seed, batch_size=64)))

@@ -13,7 +13,8 @@ def make_run(toolkit: str, seed: int, bleu: float, train_s: float, seconds: floa
     return {
         "toolkit": toolkit, "seed": seed, "batch_size": 64, "mean_source_tokens": 15.0,
         "train": {"train_s": train_s, "wall_s": train_s + 30, "peak_rss_mb": 900.0 + seed, "parameters": 4_000_000,
-                  "steps": 300, "command": f"{toolkit} train"},
+                  "steps": 300, "command": f"{toolkit} train",
+                  **({"tokenizer_is_the_pieces": seed == 1} if toolkit == "ours" else {})},
         "decode": {"select": {"16": decoded, "64": {**decoded, "seconds": seconds / 2}}, "best_batch_size": 64,
                    "test": {**decoded, "sentences": 1000, "seconds": 10 * seconds, "mean_output_pieces": 12.0 + seed},
                    "batch1": decoded},
@@ -80,6 +81,7 @@ def test_markdown_has_every_row_and_run(tmp_path):
     assert "BLEU p = 0.010, chrF p = 0.020" in table and "| ours | 2 | 31.00 (31.00 ± 0.50) | 51.00 | baseline |" \
         in table
     assert "- its length penalty" in table and "fairseq: does not import" in table
+    assert "the one that cut the peers' pieces: seed 1: yes, seed 2: NO." in table
     for target in report.targets(results):
         met = "met" if target["met"] else "missed"
         assert f"| {target['name']} | {target['value']} | {target['wanted']} | {met} |" in table
