@@ -23,7 +23,7 @@ for peer in "${peers[@]}"; do
   venv=".venv-peers/$peer"
   [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
   "$venv/bin/python" -m pip install --quiet --upgrade pip
-  "$venv/bin/python" -m pip install --quiet "torch==2.13.0"
+  # torch pinned beside the peer, so that its requirements cannot move it.
   # shellcheck disable=SC2086  # the list is split on purpose
   "$venv/bin/python" -m pip install --quiet "torch==2.13.0" ${packages[$peer]}
   "$venv/bin/python" -c "import importlib.metadata as m, torch; print('$venv:', '$peer', m.version('$peer'), 'torch', torch.__version__)"
