@@ -88,22 +88,37 @@ def bootstrap_cell(run: dict, baseline: str) -> str:
     return f"BLEU p = {bleu['p_value']:.3f}, chrF p = {chrf['p_value']:.3f}"
 
 
+def flat_cells(row: dict) -> dict[str, str]:
+    """A row's plain values as table cells; a nested object's plain values under ``key.inner``, a list of plain
+    values joined by "-" (a pair of quartiles)."""
+    cells = {}
+    for key, value in row.items():
+        if isinstance(value, dict):
+            cells.update({f"{key}.{inner}": text for inner, text in flat_cells(value).items() if "." not in inner})
+        elif isinstance(value, list) and all(isinstance(item, (str, int, float)) for item in value):
+            cells[key] = "-".join(map(str, value))
+        elif isinstance(value, (str, int, float, bool)):
+            cells[key] = str(value)
+    return cells
+
+
 def extra_rows(path: Path) -> list[str]:
     """The CTranslate2 helper's results as a table: the rows of its json (``rows``, or the first list of objects
-    in it), one column per plain value."""
+    in it), one column per plain value (`flat_cells`)."""
     if not path.is_file():
         return []
     other = json.loads(path.read_text())
     listed = other.get("rows") if isinstance(other.get("rows"), list) else next(
         (value for value in other.values() if isinstance(value, list) and value and isinstance(value[0], dict)), [])
-    columns = list(dict.fromkeys(key for row in listed for key, value in row.items()
-                                 if isinstance(value, (str, int, float, bool)) or value is None))
+    cells = [flat_cells(row) for row in listed]
+    columns = list(dict.fromkeys(key for row in cells for key in row))
     lines = ["", f"## CTranslate2 (from results/{path.name}, written by benchmarks/peers/ctranslate2_*.py)", ""]
+    if isinstance(other.get("title"), str):
+        lines += [other["title"], ""]
     if not listed:
         return lines + ["(no rows in the file)"]
     lines += ["| " + " | ".join(columns) + " |", "|---" * len(columns) + "|"]
-    for row in listed:
-        lines.append("| " + " | ".join("" if row.get(key) is None else str(row[key]) for key in columns) + " |")
+    lines += ["| " + " | ".join(row.get(key, "") for key in columns) + " |" for row in cells]
     return lines
 
 

@@ -89,12 +89,15 @@ def test_markdown_has_every_row_and_run(tmp_path):
 
 
 def test_ctranslate2_rows_are_included_when_present(tmp_path):
-    (tmp_path / report.CTRANSLATE2).write_text(json.dumps({"rows": [
-        {"engine": "ctranslate2 int8", "sentences_per_s": 50.5, "details": {"nested": 1}},
-        {"engine": "ours generate()", "sentences_per_s": 20.0}]}))
+    (tmp_path / report.CTRANSLATE2).write_text(json.dumps({"title": "CTranslate2 vs generate()", "rows": [
+        {"engine": "ctranslate2 int8", "bleu": 30.1, "sentences_per_s": {"median": 50.5, "quartiles": [49.0, 52.0]},
+         "details": {"nested": {"deeper": 1}}},
+        {"engine": "generate", "bleu": 30.0, "sentences_per_s": {"median": 20.0, "quartiles": [19.5, 21.0]}}]}))
     table = report.markdown(make_results(), tmp_path / report.CTRANSLATE2)
-    assert "| engine | sentences_per_s |" in table
-    assert "| ctranslate2 int8 | 50.5 |" in table and "| ours generate() | 20.0 |" in table
+    assert "CTranslate2 vs generate()" in table
+    assert "| engine | bleu | sentences_per_s.median | sentences_per_s.quartiles |" in table
+    assert "| ctranslate2 int8 | 30.1 | 50.5 | 49.0-52.0 |" in table and "| generate | 30.0 | 20.0 | 19.5-21.0 |" in table
+    assert "deeper" not in table
 
 
 def test_write_renders_json_md_png_and_the_docs_table(tmp_path):
