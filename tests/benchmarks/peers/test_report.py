@@ -96,7 +96,8 @@ def test_ctranslate2_rows_are_included_when_present(tmp_path):
     table = report.markdown(make_results(), tmp_path / report.CTRANSLATE2)
     assert "CTranslate2 vs generate()" in table
     assert "| engine | bleu | sentences_per_s.median | sentences_per_s.quartiles |" in table
-    assert "| ctranslate2 int8 | 30.1 | 50.5 | 49.0-52.0 |" in table and "| generate | 30.0 | 20.0 | 19.5-21.0 |" in table
+    assert "| ctranslate2 int8 | 30.1 | 50.5 | 49.0-52.0 |" in table
+    assert "| generate | 30.0 | 20.0 | 19.5-21.0 |" in table
     assert "deeper" not in table
 
 
