@@ -1,0 +1,222 @@
+"""One description of the main job (sizes, schedule, decoding) and the configs of every toolkit generated from it.
+
+`Recipe.main_job` reads the real defaults of `scripts/run_translation.py` (`translation.TRAINING_DEFAULTS`, its
+argument dataclasses and `AttentionSeq2SeqConfig`); `ours_arguments`, `joeynmt_config` and `eole_config` write the
+same recipe in each toolkit's terms. Where a toolkit cannot say the same thing, `DIFFERENCES` says what it does
+instead (the docs and the results repeat it).
+"""
+
+import dataclasses
+import math
+from pathlib import Path
+
+from hf_seqmodels import AttentionSeq2SeqConfig
+from hf_seqmodels.tasks import translation
+
+from .data import PreparedData
+
+# What could not be made equal, by toolkit (rendered into results/peers.md and docs/peers.md).
+DIFFERENCES = {
+    "joeynmt": [
+        "learning rate: linear warmup as ours, then the inverse square root of the step (JoeyNMT has no linear "
+        "decay, and 2.3.0's `warmupexponentialdecay` raises a TypeError when built), instead of linear decay to 0",
+        "length penalty: GNMT's ((5 + length) / 6) ** beam_alpha (its only kind) with beam_alpha 1.0, instead of "
+        "length ** 1.0",
+        "initialisation: its defaults (Xavier-uniform weights, N(0, 0.1) embeddings) instead of ours (N(0, 0.1) "
+        "embeddings and linear layers, torch's default recurrent weights)",
+        "the best checkpoint is chosen by greedy validation BLEU as ours, but its BLEU is its own sacreBLEU call on "
+        "the pieces joined by spaces; the rows use only its test output",
+    ],
+    "eole": [
+        "encoder: `brnn` splits hidden_size over the two directions and the decoder's attention needs encoder "
+        "outputs of the decoder's size, so with the decoder at 256 and tied embeddings each direction has 128 "
+        "units (ours 256): fewer parameters",
+        "no bridge: eole 0.6.4's bridge fails on a `brnn` encoder (a 128x128 layer given the 256 concatenated final "
+        "states), so the decoder starts from the encoder's final states as they are; ours from tanh(Linear(them))",
+        "learning rate: linear warmup as ours, then cosine decay to 0 (eole has no linear decay)",
+        "initialisation: its default U(-0.1, 0.1) for every weight",
+        "no validation BLEU: the last checkpoint is decoded (ours and JoeyNMT keep the best by validation BLEU; "
+        "with one validation, at the end, they are the same)",
+    ],
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Recipe:
+    """The main job's model, training schedule and decoding, in the terms every toolkit config is written from."""
+
+    embedding_size: int
+    hidden_size: int  # of each encoder direction and of the decoder
+    cell_type: str
+    bidirectional_encoder: bool
+    encoder_layers: int
+    decoder_layers: int
+    attention_type: str
+    input_feeding: bool
+    dropout: float
+    tie_word_embeddings: bool  # the decoder's input embeddings and output layer (not source with target)
+    vocab_size: int
+    max_source_length: int  # tokens, eos included
+    max_target_length: int
+    batch_size: int  # sentences per update
+    learning_rate: float  # peak
+    warmup_steps: int
+    lr_scheduler: str
+    label_smoothing: float
+    max_grad_norm: float
+    weight_decay: float
+    updates: int
+    validation_every: int  # updates between validations (an epoch, at most the updates)
+    num_beams: int
+    length_penalty: float
+    max_new_tokens: int
+
+    @classmethod
+    def main_job(cls, train_sentences: int, updates: int | None = None) -> "Recipe":
+        """The defaults of scripts/run_translation.py for a training file of ``train_sentences`` pairs; ``updates``
+        replaces its epochs (a shorter budget, the same for every toolkit)."""
+        defaults = translation.TRAINING_DEFAULTS
+        data, generation, model = translation.DataArguments(), translation.GenerationArguments(), \
+            AttentionSeq2SeqConfig()
+        steps_per_epoch = math.ceil(train_sentences / defaults["per_device_train_batch_size"])
+        updates = updates or defaults["num_train_epochs"] * steps_per_epoch
+        return cls(
+            embedding_size=model.embedding_size, hidden_size=model.hidden_size, cell_type=model.cell_type,
+            bidirectional_encoder=model.bidirectional_encoder, encoder_layers=model.encoder_layers,
+            decoder_layers=model.decoder_layers, attention_type=model.attention_type,
+            input_feeding=model.input_feeding, dropout=model.dropout, tie_word_embeddings=model.tie_word_embeddings,
+            vocab_size=data.vocab_size, max_source_length=data.max_source_length,
+            max_target_length=data.max_target_length, batch_size=defaults["per_device_train_batch_size"],
+            learning_rate=defaults["learning_rate"], warmup_steps=defaults["num_warmup_steps"],
+            lr_scheduler=defaults["lr_scheduler_type"], label_smoothing=defaults["label_smoothing_factor"],
+            max_grad_norm=defaults["max_grad_norm"], weight_decay=0.0, updates=updates,
+            validation_every=min(steps_per_epoch, updates), num_beams=generation.num_beams,
+            length_penalty=generation.length_penalty, max_new_tokens=generation.max_new_tokens,
+        )
+
+    def check(self) -> None:
+        """Refuse a recipe the peers' configs cannot express (not the main job's defaults)."""
+        supported = {"cell_type": "gru", "attention_type": "luong_general", "input_feeding": False,
+                     "bidirectional_encoder": True, "tie_word_embeddings": True, "lr_scheduler": "linear"}
+        for name, value in supported.items():
+            if getattr(self, name) != value:
+                raise ValueError(f"benchmarks.peers compares the main job ({name}={value!r}), got "
+                                 f"{name}={getattr(self, name)!r}.")
+        if self.warmup_steps >= self.updates:
+            raise ValueError(f"--updates ({self.updates}) must exceed the warmup steps ({self.warmup_steps}).")
+
+
+def ours_arguments(recipe: Recipe, data: PreparedData, output_dir: Path, seed: int) -> list[str]:
+    """scripts/run_translation.py's arguments: every value of the recipe spelt out (they are its defaults, bar the
+    updates), and no time budget (every toolkit trains for the same updates)."""
+    overrides = {"embedding_size": recipe.embedding_size, "hidden_size": recipe.hidden_size,
+                 "cell_type": recipe.cell_type, "bidirectional_encoder": recipe.bidirectional_encoder,
+                 "encoder_layers": recipe.encoder_layers, "decoder_layers": recipe.decoder_layers,
+                 "attention_type": recipe.attention_type, "input_feeding": recipe.input_feeding,
+                 "dropout": recipe.dropout, "tie_word_embeddings": recipe.tie_word_embeddings}
+    options = {
+        "output_dir": output_dir, "overwrite_output_dir": True, "seed": seed,
+        "source_lang": data.source_lang, "target_lang": data.target_lang, "vocabulary": "joint",
+        "vocab_size": recipe.vocab_size, "max_source_length": recipe.max_source_length,
+        "max_target_length": recipe.max_target_length,
+        "config_overrides": ",".join(f"{key}={str(value).lower() if isinstance(value, bool) else value}"
+                                     for key, value in overrides.items()),
+        "per_device_train_batch_size": recipe.batch_size, "learning_rate": recipe.learning_rate,
+        "num_warmup_steps": recipe.warmup_steps, "lr_scheduler_type": recipe.lr_scheduler,
+        "label_smoothing_factor": recipe.label_smoothing, "max_grad_norm": recipe.max_grad_norm,
+        "weight_decay": recipe.weight_decay, "max_train_steps": recipe.updates,
+        "time_budget_minutes": 10**6, "num_beams": recipe.num_beams, "length_penalty": recipe.length_penalty,
+        "max_new_tokens": recipe.max_new_tokens,
+    }
+    arguments = []
+    for key, value in options.items():
+        arguments += [f"--{key}"] if value is True else [f"--{key}", str(value)]
+    return arguments
+
+
+def joeynmt_config(recipe: Recipe, data: PreparedData, model_dir: Path, seed: int, batch_size: int) -> dict:
+    """A JoeyNMT 2.3 config (`python -m joeynmt train|test`) for the recipe: plain files of pieces read as words
+    with our vocabulary; ``batch_size`` sentences per batch when testing."""
+    side = {"max_length": recipe.max_source_length - 1, "min_length": 1, "lowercase": False, "normalize": False,
+            "level": "word", "voc_file": str(data.vocab), "voc_min_freq": 1}
+    embeddings = {"embedding_dim": recipe.embedding_size, "scale": False, "freeze": False}
+    recurrent = {"type": "recurrent", "rnn_type": recipe.cell_type, "embeddings": embeddings,
+                 "hidden_size": recipe.hidden_size, "dropout": recipe.dropout, "freeze": False}
+    return {
+        "name": "multi30k_peers", "joeynmt_version": "2.3.0", "model_dir": str(model_dir), "use_cuda": False,
+        "fp16": False, "random_seed": seed,
+        "data": {"train": str(data.prefix("train")), "dev": str(data.prefix("validation")),
+                 "test": str(data.prefix("test")), "dataset_type": "plain",
+                 "src": {"lang": data.source_lang, **side},
+                 "trg": {"lang": data.target_lang, **side, "max_length": recipe.max_target_length - 1}},
+        "testing": {"n_best": 1, "beam_size": recipe.num_beams, "beam_alpha": recipe.length_penalty,
+                    "batch_size": batch_size, "batch_type": "sentence", "max_output_length": recipe.max_new_tokens,
+                    "min_output_length": 1, "eval_metrics": ["bleu"], "generate_unk": True,
+                    "sacrebleu_cfg": {"tokenize": "13a"}},
+        "training": {
+            "optimizer": "adamw", "adam_betas": [0.9, 0.999], "weight_decay": recipe.weight_decay,
+            "learning_rate": recipe.learning_rate, "learning_rate_min": 1.0e-9,
+            "scheduling": "warmupinversesquareroot", "learning_rate_peak": recipe.learning_rate,
+            "learning_rate_warmup": recipe.warmup_steps,
+            "clip_grad_norm": recipe.max_grad_norm, "loss": "crossentropy", "label_smoothing": recipe.label_smoothing,
+            "normalization": "tokens", "batch_size": recipe.batch_size, "batch_type": "sentence",
+            "batch_multiplier": 1, "epochs": 10**6, "updates": recipe.updates,
+            "validation_freq": recipe.validation_every, "logging_freq": math.gcd(recipe.updates, 50),
+            "early_stopping_metric": "bleu", "overwrite": True, "shuffle": True, "print_valid_sents": [],
+            "keep_best_ckpts": 1, "num_workers": 0,
+        },
+        "model": {
+            "tied_embeddings": False, "tied_softmax": recipe.tie_word_embeddings,
+            "encoder": {**recurrent, "bidirectional": recipe.bidirectional_encoder,
+                        "num_layers": recipe.encoder_layers},
+            "decoder": {**recurrent, "hidden_dropout": recipe.dropout, "num_layers": recipe.decoder_layers,
+                        "input_feeding": recipe.input_feeding, "init_hidden": "bridge", "attention": "luong",
+                        "activation": "tanh"},
+        },
+    }
+
+
+def eole_config(recipe: Recipe, data: PreparedData, model_dir: Path, seed: int) -> dict:
+    """An eole 0.6 training config (`eole train -config`) for the recipe: the files of pieces, our vocabulary
+    (shared by source and target), a bidirectional GRU encoder and a GRU decoder with general (Luong) attention
+    through ``architecture: custom``. The sizes that differ are in `DIFFERENCES`. No length filter: eole's needs its
+    own tokenizer transform, and no Multi30k training pair reaches the limit (`data.prepare` records the longest)."""
+    rnn = {"rnn_type": recipe.cell_type.upper(), "hidden_size": recipe.hidden_size}
+    return {
+        "seed": seed, "src_vocab": str(data.vocab_counts), "share_vocab": True, "vocab_size_multiple": 1,
+        "src_vocab_size": recipe.vocab_size, "tgt_vocab_size": recipe.vocab_size,
+        "data": {"corpus_1": {"path_src": str(data.pieces("train", data.source_lang)),
+                              "path_tgt": str(data.pieces("train", data.target_lang))},
+                 "valid": {"path_src": str(data.pieces("validation", data.source_lang)),
+                           "path_tgt": str(data.pieces("validation", data.target_lang))}},
+        "model": {
+            "architecture": "custom", "hidden_size": recipe.hidden_size,
+            "embeddings": {"word_vec_size": recipe.embedding_size},
+            "encoder": {"encoder_type": "brnn", **rnn, "layers": recipe.encoder_layers, "bridge": False},
+            "decoder": {"decoder_type": "rnn", **rnn, "layers": recipe.decoder_layers, "global_attention": "general",
+                        "bidirectional_encoder": recipe.bidirectional_encoder},
+            "input_feed": int(recipe.input_feeding), "share_decoder_embeddings": recipe.tie_word_embeddings,
+            "share_embeddings": False,
+        },
+        "training": {
+            "model_path": str(model_dir), "train_steps": recipe.updates, "valid_steps": recipe.validation_every,
+            "save_checkpoint_steps": recipe.updates, "keep_checkpoint": 1, "batch_size": recipe.batch_size,
+            "batch_type": "sents", "valid_batch_size": 128, "normalization": "tokens", "accum_count": [1],
+            "optim": "adam", "adam_beta1": 0.9, "adam_beta2": 0.999, "weight_decay": recipe.weight_decay,
+            "learning_rate": recipe.learning_rate, "decay_method": "cosine", "warmup_steps": recipe.warmup_steps,
+            "max_grad_norm": recipe.max_grad_norm, "label_smoothing": recipe.label_smoothing,
+            "dropout": [recipe.dropout], "attention_dropout": [recipe.dropout], "world_size": 1, "gpu_ranks": [],
+            "num_workers": 0,
+        },
+        "report_every": math.gcd(recipe.updates, 50),
+    }
+
+
+def eole_predict_arguments(recipe: Recipe, checkpoint: Path, source: Path, output: Path, batch_size: int,
+                           seed: int) -> list[str]:
+    """`eole predict` options: the recipe's beam and length penalty (eole's ``avg``, the score divided by
+    length ** alpha, is ours), its longest output, no cap by the source length, the toolkit's timers."""
+    return ["-model_path", str(checkpoint), "-src", str(source), "-output", str(output), "-beam_size",
+            str(recipe.num_beams), "-length_penalty", "avg", "-alpha", str(recipe.length_penalty), "-max_length",
+            str(recipe.max_new_tokens), "-max_length_ratio", "0", "-batch_size", str(batch_size), "-batch_type",
+            "sents", "-report_time", "-seed", str(seed)]

@@ -1,0 +1,287 @@
+"""results/peers.md and results/peers.png, rendered from results/peers.json (`run.main` writes it; rerender with
+``python -m benchmarks.peers.report``): a row per toolkit, each figure the mean ± sample standard deviation over
+the seeds, then every run, the differences that could not be removed, versions and commands, and the CTranslate2
+helper's rows (results/peers_ctranslate2.json) when that file exists."""
+
+import argparse
+import json
+from pathlib import Path
+
+from hf_seqmodels.comparison.aggregate import mean_sd
+from hf_seqmodels.comparison.report import mean_sd_cell
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CTRANSLATE2 = "peers_ctranslate2.json"  # written by benchmarks/peers/ctranslate2_*.py, beside peers.json
+DOCS = REPO_ROOT / "docs" / "peers.md"
+# docs/peers.md holds the summary table between these lines; `update_docs` rewrites what lies between them.
+DOCS_BEGIN, DOCS_END = "<!-- peers table: rendered from results/peers.json -->", "<!-- end of peers table -->"
+
+
+def train_tokens_per_second(run: dict) -> float:
+    """Source tokens (pieces and eos) of the updates trained on over the training loop's seconds: updates x batch
+    size x the mean source tokens of a training pair, the same count for every toolkit."""
+    return run["train"]["steps"] * run["batch_size"] * run["mean_source_tokens"] / run["train"]["train_s"]
+
+
+def sentences_per_second(decoded: dict) -> float:
+    return decoded["sentences"] / decoded["seconds"]
+
+
+def summarize(results: dict) -> list[dict]:
+    """A row per toolkit (in the order of its first run): its seeds and the `mean_sd` of every figure."""
+    rows = []
+    for name in dict.fromkeys(run["toolkit"] for run in results["runs"]):
+        runs = [run for run in results["runs"] if run["toolkit"] == name]
+        figures = {
+            "bleu": [run["scores"]["bleu"]["score"] for run in runs],
+            "chrf": [run["scores"]["chrf"]["score"] for run in runs],
+            "train_tokens_per_s": [train_tokens_per_second(run) for run in runs],
+            "train_s": [run["train"]["train_s"] for run in runs],
+            "best_batch_sents_per_s": [sentences_per_second(run["decode"]["test"]) for run in runs],
+            "batch1_sents_per_s": [sentences_per_second(run["decode"]["batch1"]) for run in runs],
+            "train_peak_rss_mb": [run["train"]["peak_rss_mb"] for run in runs],
+            "decode_peak_rss_mb": [run["decode"]["test"]["peak_rss_mb"] for run in runs],
+            "mean_output_pieces": [run["decode"]["test"]["mean_output_pieces"] for run in runs],
+        }
+        rows.append({"toolkit": name, "seeds": [run["seed"] for run in runs],
+                     "parameters": sorted({run["train"]["parameters"] for run in runs}),
+                     "best_batch_sizes": sorted({run["decode"]["best_batch_size"] for run in runs}),
+                     **{key: mean_sd(values) for key, values in figures.items()}})
+    return rows
+
+
+def targets(results: dict) -> list[dict]:
+    """Issue 39's targets for the baseline (ours) against each peer: test BLEU at least the peer's (mean over the
+    seeds, and no seed where the peer is better with p < 0.05), batched beam-5 decoding at least 1.5x the faster
+    peer at its best batch size, training tokens/s at least the peer's. Each: ``name``, ``value``, ``wanted``,
+    ``met``."""
+    rows = {row["toolkit"]: row for row in summarize(results)}
+    baseline, found = results["baseline"], []
+    ours = rows.get(baseline)
+    peers = [name for name in rows if name != baseline]
+    if ours is None or not peers:
+        return []
+    for name in peers:
+        worse = [run["seed"] for run in results["runs"] if run["toolkit"] == name
+                 and run["scores"]["bleu"]["p_value"] is not None and run["scores"]["bleu"]["p_value"] < 0.05
+                 and run["scores"]["bleu"]["score"] > next(
+                     other["scores"]["bleu"]["score"] for other in results["runs"]
+                     if other["toolkit"] == baseline and other["seed"] == run["seed"])]
+        difference = ours["bleu"]["mean"] - rows[name]["bleu"]["mean"]
+        found.append({"name": f"test BLEU, {baseline} - {name} (mean over seeds)", "value": round(difference, 2),
+                      "wanted": ">= 0, and the peer better in no seed's bootstrap (p < 0.05)",
+                      "met": difference >= 0 and not worse})
+        ratio = ours["train_tokens_per_s"]["mean"] / rows[name]["train_tokens_per_s"]["mean"]
+        found.append({"name": f"training tokens/s, {baseline} / {name}", "value": round(ratio, 2), "wanted": ">= 1",
+                      "met": ratio >= 1})
+    fastest = max(peers, key=lambda name: rows[name]["best_batch_sents_per_s"]["mean"])
+    ratio = ours["best_batch_sents_per_s"]["mean"] / rows[fastest]["best_batch_sents_per_s"]["mean"]
+    found.append({"name": f"beam-5 sentences/s at the best batch, {baseline} / {fastest} (the faster peer)",
+                  "value": round(ratio, 2), "wanted": ">= 1.5", "met": ratio >= 1.5})
+    return found
+
+
+def bootstrap_cell(run: dict, baseline: str) -> str:
+    bleu, chrf = run["scores"]["bleu"], run["scores"]["chrf"]
+    if run["toolkit"] == baseline:
+        return "baseline"
+    return f"BLEU p = {bleu['p_value']:.3f}, chrF p = {chrf['p_value']:.3f}"
+
+
+def flat_cells(row: dict) -> dict[str, str]:
+    """A row's plain values as table cells; a nested object's plain values under ``key.inner``, a list of plain
+    values joined by "-" (a pair of quartiles)."""
+    cells = {}
+    for key, value in row.items():
+        if isinstance(value, dict):
+            cells.update({f"{key}.{inner}": text for inner, text in flat_cells(value).items() if "." not in inner})
+        elif isinstance(value, list) and all(isinstance(item, (str, int, float)) for item in value):
+            cells[key] = "-".join(map(str, value))
+        elif isinstance(value, (str, int, float, bool)):
+            cells[key] = str(value)
+    return cells
+
+
+def extra_rows(path: Path) -> list[str]:
+    """The CTranslate2 helper's results as a table: the rows of its json (``rows``, or the first list of objects
+    in it), one column per plain value (`flat_cells`)."""
+    if not path.is_file():
+        return []
+    other = json.loads(path.read_text())
+    listed = other.get("rows") if isinstance(other.get("rows"), list) else next(
+        (value for value in other.values() if isinstance(value, list) and value and isinstance(value[0], dict)), [])
+    cells = [flat_cells(row) for row in listed]
+    columns = list(dict.fromkeys(key for row in cells for key in row))
+    lines = ["", f"## CTranslate2 (from results/{path.name}, written by benchmarks/peers/ctranslate2_*.py)", ""]
+    if isinstance(other.get("title"), str):
+        lines += [other["title"], ""]
+    if not listed:
+        return lines + ["(no rows in the file)"]
+    lines += ["| " + " | ".join(columns) + " |", "|---" * len(columns) + "|"]
+    lines += ["| " + " | ".join(row.get(key, "") for key in columns) + " |" for row in cells]
+    return lines
+
+
+def summary_table(results: dict) -> list[str]:
+    """The table's lines: a row per toolkit."""
+    lines = [
+        "| toolkit | test BLEU | test chrF | parameters | training tokens/s | training loop (s) | "
+        "beam-5 sentences/s at best batch (batch) | beam-5 sentences/s at batch 1 | test output pieces per "
+        "sentence | peak memory training / decoding (MiB) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in summarize(results):
+        lines.append(
+            f"| {row['toolkit']} | {mean_sd_cell(row['bleu'], digits=2)} | {mean_sd_cell(row['chrf'], digits=2)} | "
+            f"{', '.join(f'{count:,}' for count in row['parameters'])} | "
+            f"{mean_sd_cell(row['train_tokens_per_s'], digits=0)} | {mean_sd_cell(row['train_s'], digits=0)} | "
+            f"{mean_sd_cell(row['best_batch_sents_per_s'], digits=1)} "
+            f"({', '.join(map(str, row['best_batch_sizes']))}) | {mean_sd_cell(row['batch1_sents_per_s'], digits=1)} | "
+            f"{mean_sd_cell(row['mean_output_pieces'], digits=1)} | {mean_sd_cell(row['train_peak_rss_mb'], digits=0)} "
+            f"/ {mean_sd_cell(row['decode_peak_rss_mb'], digits=0)} |"
+        )
+    return lines
+
+
+def markdown(results: dict, ctranslate2: Path | None = None) -> str:
+    budget, recipe = results["budget"], results["recipe"]
+    baseline = results["baseline"]
+    seeds = budget["seeds"]
+    spread = ("one seed: no standard deviation" if len(seeds) == 1
+              else f"mean ± sample standard deviation (n-1) over the seeds {seeds}")
+    lines = [
+        "# Beside JoeyNMT and eole: the main job (attention GRU, Multi30k En->De)",
+        "",
+        f"**{results['label']}**",
+        "",
+        f"Budget: {budget['updates']} updates of {recipe['batch_size']} sentences for every toolkit (the main job: "
+        f"{budget['main_job_updates']}), seeds {seeds}, one run at a time. Machine: {results['machine']}. "
+        f"Each figure: {spread}. Command: `{results['command']}`.",
+        "",
+        f"test2016 ({results['data']['test']['sentences']} sentences), beam {recipe['num_beams']}, length penalty "
+        f"{recipe['length_penalty']}, at most {recipe['max_new_tokens']} tokens; every output detokenized by the "
+        "same tokenizer and scored in one sacreBLEU call per seed: "
+        f"BLEU `{results['signatures']['bleu']}`, chrF `{results['signatures']['chrf']}`. Paired bootstrap "
+        f"({results['bootstrap']['samples']} resamples, seed {results['bootstrap']['seed']}) against "
+        f"{baseline} of the same seed.",
+        "",
+        *summary_table(results),
+    ]
+    lines += [
+        "",
+        "Training tokens/s: the source tokens (pieces and eos) of the updates over the training loop's seconds as "
+        "each toolkit's log times it (validation included). Decoding: each toolkit's own timer around its "
+        "translation of the sentences (model loading not counted); the best batch size is the fastest of "
+        f"{results['decoding']['batch_sizes']} on the first {results['decoding']['select_sentences']} validation "
+        f"sentences, batch 1 is timed on the first {results['decoding']['batch1_sentences']} test sentences. A model "
+        "that writes longer translations decodes fewer sentences per second: compare speeds only where the output "
+        "pieces per sentence are alike (a model that has not learned yet repeats a word up to the 64-token limit). "
+        "Peak memory: the command's peak resident memory (kernel's ru_maxrss).",
+    ]
+    if found := targets(results):
+        lines += ["", "Targets (issue 39), on this run's budget and machine:", "", "| target | value | wanted | |",
+                  "|---|---|---|---|"]
+        lines += [f"| {t['name']} | {t['value']} | {t['wanted']} | {'met' if t['met'] else 'missed'} |" for t in found]
+    lines += [
+        "",
+        "## Every run",
+        "",
+        "| toolkit | seed | test BLEU (bootstrap mean ± 95%) | test chrF | vs baseline | training loop (s) | "
+        "command wall (s) | sentences/s per batch size (validation) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for run in results["runs"]:
+        bleu, chrf = run["scores"]["bleu"], run["scores"]["chrf"]
+        speeds = ", ".join(f"{size}: {sentences_per_second(decoded):.1f}"
+                           for size, decoded in run["decode"]["select"].items())
+        lines.append(f"| {run['toolkit']} | {run['seed']} | {bleu['score']:.2f} ({bleu['mean']:.2f} ± "
+                     f"{bleu['ci']:.2f}) | {chrf['score']:.2f} | {bootstrap_cell(run, baseline)} | "
+                     f"{run['train']['train_s']:.0f} | {run['train']['wall_s']:.0f} | {speeds} |")
+    lines += ["", "## What differs", "",
+              f"The same for all: {results['same_for_all']}", ""]
+    checked = [run for run in results["runs"] if "tokenizer_is_the_pieces" in run["train"]]
+    if checked:
+        lines += ["The tokenizer our run trained is byte for byte the one that cut the peers' pieces: "
+                  + ", ".join(f"seed {run['seed']}: {'yes' if run['train']['tokenizer_is_the_pieces'] else 'NO'}"
+                              for run in checked) + ".", ""]
+    for name, differences in results["differences"].items():
+        lines += [f"**{name}**:", "", *(f"- {difference}" for difference in differences), ""]
+    lines += ["Left out: " + "; ".join(f"{name}: {why}" for name, why in results["left_out"].items()), "",
+              "## Versions and commands", ""]
+    for name, versions in results["versions"].items():
+        run = next(run for run in results["runs"] if run["toolkit"] == name)
+        lines += [f"**{name}** ({', '.join(f'{key} {value}' for key, value in versions.items())}), seed "
+                  f"{run['seed']}:", "", f"    {run['train']['command']}",
+                  f"    {run['decode']['test']['command']}", ""]
+    if ctranslate2 is not None:
+        lines += extra_rows(ctranslate2)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def plot(results: dict, path: Path) -> None:
+    """Three panels: test BLEU, beam-5 sentences/s (best batch and batch 1) and training tokens/s per toolkit,
+    bars at the mean over the seeds with one standard deviation."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    rows = summarize(results)
+    names = [row["toolkit"] for row in rows]
+    panels = [("test BLEU", [("bleu", "")]),
+              ("beam-5 sentences/s", [("best_batch_sents_per_s", "best batch"), ("batch1_sents_per_s", "batch 1")]),
+              ("training tokens/s", [("train_tokens_per_s", "")])]
+    figure, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.6))
+    for axis, (title, series) in zip(axes, panels):
+        width = 0.8 / len(series)
+        for i, (key, label) in enumerate(series):
+            positions = [j + (i - (len(series) - 1) / 2) * width for j in range(len(rows))]
+            axis.bar(positions, [row[key]["mean"] for row in rows], width,
+                     yerr=[row[key]["sd"] or 0.0 for row in rows], capsize=3, label=label or None)
+        axis.set_xticks(range(len(rows)), names)
+        axis.set_title(title, fontsize=9)
+        if len(series) > 1:
+            axis.legend(fontsize=7)
+    figure.suptitle(f"{results['label']}", fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def update_docs(results: dict, path: Path) -> None:
+    """Replace the table between `DOCS_BEGIN` and `DOCS_END` in ``path`` by the results' label and summary table."""
+    text = path.read_text(encoding="utf-8")
+    if text.count(DOCS_BEGIN) != 1 or text.count(DOCS_END) != 1:
+        raise ValueError(f"{path} must hold the lines {DOCS_BEGIN!r} and {DOCS_END!r} once each, around the table.")
+    head, rest = text.split(DOCS_BEGIN)
+    tail = rest.split(DOCS_END)[1]
+    table = "\n".join([f"**{results['label']}** (seeds {results['budget']['seeds']}, {results['budget']['updates']} "
+                       f"updates; {results['machine']})", "", *summary_table(results)])
+    path.write_text(f"{head}{DOCS_BEGIN}\n{table}\n{DOCS_END}{tail}", encoding="utf-8")
+
+
+def write(results: dict, out: Path, docs: Path | None = DOCS) -> None:
+    """results/peers.json, .md and .png in ``out``, and the table in ``docs`` (None: not)."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "peers.json").write_text(json.dumps(results, indent=2) + "\n")
+    render(results, out, docs)
+
+
+def render(results: dict, out: Path, docs: Path | None) -> None:
+    (out / "peers.md").write_text(markdown(results, out / CTRANSLATE2))
+    plot(results, out / "peers.png")
+    if docs is not None:
+        update_docs(results, docs)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--out", type=Path, default=REPO_ROOT / "results", help="the folder of peers.json")
+    parser.add_argument("--docs", type=Path, default=DOCS, help="the docs page whose table is rewritten")
+    parser.add_argument("--no_docs", action="store_true", help="leave the docs page alone")
+    args = parser.parse_args(argv)
+    render(json.loads((args.out / "peers.json").read_text()), args.out, None if args.no_docs else args.docs)
+
+
+if __name__ == "__main__":
+    main()

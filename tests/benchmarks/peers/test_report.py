@@ -1,0 +1,118 @@
+"""results/peers.{md,png} and the table of docs/peers.md are rendered from results/peers.json by code
+(benchmarks.peers.report)."""
+
+import json
+import statistics
+
+from benchmarks.peers import report
+
+
+def make_run(toolkit: str, seed: int, bleu: float, train_s: float, seconds: float) -> dict:
+    decoded = {"seconds": seconds, "sentences": 100, "peak_rss_mb": 500.0, "wall_s": seconds + 5,
+               "command": f"{toolkit} decode"}
+    return {
+        "toolkit": toolkit, "seed": seed, "batch_size": 64, "mean_source_tokens": 15.0,
+        "train": {"train_s": train_s, "wall_s": train_s + 30, "peak_rss_mb": 900.0 + seed, "parameters": 4_000_000,
+                  "steps": 300, "command": f"{toolkit} train",
+                  **({"tokenizer_is_the_pieces": seed == 1} if toolkit == "ours" else {})},
+        "decode": {"select": {"16": decoded, "64": {**decoded, "seconds": seconds / 2}}, "best_batch_size": 64,
+                   "test": {**decoded, "sentences": 1000, "seconds": 10 * seconds, "mean_output_pieces": 12.0 + seed},
+                   "batch1": decoded},
+        "scores": {"bleu": {"score": bleu, "mean": bleu, "ci": 0.5, "p_value": None if toolkit == "ours" else 0.01},
+                   "chrf": {"score": bleu + 20, "mean": bleu + 20, "ci": 0.4,
+                            "p_value": None if toolkit == "ours" else 0.02}},
+    }
+
+
+def make_results() -> dict:
+    runs = [make_run(name, seed, bleu, train_s, seconds)
+            for seed, shift in ((1, 0.0), (2, 1.0))
+            for name, bleu, train_s, seconds in (("ours", 30.0 + shift, 100.0 + 10 * shift, 2.0),
+                                                 ("joeynmt", 28.0 - shift, 200.0, 4.0 + shift))]
+    return {"label": "check: a short budget", "command": "python -m benchmarks.peers.run", "toolkits": ["ours",
+                                                                                                        "joeynmt"],
+            "baseline": "ours", "budget": {"updates": 300, "main_job_updates": 1362, "seeds": [1, 2]},
+            "recipe": {"batch_size": 64, "num_beams": 5, "length_penalty": 1.0, "max_new_tokens": 64},
+            "decoding": {"batch_sizes": [16, 64], "select_sentences": 100, "batch1_sentences": 100},
+            "data": {"test": {"sentences": 1000}}, "machine": "a CPU", "signatures": {"bleu": "BLEU sig",
+                                                                                      "chrf": "chrF sig"},
+            "bootstrap": {"samples": 1000, "seed": 12345}, "versions": {"ours": {"torch": "2.13.0"},
+                                                                       "joeynmt": {"joeynmt": "2.3.0"}},
+            "same_for_all": "the data", "differences": {"joeynmt": ["its length penalty"]},
+            "left_out": {"fairseq": "does not import"}, "runs": runs}
+
+
+def test_summary_is_mean_and_sd_over_seeds():
+    results = make_results()
+    rows = {row["toolkit"]: row for row in report.summarize(results)}
+    assert list(rows) == ["ours", "joeynmt"]
+    assert rows["ours"]["bleu"]["mean"] == statistics.mean([30.0, 31.0])
+    assert rows["ours"]["bleu"]["sd"] == statistics.stdev([30.0, 31.0])
+    # tokens/s: updates x batch x mean source tokens over the loop's seconds
+    assert rows["ours"]["train_tokens_per_s"]["mean"] == statistics.mean([300 * 64 * 15 / 100, 300 * 64 * 15 / 110])
+    assert rows["joeynmt"]["best_batch_sents_per_s"]["mean"] == statistics.mean([1000 / 40, 1000 / 50])
+    assert rows["joeynmt"]["batch1_sents_per_s"]["sd"] == statistics.stdev([100 / 4, 100 / 5])
+    assert rows["joeynmt"]["mean_output_pieces"]["mean"] == statistics.mean([12.0 + 1, 12.0 + 2])
+
+
+def test_targets_against_each_peer():
+    results = make_results()
+    found = {target["name"]: target for target in report.targets(results)}
+    bleu = found["test BLEU, ours - joeynmt (mean over seeds)"]
+    assert bleu["value"] == round(statistics.mean([30.0, 31.0]) - statistics.mean([28.0, 27.0]), 2) and bleu["met"]
+    speed = found["beam-5 sentences/s at the best batch, ours / joeynmt (the faster peer)"]
+    ours, joey = statistics.mean([1000 / 20] * 2), statistics.mean([1000 / 40, 1000 / 50])
+    assert speed["value"] == round(ours / joey, 2) and speed["met"] == (ours / joey >= 1.5)
+    training = found["training tokens/s, ours / joeynmt"]
+    assert training["met"] and training["value"] > 1
+    # a peer better in one seed's bootstrap misses the BLEU target, though ours is better on the mean
+    results["runs"][1]["scores"]["bleu"].update(score=30.5, p_value=0.001)  # seed 1: 30.5 > ours 30.0
+    changed = {t["name"]: t for t in report.targets(results)}["test BLEU, ours - joeynmt (mean over seeds)"]
+    assert changed["value"] > 0 and not changed["met"]
+
+
+def test_markdown_has_every_row_and_run(tmp_path):
+    results = make_results()
+    table = report.markdown(results, tmp_path / report.CTRANSLATE2)
+    assert "**check: a short budget**" in table
+    assert "| ours | 30.50 ± 0.71 | 50.50 ± 0.71 | 4,000,000 |" in table
+    assert "| joeynmt | 27.50 ± 0.71 |" in table
+    assert table.count("| joeynmt | ") == 3  # its summary row and one per seed
+    assert "BLEU p = 0.010, chrF p = 0.020" in table and "| ours | 2 | 31.00 (31.00 ± 0.50) | 51.00 | baseline |" \
+        in table
+    assert "- its length penalty" in table and "fairseq: does not import" in table
+    assert "the one that cut the peers' pieces: seed 1: yes, seed 2: NO." in table
+    for target in report.targets(results):
+        met = "met" if target["met"] else "missed"
+        assert f"| {target['name']} | {target['value']} | {target['wanted']} | {met} |" in table
+    assert "CTranslate2" not in table  # no file, no section
+
+
+def test_ctranslate2_rows_are_included_when_present(tmp_path):
+    (tmp_path / report.CTRANSLATE2).write_text(json.dumps({"title": "CTranslate2 vs generate()", "rows": [
+        {"engine": "ctranslate2 int8", "bleu": 30.1, "sentences_per_s": {"median": 50.5, "quartiles": [49.0, 52.0]},
+         "details": {"nested": {"deeper": 1}}},
+        {"engine": "generate", "bleu": 30.0, "sentences_per_s": {"median": 20.0, "quartiles": [19.5, 21.0]}}]}))
+    table = report.markdown(make_results(), tmp_path / report.CTRANSLATE2)
+    assert "CTranslate2 vs generate()" in table
+    assert "| engine | bleu | sentences_per_s.median | sentences_per_s.quartiles |" in table
+    assert "| ctranslate2 int8 | 30.1 | 50.5 | 49.0-52.0 |" in table
+    assert "| generate | 30.0 | 20.0 | 19.5-21.0 |" in table
+    assert "deeper" not in table
+
+
+def test_write_renders_json_md_png_and_the_docs_table(tmp_path):
+    results = make_results()
+    docs = tmp_path / "peers_doc.md"
+    docs.write_text(f"intro\n{report.DOCS_BEGIN}\nold table\n{report.DOCS_END}\nafter\n")
+    report.write(results, tmp_path, docs)
+    assert json.loads((tmp_path / "peers.json").read_text()) == results
+    assert (tmp_path / "peers.md").read_text() == report.markdown(results, tmp_path / report.CTRANSLATE2)
+    assert (tmp_path / "peers.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    page = docs.read_text()
+    assert "old table" not in page and page.startswith("intro\n") and page.endswith(f"{report.DOCS_END}\nafter\n")
+    assert "\n".join(report.summary_table(results)) in page and "**check: a short budget**" in page
+    (tmp_path / "peers.md").unlink()
+    report.main(["--out", str(tmp_path), "--docs", str(docs)])  # rerendered from the json alone
+    assert (tmp_path / "peers.md").read_text() == report.markdown(results, tmp_path / report.CTRANSLATE2)
+    assert docs.read_text() == page
