@@ -63,7 +63,7 @@ class Checkpoints:
 
     @classmethod
     def for_run(cls, args) -> "Checkpoints":
-        """The checkpoints of a run with these `training.TrainingArguments`."""
+        """The checkpoints of a run with these `training_args.TrainingArguments`."""
         return cls(args.checkpoint_dir, args.resume_from_checkpoint, args.save_total_limit,
                    args.trust_pickled_checkpoint, args.ignore_missing_rng_state)
 

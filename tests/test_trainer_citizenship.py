@@ -144,7 +144,7 @@ def test_seq2seq_trainer_predicts_with_generate(tester, model_class, tmp_path):
 @pytest.mark.parametrize("task", ["language_modeling", "text_classification", "token_classification",
                                   "translation"])
 def test_every_task_script_parses_gradient_checkpointing(task, tmp_path):
-    """The run_* scripts parse their arguments with task_parser: the flag reaches training.TrainingArguments."""
+    """The run_* scripts parse their arguments with task_parser: the flag reaches training_args.TrainingArguments."""
     module = importlib.import_module(f"hf_seqmodels.tasks.{task}")
     for flag in ("--gradient_checkpointing", "--activation_checkpointing"):  # ours, and TrainingArguments' name
         parsed = task_parser(module).parse_args_into_dataclasses(["--output_dir", str(tmp_path), flag])

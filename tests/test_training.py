@@ -27,18 +27,8 @@ from hf_seqmodels import (
 from hf_seqmodels.data import TokenBatchSampler
 from hf_seqmodels.files import MANIFEST
 from hf_seqmodels.tokenization import train_tokenizer
-from hf_seqmodels.training import (
-    METRIC_SCHEDULERS,
-    MIN_LR_SCHEDULERS,
-    TRACKER_PACKAGES,
-    TrainingArguments,
-    check_earlier_run,
-    evaluate_loss,
-    make_accelerator,
-    save_model,
-    start_run,
-    train,
-)
+from hf_seqmodels.training import TRACKER_PACKAGES, evaluate_loss, make_accelerator, save_model, start_run, train
+from hf_seqmodels.training_args import METRIC_SCHEDULERS, MIN_LR_SCHEDULERS, TrainingArguments, check_earlier_run
 
 VOCAB = 12
 
@@ -376,7 +366,7 @@ def test_every_scheduler_type_follows_transformers_and_resumes(tmp_path, name):
 
 
 def scheduler_options(args: TrainingArguments, max_steps: int) -> dict:
-    from hf_seqmodels.training import scheduler_options as options_of
+    from hf_seqmodels.training_args import scheduler_options as options_of
     return options_of(args, args.lr_scheduler_kwargs, max_steps)
 
 

@@ -11,7 +11,7 @@ with the Auto classes); that old spelling of the option still works, with a warn
 """
 
 import warnings
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import ClassVar
@@ -19,7 +19,6 @@ from typing import ClassVar
 import datasets
 from transformers import AutoConfig, HfArgumentParser, PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
 
-from ..checkpoints import Checkpoints
 from ..cli import check_at_least, check_choice, parse_config_overrides
 from ..data import check_file_formats, first_rows, load_text_dataset
 from ..word_vectors import FORMATS as VECTOR_FORMATS, load_word_vectors, vectors_dimension
@@ -150,12 +149,3 @@ def parse_dict(task: ModuleType, fields: dict) -> tuple:
     """``task``'s argument dataclasses from a dict of fields (unknown fields are refused), with the task's training
     defaults for the fields not given: what its script would parse from the same options."""
     return HfArgumentParser(task.ARGUMENTS).parse_dict({**task.TRAINING_DEFAULTS, **fields})
-
-
-def recorded(checkpoints: Checkpoints, *parsed) -> dict:
-    """The ``arguments`` of a run's results.json: every field of the ``parsed`` dataclasses, with the checkpoint the
-    run resumed from in ``resume_from_checkpoint`` (the folder that 'latest' named)."""
-    fields = {key: value for dataclass_ in parsed for key, value in asdict(dataclass_).items()}
-    if checkpoints.resume_from is not None:
-        fields["resume_from_checkpoint"] = str(checkpoints.resume_from)
-    return fields

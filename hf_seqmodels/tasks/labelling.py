@@ -5,7 +5,6 @@ so that both tasks, our models and a pretrained checkpoint go through the same d
 collator, the tokenization and the scores of the task.
 """
 
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,9 +24,10 @@ from ..models.configuration_transformer import TRANSFORMER_POOLINGS
 from ..models.configuration_utils import CELL_TYPES
 from ..paths import check_model_path
 from ..pretrained import load_pretrained
-from ..provenance import describe_device, provenance
+from ..provenance import describe_device
 from ..tokenization import DEFAULT_SPECIAL_TOKENS, KINDS, load_tokenizer, train_tokenizer
-from ..training import TrainingArguments, keep_model_inputs, save_model, start_run, train
+from ..training import finish_run, keep_model_inputs, start_run, train
+from ..training_args import TrainingArguments
 from ..word_vectors import pretrained_rows
 from . import arguments
 
@@ -433,20 +433,15 @@ def run(task: LabellingTask, model_args: ModelArguments, data_args: DataArgument
         test = predict(accelerator, model, sorted_by_length(tokenized["test"]), collator,
                        training_args.per_device_eval_batch_size)
         results.update(eval_prefixed(task.score(test, labels), "test"), test_rows=test["rows"])
-    results.update(
-        task=task.name,
-        model_type=model.config.model_type,
-        dataset=data_args.dataset_name or data_args.train_file,
-        labels=labels,
-        tag_scheme=task.tag_scheme(labels),
-        vocab_size=len(tokenizer),
-        word_vectors_coverage=vectors_coverage,
-        wall_time_s=time.monotonic() - start,
-        arguments=arguments.recorded(checkpoints, model_args, data_args, training_args),
-        provenance=provenance([training_args.seed], ["validation", *(["test"] if "test" in tokenized else [])],
-                              accelerator.device),
-    )
-    save_model(accelerator, model, tokenizer, training_args.output_dir, results)
-    if accelerator.is_main_process:
-        print(json.dumps({k: v for k, v in results.items() if k not in ("eval_history", "arguments")}, indent=2))
-    return results
+    fields = {
+        "task": task.name,
+        "model_type": model.config.model_type,
+        "dataset": data_args.dataset_name or data_args.train_file,
+        "labels": labels,
+        "tag_scheme": task.tag_scheme(labels),
+        "vocab_size": len(tokenizer),
+    }
+    # num_processes and device are already among the evaluation's results, and stay where they are.
+    return finish_run(accelerator, checkpoints, training_args, (model_args, data_args), model, tokenizer, results,
+                      fields, start=start, splits=["validation", *(["test"] if "test" in tokenized else [])],
+                      word_vectors_coverage=vectors_coverage)

@@ -18,7 +18,6 @@ a recurrent model carries its state through the stream, a Transformer reads it w
 (``--eval_stride``). ``results.json`` names the protocol (``eval_protocol``) and the tokens scored.
 """
 
-import json
 import os
 import time
 from dataclasses import dataclass, field
@@ -33,8 +32,8 @@ from ..evaluation import perplexity
 from ..models.configuration_utils import CELL_TYPES
 from ..pretrained import load_pretrained
 from ..tokenization import DEFAULT_SPECIAL_TOKENS, KINDS, train_tokenizer
-from ..provenance import describe_device, provenance
-from ..training import TrainingArguments, save_model, start_run, train
+from ..training import finish_run, start_run, train
+from ..training_args import TrainingArguments
 from . import arguments
 from .stateful_lm import evaluate_stateful, sliding_window_loss, token_stream, train_stateful
 
@@ -213,25 +212,18 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Tra
             continue
         results.update({f"{prefix}_loss": loss, f"{prefix}_perplexity": perplexity(loss),
                         f"{prefix}_tokens_scored": tokens})
-    results.update(
-        task="text-generation",
-        lm_protocol=data_args.lm_protocol,
-        model_config=unwrapped.config.to_dict(),  # what the model card describes
-        num_parameters=unwrapped.num_parameters(),
-        vocab_size=len(tokenizer),
-        word_vectors_coverage=vectors_coverage,
-        num_processes=accelerator.num_processes,
-        device=describe_device(accelerator.device),
-        wall_time_s=time.monotonic() - start,
-        arguments=arguments.recorded(checkpoints, model_args, data_args, training_args),
-        provenance=provenance([training_args.seed], [split for split in ("validation", "test") if split in raw],
-                              accelerator.device),
-    )
-    save_model(accelerator, model, tokenizer, training_args.output_dir, results)
+    fields = {
+        "task": "text-generation",
+        "lm_protocol": data_args.lm_protocol,
+        "model_config": unwrapped.config.to_dict(),  # what the model card describes
+        "num_parameters": unwrapped.num_parameters(),
+        "vocab_size": len(tokenizer),
+    }
+    finish_run(accelerator, checkpoints, training_args, (model_args, data_args), model, tokenizer, results, fields,
+               start=start, splits=[split for split in ("validation", "test") if split in raw],
+               word_vectors_coverage=vectors_coverage)
 
     if accelerator.is_main_process:
-        summary = {k: v for k, v in results.items() if k not in ("eval_history", "arguments")}
-        print(json.dumps(summary, indent=2))
         print_samples(training_args.output_dir, training_args.seed)
     return results
 

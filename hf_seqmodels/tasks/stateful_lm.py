@@ -25,7 +25,8 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase, get_scheduler
 
 from ..models.cache_names import output_cache
 from ..nt_asgd import evaluate_with_averages
-from ..training import TrainingArguments, make_optimizer
+from ..training import make_optimizer
+from ..training_args import TrainingArguments
 
 logger = logging.getLogger(__name__)
 

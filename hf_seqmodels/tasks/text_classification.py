@@ -16,7 +16,7 @@ import datasets
 from transformers import AutoModelForSequenceClassification, DataCollatorWithPadding, PreTrainedTokenizerBase
 
 from ..evaluation import classification_metrics
-from ..training import TrainingArguments
+from ..training_args import TrainingArguments
 from . import arguments, labelling
 from .labelling import ModelArguments
 

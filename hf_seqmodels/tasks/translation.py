@@ -22,10 +22,8 @@ reads both). With ``config.custom_pipelines = CUSTOM_PIPELINES`` and the pipelin
 trust_remote_code=True)`` translates (transformers 5 has no translation pipeline of its own).
 """
 
-import json
 import math
 import shutil
-import sys
 import time
 import warnings
 from collections import Counter
@@ -58,9 +56,9 @@ from ..models.modeling_utils import SeqModelsPreTrainedModel
 from ..models.pipeline_translation import CUSTOM_PIPELINES, SOURCE_TOKENIZER_DIR
 from ..paths import check_model_path
 from ..pretrained import load_pretrained
-from ..provenance import describe_device, provenance
 from ..tokenization import DEFAULT_SPECIAL_TOKENS, KINDS, load_tokenizer, save_tokenizer, train_tokenizer
-from ..training import ATTENTION_PLOT, TEST_HYPOTHESES, TrainingArguments, save_model, start_run, train
+from ..training import finish_run, start_run, train
+from ..training_args import ATTENTION_PLOT, TEST_HYPOTHESES, TrainingArguments
 from . import arguments
 
 __all__ = ["ModelArguments", "DataArguments", "GenerationArguments", "ARGUMENTS", "TRAINING_DEFAULTS", "run",
@@ -558,33 +556,23 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Tra
             "WARNING: every validation evaluation gave degenerate translations (more than half empty or alike), so "
             "no best checkpoint was chosen and the model is the last one: train longer (--num_train_epochs, "
             "--time_budget_minutes) or check the data and tokenizers.")
-    results.update(
-        task="translation",
-        dataset=data_args.dataset_name or data_args.train_file,
-        languages={"source": src, "target": tgt},
-        tokenizer_types=dict(zip(("source", "target"), data_args.tokenizer_types())),
+    fields = {
+        "task": "translation",
+        "dataset": data_args.dataset_name or data_args.train_file,
+        "languages": {"source": src, "target": tgt},
+        "tokenizer_types": dict(zip(("source", "target"), data_args.tokenizer_types())),
         **translation_signatures(data_args.bleu_tokenize),
-        model_config=model.config.to_dict(),  # what the model card describes
-        num_parameters=model.num_parameters(),
-        vocab_size=len(tokenizers.target),
-        source_vocab_size=len(tokenizers.source),
-        word_vectors_coverage=vectors_coverage,
-        num_processes=accelerator.num_processes,
-        device=describe_device(accelerator.device),
-        wall_time_s=time.monotonic() - start,
-        arguments=arguments.recorded(checkpoints, model_args, data_args, generation_args, training_args),
-        provenance=provenance([training_args.seed], [split for split in ("validation", "test") if split in raw],
-                              accelerator.device),
-    )
+        "model_config": model.config.to_dict(),  # what the model card describes
+        "num_parameters": model.num_parameters(),
+        "vocab_size": len(tokenizers.target),
+        "source_vocab_size": len(tokenizers.source),
+    }
     hypotheses = "".join(f"{line}\n" for line in translations) if "test_hypotheses_file" in results else None
-    save_model(accelerator, model, tokenizers, training_args.output_dir, results,
-               {} if hypotheses is None else {TEST_HYPOTHESES: hypotheses})
+    finish_run(accelerator, checkpoints, training_args, (model_args, data_args, generation_args), model, tokenizers,
+               results, fields, start=start, splits=[split for split in ("validation", "test") if split in raw],
+               word_vectors_coverage=vectors_coverage, texts={} if hypotheses is None else {TEST_HYPOTHESES: hypotheses})
 
     if accelerator.is_main_process:
-        summary = {k: v for k, v in results.items() if k not in ("eval_history", "arguments")}
-        print(json.dumps(summary, indent=2))
-        for warning in results.get("warnings", []):
-            print(warning, file=sys.stderr)
         print(f"Translations by the reloaded {training_args.output_dir}:")
         show_examples(training_args.output_dir, EXAMPLES)
         picture = save_attention_plot(training_args.output_dir, EXAMPLES[0])

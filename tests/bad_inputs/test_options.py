@@ -25,7 +25,7 @@ def parse(task: str, *options: str) -> tuple:
     return task_parser(TASKS[task]).parse_args_into_dataclasses(["--output_dir", "out", *options])
 
 
-# Options of training.TrainingArguments, the same in every task: (options, the message's pattern).
+# Options of training_args.TrainingArguments, the same in every task: (options, the message's pattern).
 TRAINING = {
     "learning_rate nan": (["--learning_rate", "nan"], rf"--learning_rate {FINITE} \[0, inf\), got nan"),
     "learning_rate -1": (["--learning_rate", "-1"], rf"--learning_rate {FINITE} \[0, inf\), got -1.0"),
