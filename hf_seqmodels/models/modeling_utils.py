@@ -8,7 +8,6 @@ from typing import TypedDict
 
 import torch
 from torch import nn
-from torch.nn import functional as F
 from transformers import GenerationConfig, PreTrainedModel
 from transformers import initialization as init
 from transformers.generation.utils import GENERATION_MODES_MAPPING
