@@ -162,7 +162,7 @@ def pad_columns(mask: torch.Tensor | None, width: int) -> torch.Tensor | None:
 def build_attention_mask(
     key_mask: torch.Tensor | None,
     query_length: int,
-    past_length: int | torch.Tensor,
+    key_length: int | torch.Tensor,
     causal: bool,
     device: torch.device,
     buffer_length: int | None = None,
@@ -170,14 +170,14 @@ def build_attention_mask(
     """The mask for ``torch.nn.functional.scaled_dot_product_attention``, built once per forward for every layer.
 
     Args:
-        key_mask: ``(batch, key_length)`` bool, True = real token, or None when nothing is padding: the keys are
-            ``past_length`` cached positions then the ``query_length`` queries.
-        past_length: an int, or a static cache's length as a 0-d tensor (see ``chunk_positions``).
+        key_mask: ``(batch, key_length)`` bool, True = real token, or None when nothing is padding. The queries are
+            the last ``query_length`` keys (a cached prefix comes first).
+        key_length: an int, or, after a static cache's positions, a 0-d tensor (see ``chunk_positions``).
         causal: a query may not attend to keys after its own position.
         buffer_length: a static cache's: the attention reads its whole buffer, whose positions after the first
-            ``past_length + query_length`` are empty (``key_mask`` then has ``buffer_length`` columns, see
-            ``pad_columns``). Only causal stacks keep a cache, and the causal mask hides those positions. The mask
-            is then always built, with the same shape at every step.
+            ``key_length`` are empty (``key_mask`` may span it already, as generate() passes it). Only causal stacks
+            keep a cache, and the causal mask hides those positions. The mask is then always built, of the same
+            shape at every step.
 
     Returns ``(mask, is_causal)``: ``mask`` is ``(batch or 1, 1, query_length, buffer_length or key_length)`` bool,
     True = may attend, or None with ``is_causal`` telling the kernel to apply the causal mask itself (its fastest
@@ -186,17 +186,17 @@ def build_attention_mask(
     through the padding's keys and values.
     """
     if buffer_length is None:
-        key_length = past_length + query_length
         if key_mask is None and (not causal or query_length == 1):
             return None, False
         if key_mask is None and query_length == key_length:
             return None, True
+        buffer_length = key_length
     else:
-        key_length = buffer_length
+        key_mask = pad_columns(key_mask, buffer_length)
     mask = key_mask[:, None, None, :] if key_mask is not None else None
     if causal:
-        queries = past_length + torch.arange(query_length, device=device)
-        allowed = torch.arange(key_length, device=device) <= queries[:, None]
+        queries = key_length - query_length + torch.arange(query_length, device=device)
+        allowed = torch.arange(buffer_length, device=device) <= queries[:, None]
         mask = allowed[None, None] if mask is None else mask & allowed
     if key_mask is not None:
         mask = mask | ~mask.any(dim=-1, keepdim=True)

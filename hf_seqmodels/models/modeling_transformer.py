@@ -217,7 +217,7 @@ class TransformerStackMixin:
             input_ids: ``(batch, length)`` token ids; or ``inputs_embeds`` ``(batch, length, d_model)`` in place
                 of the token embedding lookup.
             attention_mask: ``(batch, past_length + length)``, 1 for tokens and 0 for padding (either side); with a
-                cache it also covers the cached positions.
+                cache it also covers the cached positions, with a static cache it may cover its whole buffer.
             encoder_hidden_states: ``(batch, source_length, d_model)``, the memory of cross-attention.
             encoder_attention_mask: ``(batch, source_length)``, 1 for source tokens and 0 for padding.
             cache: the cache of a decoder: a ``DynamicCache`` or ``StaticCache`` (decoder-only) or an
@@ -235,7 +235,7 @@ class TransformerStackMixin:
         key_length = None if checked_past is None else checked_past + length
         buffer_length = self._buffer_length(self_cache, key_length)
         key_mask = self._key_mask(attention_mask, batch_size, length, checked_past, buffer_length)
-        mask, is_causal = build_attention_mask(key_mask, length, past_length, self.causal, embeds.device,
+        mask, is_causal = build_attention_mask(key_mask, length, past_length + length, self.causal, embeds.device,
                                                buffer_length)
         memory_mask = self._memory_mask(encoder_hidden_states, encoder_attention_mask, batch_size)
 
@@ -305,9 +305,8 @@ class TransformerStackMixin:
 
     def _key_mask(self, attention_mask: torch.Tensor | None, batch_size: int, length: int, past_length: int | None,
                   buffer_length: int | None) -> torch.Tensor | None:
-        """The padding of the keys, bool, True = real token, or None when there is none: ``(batch, past_length +
-        length)``, or, with a static cache, over its whole buffer (``buffer_length`` columns, False on its empty
-        positions).
+        """The padding of the keys, ``(batch, past_length + length)`` (or, see below, a static cache's
+        ``buffer_length``) bool, True = real token, or None when there is none.
 
         ``attention_mask`` covers the cached positions and the new ones, or, with a static cache, its whole buffer
         (what generate() passes: ``create_masks_for_generate``). While a graph is traced (``past_length`` None) a
@@ -315,6 +314,7 @@ class TransformerStackMixin:
         if attention_mask is None:
             return None
         name = f"{self.input_prefix}attention_mask"
+        check_tensor(attention_mask, name)
         key_length = None if past_length is None else past_length + length
         if buffer_length is not None:
             width = attention_mask.shape[-1]
@@ -325,8 +325,7 @@ class TransformerStackMixin:
         key_mask = prepare_padding_mask(attention_mask, batch_size, key_length, name=name)
         if past_length == 0:
             check_no_empty_rows(key_mask, name)
-        key_mask = padding_or_none(key_mask)
-        return key_mask if buffer_length is None else pad_columns(key_mask, buffer_length)
+        return padding_or_none(key_mask)
 
     def _caches(self, cache, use_cache: bool) -> tuple[Cache | None, EncoderDecoderCache | None]:
         """The self-attention cache and (with cross-attention) the encoder-decoder cache, created if asked for."""
