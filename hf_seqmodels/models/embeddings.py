@@ -8,6 +8,8 @@ import math
 import torch
 from torch import nn
 
+from .masks import chunk_positions
+
 
 def sinusoidal_positions(num_positions: int, dim: int) -> torch.Tensor:
     """The table of section 3.5, shape ``(num_positions, dim)``:
@@ -61,28 +63,28 @@ class TransformerEmbeddings(nn.Module):
         self,
         input_ids: torch.LongTensor | None = None,
         inputs_embeds: torch.FloatTensor | None = None,
-        past_length: int = 0,
+        past_length: int | torch.Tensor = 0,
         key_mask: torch.Tensor | None = None,
     ) -> torch.FloatTensor:
         """
         Args:
             input_ids: ``(batch, length)`` token ids; or ``inputs_embeds`` ``(batch, length, d_model)``, used in
                 place of the token embedding lookup (they are scaled too).
-            past_length: number of positions already consumed (cached) before these tokens.
-            key_mask: ``(batch, past_length + length)`` bool, True = real token, or None when nothing is padding.
-                With padding, a token's position counts only the real tokens before it, so that left padding
-                does not shift the positions.
+            past_length: number of positions already consumed (cached) before these tokens: an int, or a static
+                cache's length as a 0-d tensor (see ``masks.chunk_positions``).
+            key_mask: ``(batch, past_length + length)`` bool, True = real token, or None when nothing is padding
+                (with a static cache it may span the cache's whole buffer: these tokens' columns follow the first
+                ``past_length``). With padding, a token's position counts only the real tokens before it, so that
+                left padding does not shift the positions.
 
         Returns ``(batch, length, d_model)``.
         """
         embeds = self.embed_tokens(input_ids) if inputs_embeds is None else inputs_embeds
-        length = embeds.shape[1]
+        positions = chunk_positions(past_length, embeds.shape[1], embeds.device)
         table = self.position_table if self.embed_positions is None else self.embed_positions.weight
-        if key_mask is None:
-            positions = table[past_length : past_length + length]
-        else:
-            positions = table[(key_mask.cumsum(dim=1) - 1).clamp(min=0)[:, -length:]]
-        return self.dropout(embeds * self.scale + positions)
+        if key_mask is not None:
+            positions = (key_mask.cumsum(dim=1) - 1).clamp(min=0)[:, positions]
+        return self.dropout(embeds * self.scale + table[positions])
 
 
 def word_type_dropout(embedding: nn.Embedding, input_ids: torch.LongTensor, p: float) -> torch.FloatTensor:

@@ -38,9 +38,12 @@ from .embeddings import TransformerEmbeddings, sinusoidal_positions
 from .heads import SequencePooler, TaggerOutputMixin, sequence_classification_loss
 from .masks import (
     build_attention_mask,
+    cached_length,
     carry_over_padding,
     check_no_empty_rows,
     check_tensor,
+    known_length,
+    pad_columns,
     padding_or_none,
     prepare_padding_mask,
 )
@@ -214,7 +217,7 @@ class TransformerStackMixin:
             input_ids: ``(batch, length)`` token ids; or ``inputs_embeds`` ``(batch, length, d_model)`` in place
                 of the token embedding lookup.
             attention_mask: ``(batch, past_length + length)``, 1 for tokens and 0 for padding (either side); with a
-                cache it also covers the cached positions.
+                cache it also covers the cached positions, with a static cache it may cover its whole buffer.
             encoder_hidden_states: ``(batch, source_length, d_model)``, the memory of cross-attention.
             encoder_attention_mask: ``(batch, source_length)``, 1 for source tokens and 0 for padding.
             cache: the cache of a decoder: a ``DynamicCache`` or ``StaticCache`` (decoder-only) or an
@@ -222,19 +225,16 @@ class TransformerStackMixin:
         """
         self_cache, cross_cache = self._caches(cache, use_cache)
         cache = cross_cache if cross_cache is not None else self_cache  # what the layers get and the output holds
-        past_length = int(self_cache.get_seq_length()) if self_cache is not None else 0  # a tensor in a StaticCache
-        self._check_inputs(input_ids, inputs_embeds, past_length)
+        past_length = cached_length(self_cache)  # a filled StaticCache's is a tensor, kept one (masks.chunk_positions)
+        checked_past = known_length(past_length)  # None while a graph is traced
+        self._check_inputs(input_ids, inputs_embeds, checked_past)
         embeds = input_ids if input_ids is not None else inputs_embeds
         batch_size, length = embeds.shape[:2]
-        if past_length:
-            self._check_cache(self_cache, cross_cache, batch_size, past_length, encoder_hidden_states)
-        name = f"{self.input_prefix}attention_mask"
-        key_mask = prepare_padding_mask(attention_mask, batch_size, past_length + length, name=name)
-        if key_mask is not None:
-            if past_length == 0:
-                check_no_empty_rows(key_mask, name)
-            key_mask = padding_or_none(key_mask)
-        buffer_length = self._buffer_length(self_cache, past_length + length)
+        if checked_past != 0:
+            self._check_cache(self_cache, cross_cache, batch_size, checked_past, encoder_hidden_states)
+        key_length = None if checked_past is None else checked_past + length
+        buffer_length = self._buffer_length(self_cache, key_length)
+        key_mask = self._key_mask(attention_mask, batch_size, length, checked_past, buffer_length)
         mask, is_causal = build_attention_mask(key_mask, length, past_length + length, self.causal, embeds.device,
                                                buffer_length)
         memory_mask = self._memory_mask(encoder_hidden_states, encoder_attention_mask, batch_size)
@@ -272,11 +272,14 @@ class TransformerStackMixin:
         )
         return result if return_dict else result.to_tuple()
 
-    def _check_inputs(self, input_ids, inputs_embeds, past_length: int) -> None:
-        """The stack's inputs, checked as they enter the model; the layers below assume them valid."""
+    def _check_inputs(self, input_ids, inputs_embeds, past_length: int | None) -> None:
+        """The stack's inputs, checked as they enter the model; the layers below assume them valid. ``past_length``:
+        the number of cached positions, or None while a graph is traced (a static cache's is then unknown)."""
         embeddings = self.embeddings.embed_tokens
         check_token_inputs(input_ids, inputs_embeds, embeddings.num_embeddings, self.d_model, embeddings.weight.dtype,
                            self.input_prefix)
+        if past_length is None:
+            return
         positions = past_length + (input_ids if input_ids is not None else inputs_embeds).shape[1]
         if positions > (limit := self.embeddings.max_positions):
             cached = f" ({past_length} of them already cached)" if past_length else ""
@@ -287,16 +290,42 @@ class TransformerStackMixin:
             )
 
     @staticmethod
-    def _buffer_length(self_cache: Cache | None, key_length: int) -> int:
-        """The number of keys the self-attention reads: ``key_length``, or a static cache's whole buffer."""
+    def _buffer_length(self_cache: Cache | None, key_length: int | None) -> int | None:
+        """A static cache's buffer (the number of keys the self-attention reads), or None without one;
+        ``key_length``: the positions cached and new (None while a graph is traced)."""
         if not isinstance(self_cache, StaticCache):
-            return key_length
-        if key_length > (buffer_length := self_cache.get_max_length()):
+            return None
+        buffer_length = self_cache.get_max_length()
+        if key_length is not None and key_length > buffer_length:
             raise ValueError(
                 f"The static cache holds {buffer_length} positions but the sequence reaches {key_length}: make it "
                 "with a larger `max_cache_len`, or let generate() make it (cache_implementation='static')."
             )
         return buffer_length
+
+    def _key_mask(self, attention_mask: torch.Tensor | None, batch_size: int, length: int, past_length: int | None,
+                  buffer_length: int | None) -> torch.Tensor | None:
+        """The padding of the keys, ``(batch, past_length + length)`` (or, see below, a static cache's
+        ``buffer_length``) bool, True = real token, or None when there is none.
+
+        ``attention_mask`` covers the cached positions and the new ones, or, with a static cache, its whole buffer
+        (what generate() passes: ``create_masks_for_generate``). While a graph is traced (``past_length`` None) a
+        static cache's length is unknown: a mask narrower than its buffer is taken as covering those positions."""
+        if attention_mask is None:
+            return None
+        name = f"{self.input_prefix}attention_mask"
+        check_tensor(attention_mask, name)
+        key_length = None if past_length is None else past_length + length
+        if buffer_length is not None:
+            width = attention_mask.shape[-1]
+            if width == buffer_length or (key_length is None and width < buffer_length):
+                key_length = width
+            elif key_length is None:
+                key_length = buffer_length  # (so that the error names the buffer's width)
+        key_mask = prepare_padding_mask(attention_mask, batch_size, key_length, name=name)
+        if past_length == 0:
+            check_no_empty_rows(key_mask, name)
+        return padding_or_none(key_mask)
 
     def _caches(self, cache, use_cache: bool) -> tuple[Cache | None, EncoderDecoderCache | None]:
         """The self-attention cache and (with cross-attention) the encoder-decoder cache, created if asked for."""
@@ -327,10 +356,10 @@ class TransformerStackMixin:
         return cache, None
 
     def _check_cache(self, self_cache: Cache, cross_cache: EncoderDecoderCache | None, batch_size: int,
-                     past_length: int, memory: torch.Tensor | None) -> None:
+                     past_length: int | None, memory: torch.Tensor | None) -> None:
         """Raise unless the caches hold every layer's keys for ``batch_size`` sequences of ``past_length`` positions
-        (and of ``memory``'s source positions; a static cache's layers hold their whole buffer). Shapes only: this
-        runs at every decoding step."""
+        (and of ``memory``'s source positions; a static cache's layers hold their whole buffer, and its length is
+        unknown, None, while a graph is traced). Shapes only: this runs at every decoding step."""
         head_dim = self.d_model // self.num_heads
         expected = {"self-attention": (self_cache, past_length)}
         if cross_cache is not None and memory is not None and any(cross_cache.is_updated.values()):
@@ -419,10 +448,15 @@ class TransformerPreTrainedModel(SeqModelsPreTrainedModel):
         super()._prepare_cache_for_generation(generation_config, model_kwargs, *args, **kwargs)
 
     @staticmethod
-    def create_masks_for_generate(attention_mask: torch.Tensor | None = None, **kwargs) -> torch.Tensor | None:
-        # generate() hands a static cache's model a 4D mask it builds; ours is built in the stack from the 2D
-        # padding mask (masks.build_attention_mask, which also covers the static cache's empty positions).
-        return attention_mask
+    def create_masks_for_generate(attention_mask: torch.Tensor | None = None, cache: Cache | None = None,
+                                  **kwargs) -> torch.Tensor | None:
+        # generate() asks a static cache's model for a mask of one width at every step (so that a compiled step
+        # is not recompiled for each length): ours is the 2D padding mask over the cache's whole buffer, padding on
+        # its empty positions, from which the stack builds the attention mask (masks.build_attention_mask).
+        cache = kwargs.get("past_key_values") if cache is None else cache  # its name before transformers 5.24
+        if attention_mask is None or attention_mask.dim() != 2 or cache is None:
+            return attention_mask
+        return pad_columns(attention_mask, cache.get_max_length())
 
     def get_expanded_tied_weights_keys(self, all_submodels: bool = False) -> dict:
         # Each head sets `_tied_weights_keys` from its config (output tying and source/target sharing are separate
@@ -706,16 +740,18 @@ class TransformerForCausalLM(TransformerPreTrainedModel, GenerationMixin):
         """
         shift_labels = shift_labels_of(self, kwargs)
         return_dict = self._flag(return_dict, "return_dict")
+        cache = cache_argument(cache, past_key_values)
+        past_length = cached_length(cache)  # where the inputs' columns start in a static cache's buffer-wide mask
         outputs = self.model(
             input_ids=input_ids,
             attention_mask=attention_mask,
             inputs_embeds=inputs_embeds,
-            cache=cache_argument(cache, past_key_values),
+            cache=cache,
             use_cache=self._use_cache(use_cache),
             output_attentions=self._flag(output_attentions, "output_attentions"),
             output_hidden_states=self._flag(output_hidden_states, "output_hidden_states"),
         )
-        hidden_states = carry_over_padding(outputs.last_hidden_state, attention_mask)
+        hidden_states = carry_over_padding(outputs.last_hidden_state, attention_mask, past_length)
         logits = self.lm_head(keep_logits_positions(hidden_states, logits_to_keep))
         loss = lm_loss(logits, labels, shift=True, num_items_in_batch=num_items_in_batch, shift_labels=shift_labels)
         result = CausalLMOutputWithPast(

@@ -743,18 +743,29 @@ def test_static_cache_generates_what_the_dynamic_cache_does(head, num_beams):
 @pytest.mark.parametrize("head", [TransformerForConditionalGeneration, TransformerForCausalLM])
 def test_static_cache_generation_compiles_each_step_as_one_graph(head):
     """With a static cache generate() compiles the forward of its decoding steps (on every device, here): with
-    fullgraph=True, so that any graph break raises; the tokens are the dynamic cache's."""
+    fullgraph=True, so that any graph break raises, and dynamic=False, so that a step whose shapes or guarded values
+    (the cache's length) differ from the first compiled one would be compiled anew: one graph serves every step of
+    two generations from padded prompts, and the tokens are the dynamic cache's."""
     model = head_model(head)
     inputs = {k: v for k, v in HEAD_INPUTS[head].items() if k != "decoder_input_ids"}
-    compile_config = CompileConfig(backend="eager", fullgraph=True)
+    others = {k: v.flip(0) for k, v in inputs.items()}  # other prompts of the same shapes
+    graphs = []
+
+    def eager_backend(graph, example_inputs, **options):  # counts the compilations, runs the graph as it is
+        graphs.append(graph)
+        return graph.forward
+
+    compile_config = CompileConfig(backend=eager_backend, fullgraph=True, dynamic=False)
     compile_config._compile_all_devices = True
     settings = dict(max_new_tokens=4, min_new_tokens=4, do_sample=False)
     torch._dynamo.reset()
-    with torch.no_grad():
-        expected = model.generate(**inputs, **settings)
-        got = model.generate(**inputs, **settings, cache_implementation="static", compile_config=compile_config)
+    for prompts in (inputs, others):
+        with torch.no_grad():
+            expected = model.generate(**prompts, **settings)
+            got = model.generate(**prompts, **settings, cache_implementation="static", compile_config=compile_config)
+        torch.testing.assert_close(got, expected, rtol=0, atol=0)
     assert model._compiled_call is not None  # generate compiled the forward
-    torch.testing.assert_close(got, expected, rtol=0, atol=0)
+    assert len(graphs) == 1
 
 
 def test_static_cache_too_small_is_a_clear_error():
