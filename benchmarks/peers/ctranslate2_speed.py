@@ -36,11 +36,11 @@ import torch
 from hf_seqmodels.ctranslate2_export import CTranslate2Translator, as_translated, export_ctranslate2
 from hf_seqmodels.evaluation import translation_metrics, translation_signatures
 from hf_seqmodels.paths import data_dir
+from hf_seqmodels.provenance import provenance
 from hf_seqmodels.tasks.inference import load_translator
 from hf_seqmodels.tasks.translation import batches_by_length, decoding_loop
 
 from ..common import first_pass_then_rounds_by_item, paired_ratio, rate, read_jsonl
-from ..run import machine_info
 
 ENGINES = ("generate", "custom_generate", "ctranslate2 float32", "ctranslate2 int8")
 COMPUTE_TYPES = {"ctranslate2 float32": "float32", "ctranslate2 int8": "int8"}
@@ -124,7 +124,7 @@ def run(args) -> dict:
         "command": "python -m benchmarks.peers.ctranslate2_speed " + shlex.join(sys.argv[1:]),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "versions": {package: version(package) for package in ("torch", "transformers", "ctranslate2", "sacrebleu")},
-        "machine": machine_info("cpu"),
+        "provenance": provenance([training["arguments"]["seed"]], ["test"], note="shared machine"),
         "shared_machine": "2 CPU cores shared with other jobs running at the same time: absolute speeds vary "
                           "with their load; the ratios (engines taking turns batch by batch) are what to read.",
         "model": {"folder": str(model_dir), "training_command": args.training_command,
@@ -177,8 +177,9 @@ def markdown(result: dict) -> str:
     lines += [
         "",
         f"BLEU: {result['bleu_signature']}; chrF: {result['chrf_signature']} (detokenized, one call per engine).",
-        f"Command: `{result['command']}`, commit {result['machine']['git_commit']}, {result['date']}; {versions}; "
-        f"CPU: {result['machine']['cpu']}, load average at the end {result['machine']['load_average']}.",
+        f"Command: `{result['command']}`, commit {(result['provenance']['commit'] or 'unknown')[:7]}, "
+        f"{result['date']}; {versions}; CPU: {result['provenance']['machine']['cpu']}, load average at the end "
+        f"{result['provenance']['machine']['load_average']}.",
         "Parity tests: tests/test_ctranslate2_export.py (test_translations_are_token_identical, "
         "test_language_model_continuations_are_token_identical, test_translate_nbest_matches_ours).",
         "",
