@@ -3,6 +3,7 @@ the saved translation folder (the model whose BLEU is reported) that the entries
 
 import dataclasses
 import json
+import shutil
 
 import pytest
 import torch
@@ -90,10 +91,7 @@ def test_timed_models_stand_in_says_it_is_not_the_bleu_model(tmp_path, data_dir)
 
 def test_a_folder_without_provenance_names_no_command(saved_folder, tmp_path):
     folder, _ = saved_folder
-    bare = tmp_path / "bare"
-    for file in folder.iterdir():
-        (bare / file.name).parent.mkdir(exist_ok=True)
-        (bare / file.name).write_bytes(file.read_bytes())
+    bare = shutil.copytree(folder, tmp_path / "bare")
     (bare / "results.json").write_text(json.dumps({"test_bleu": 1.0}))
     [timed] = timed_models(dataclasses.replace(SMOKE, model_dir=str(bare)), Settings(smoke=True))
     assert timed.origin["recreate"] is None
