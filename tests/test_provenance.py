@@ -11,7 +11,9 @@ import transformers
 
 from hf_seqmodels import provenance as module
 from hf_seqmodels.paths import REPO_ROOT
-from hf_seqmodels.provenance import BACKFILLED, KEYS, RECORDED, git_state, missing_provenance, provenance
+from hf_seqmodels.provenance import (
+    BACKFILLED, ENVIRONMENT, KEYS, RECORDED, git_state, missing_provenance, provenance,
+)
 
 
 def git(folder, *args: str) -> str:
@@ -20,6 +22,8 @@ def git(folder, *args: str) -> str:
 
 
 def test_the_keys_and_what_the_run_s_process_is(monkeypatch):
+    for name in ENVIRONMENT:
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("OMP_NUM_THREADS", "3")
     monkeypatch.setenv("SOME_UNRELATED_VARIABLE", "x")
     monkeypatch.chdir(REPO_ROOT / "tests")
