@@ -9,9 +9,9 @@ Its keys (docs/provenance.md):
 * ``recorded``: ``"at run time"``; in entries written before provenance was recorded, ``"backfilled from git
   history"`` (only what the entry itself recorded or git history shows, every other key ``None``, and
   ``evidence``: where each value comes from) or ``"unknown"``.
-* ``commit``: the full git commit of the code (``None`` outside a git checkout); ``tree_clean``: whether the code
-  had no uncommitted change then (a change under ``results/``, where the runs write, does not count);
-  ``changed_files``: the paths that had one.
+* ``commit``: the full git commit of the code the process imported (``None`` outside a git checkout);
+  ``tree_clean``: whether that code had no uncommitted change (a change under ``results/``, where the runs write,
+  does not count); ``changed_files``: the paths that had one. Taken when this module is imported (`LOADED`).
 * ``argv``: the exact command line (``sys.orig_argv``: the interpreter, ``-m <module>`` or the script, and every
   argument), and ``cwd``, the folder it ran in (relative to the repository when inside it).
 * ``python``, ``torch``, ``transformers``: the versions.
@@ -54,7 +54,7 @@ def provenance(seeds: Sequence[int], split: Sequence[str], device: str | torch.d
     """The provenance of a run now starting or running (see the module's docstring for the keys): ``seeds`` its
     seeds, ``split`` the data splits its figures come from, ``device`` where it runs and ``note`` what to say about
     the machine (``"shared machine"``)."""
-    commit, changed = _git_state()
+    commit, changed = LOADED
     return {
         "recorded": RECORDED,
         "commit": commit,
@@ -86,12 +86,11 @@ def missing_provenance(recorded: str = UNKNOWN, evidence: str | None = None, **k
     return {"recorded": recorded, **dict.fromkeys(KEYS), **known, "evidence": evidence}
 
 
-def _git_state() -> tuple[str | None, list[str] | None]:
-    """The checkout's commit and its changed paths outside `RESULTS_FOLDER` (untracked files included); both
-    ``None`` where the package is not in a git checkout."""
+def git_state(root: Path = REPO_ROOT) -> tuple[str | None, list[str] | None]:
+    """The commit of the checkout at ``root`` and its changed paths outside `RESULTS_FOLDER` (untracked files
+    included); both ``None`` where ``root`` is not in a git checkout."""
     def git(*args: str) -> str:
-        return subprocess.run(["git", "-C", str(REPO_ROOT), *args], capture_output=True, text=True,
-                              check=True).stdout
+        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=True).stdout
 
     try:
         commit = git("rev-parse", "HEAD").strip()
@@ -99,6 +98,11 @@ def _git_state() -> tuple[str | None, list[str] | None]:
     except (OSError, subprocess.CalledProcessError):
         return None, None
     return commit, [line[3:] for line in status.splitlines()]
+
+
+# The code a process runs is the code it imported: the checkout's state when this module was imported (at the
+# process's start, or for a compare.py run at its forkserver's), not when a run that took hours writes its results.
+LOADED = git_state()
 
 
 def _relative(path: Path) -> str:
