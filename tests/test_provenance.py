@@ -11,7 +11,9 @@ import transformers
 
 from hf_seqmodels import provenance as module
 from hf_seqmodels.paths import REPO_ROOT
-from hf_seqmodels.provenance import BACKFILLED, ENVIRONMENT, KEYS, RECORDED, missing_provenance, provenance
+from hf_seqmodels.provenance import (
+    BACKFILLED, ENVIRONMENT, KEYS, RECORDED, git_state, missing_provenance, provenance,
+)
 
 
 def git(folder, *args: str) -> str:
@@ -44,29 +46,27 @@ def test_commit_and_clean_tree_come_from_git(tmp_path, monkeypatch):
     (tmp_path / "results" / "run.json").write_text("{}\n")
     git(tmp_path, "add", "-A")
     git(tmp_path, "commit", "-qm", "first")
-    monkeypatch.setattr(module, "REPO_ROOT", tmp_path)
-    monkeypatch.chdir(tmp_path)
-
-    def state():
-        record = provenance([0], [])
-        return record["commit"], record["tree_clean"], record["changed_files"]
-
-    assert state() == (git(tmp_path, "rev-parse", "HEAD"), True, [])
+    assert git_state(tmp_path) == (git(tmp_path, "rev-parse", "HEAD"), [])
     (tmp_path / "results" / "run.json").write_text('{"new": 1}\n')  # what a run writes leaves the tree clean
-    assert state()[1:] == (True, [])
+    assert git_state(tmp_path)[1] == []
     (tmp_path / "code.py").write_text("a = 2\n")
     (tmp_path / "new.py").write_text("b = 1\n")
-    assert state()[1:] == (False, ["code.py", "new.py"])
+    assert git_state(tmp_path)[1] == ["code.py", "new.py"]
 
     outside = tmp_path / "not-a-checkout"
     outside.mkdir()
-    monkeypatch.setattr(module, "REPO_ROOT", outside)
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))  # git must not find the checkout above
-    assert state() == (None, None, None)
+    assert git_state(outside) == (None, None)
+
+    # provenance states the checkout as the process imported it, whatever happens to it later
+    monkeypatch.setattr(module, "LOADED", (git(tmp_path, "rev-parse", "HEAD"), ["code.py"]))
+    git(tmp_path, "commit", "-qam", "second")
+    record = provenance([0], [])
+    assert (record["commit"], record["tree_clean"], record["changed_files"]) == (module.LOADED[0], False, ["code.py"])
 
 
 def test_the_repository_s_own_commit():
-    assert provenance([0], [])["commit"] == git(REPO_ROOT, "rev-parse", "HEAD")
+    assert provenance([0], [])["commit"] == git(REPO_ROOT, "rev-parse", "HEAD")  # no commit since the import
 
 
 def test_missing_provenance_fills_only_what_is_known():
