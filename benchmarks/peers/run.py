@@ -20,9 +20,9 @@ import sys
 from pathlib import Path
 
 from hf_seqmodels.comparison.significance import paired_bootstrap
+from hf_seqmodels.provenance import provenance
 from hf_seqmodels.tasks import translation
 
-from ..run import machine_info
 from . import data as peers_data
 from . import report, toolkits
 from .recipe import DIFFERENCES, Recipe
@@ -152,19 +152,22 @@ def main(argv: list[str] | None = None) -> dict:
             seed_runs.append(run)
         compared = score(seed_runs, translations, references)
         runs += seed_runs
-    machine = machine_info("cpu")
+    seeds = sorted({run["seed"] for run in kept + runs})
+    record = provenance(seeds, ["train", "validation", "test"])
+    machine = record["machine"]
     results = {
         "label": args.label,
         "command": shlex.join(["python", "-m", "benchmarks.peers.run", *(sys.argv[1:] if argv is None else argv)]),
         "toolkits": args.toolkits,
         "baseline": args.toolkits[0],
         "budget": {"updates": recipe.updates, "main_job_updates": Recipe.main_job(stats["train"]["sentences"]).updates,
-                   "seeds": sorted({run["seed"] for run in kept + runs})},
+                   "seeds": seeds},
         "recipe": dataclasses.asdict(recipe),
         "decoding": {"batch_sizes": args.batch_sizes, "select_sentences": args.select_sentences,
                      "batch1_sentences": args.batch1_sentences},
         "data": stats,
         "machine": f"{machine['cpu']}, {machine['cpu_count']} cores, OMP_NUM_THREADS={args.threads} for every command",
+        "provenance": record,
         "signatures": compared["signatures"], "bootstrap": {"samples": compared["samples"], "seed": compared["seed"]},
         "versions": {name: toolkits.version(name) for name in args.toolkits},
         "same_for_all": same_for_all(recipe, stats),
