@@ -79,8 +79,9 @@ class TrainingState:
         ``ignore_missing_rng_state``: then it warns and keeps the current ones."""
         folder = Path(folder)
         model_file = require(folder / MODEL_FILE, "the model's weights")
-        check_dtypes(read_tensors(model_file), self.model.state_dict(), model_file)
-        _load_into(model_file, lambda: load_model_tensors(self.model, read_tensors(model_file)))
+        tensors = read_tensors(model_file)
+        check_dtypes(tensors, self.model.state_dict(), model_file)
+        _load_into(model_file, lambda: load_model_tensors(self.model, tensors))
         _load_part(folder, "optimizer", self.optimizer,
                    lambda state, file: check_optimizer_state(state, self.optimizer, file))
         _load_part(folder, "scheduler", self.scheduler,
