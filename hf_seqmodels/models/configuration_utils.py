@@ -2,10 +2,11 @@
 check raises a `ValueError` that names the field, shows the value and says what is allowed.
 
 Each family's `__init__` checks its own fields with the `check_*` functions, then hands them to `CheckedConfig`
-(`set_fields`), the base of the three configurations, which sets them and checks the rest: the fields PretrainedConfig keeps (labels, problem type,
-output flags, dtype, architectures), and, on loading (`from_dict`, which `from_pretrained` and `AutoConfig` call), a
-config dict that lacks a field or was written for another model. Keys that no one knows are kept as attributes, as
-transformers' configs keep them; the config files our loaders read (`check_config_file`) may not hold them.
+(`set_fields`), the base of the three configurations, which sets them and checks the rest: the fields
+PretrainedConfig keeps (labels, problem type, output flags, dtype, architectures), and, on loading (`from_dict`,
+which `from_pretrained` and `AutoConfig` call), a config dict that lacks a field or was written for another model.
+Keys that no one knows are kept as attributes, as transformers' configs keep them; the config files our loaders read
+(`check_config_file`) may not hold them.
 """
 
 import dataclasses
