@@ -167,29 +167,7 @@ class AttentionSeq2SeqConfig(CheckedConfig):
                         eos_token_id=eos_token_id, decoder_start_token_id=decoder_start_token_id)
         if source_vocab_size is not None:
             check_token_ids(source_vocab_size, "source vocabulary", pad_token_id=pad_token_id)
-        self.vocab_size = vocab_size
-        self.source_vocab_size = source_vocab_size
-        self.embedding_size = embedding_size
-        self.hidden_size = hidden_size
-        self.cell_type = cell_type
-        self.encoder_layers = encoder_layers
-        self.decoder_layers = decoder_layers
-        self.bidirectional_encoder = bidirectional_encoder
-        self.attention_type = attention_type
-        self.attention_size = attention_size
-        self.input_feeding = input_feeding
-        self.dropout = dropout
-        self.teacher_forcing_ratio = teacher_forcing_ratio
-        self.initializer_range = initializer_range
-        self.use_cache = use_cache
-        self.decoder_start_token_id = decoder_start_token_id
-        super().__init__(
-            pad_token_id=pad_token_id,
-            bos_token_id=bos_token_id,
-            eos_token_id=eos_token_id,
-            tie_word_embeddings=tie_word_embeddings,
-            **kwargs,
-        )
+        self.set_fields(locals())
 
     def set_teacher_forcing_ratio(self, ratio: float) -> None:
         """Set `teacher_forcing_ratio` (checked, as in `__init__`): what a training loop calls at every step to

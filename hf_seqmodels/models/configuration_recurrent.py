@@ -213,40 +213,10 @@ class RecurrentConfig(CheckedConfig):
                                tie_word_embeddings)
         check_initializer_range(initializer_range)
         check_token_ids(vocab_size, pad_token_id=pad_token_id, bos_token_id=bos_token_id, eos_token_id=eos_token_id)
-        self.vocab_size = vocab_size
-        self.embedding_size = embedding_size
-        self.hidden_size = hidden_size
-        self.num_layers = num_layers
-        self.cell_type = cell_type
-        self.nonlinearity = nonlinearity
-        self.bidirectional = bidirectional
-        self.embedding_dropout = embedding_dropout
-        self.dropout = dropout
-        self.output_dropout = output_dropout
-        self.locked_dropout = locked_dropout
-        self.weight_drop = weight_drop
-        self.word_type_dropout = word_type_dropout
-        self.activation_regularization = activation_regularization
-        self.temporal_activation_regularization = temporal_activation_regularization
-        self.adaptive_softmax_cutoffs = None if adaptive_softmax_cutoffs is None else list(adaptive_softmax_cutoffs)
-        self.adaptive_softmax_div_value = adaptive_softmax_div_value
-        self.spelling_features = spelling_features
-        self.spelling_embedding_size = spelling_embedding_size
-        self.spelling_kernel_size = spelling_kernel_size
-        self.max_spelling_length = max_spelling_length
-        self.classifier_pooling = classifier_pooling
-        self.initializer_range = initializer_range
-        self.use_cache = use_cache
-        super().__init__(
-            pad_token_id=pad_token_id,
-            bos_token_id=bos_token_id,
-            eos_token_id=eos_token_id,
-            tie_word_embeddings=tie_word_embeddings,
-            **kwargs,
-        )
+        if adaptive_softmax_cutoffs is not None:
+            adaptive_softmax_cutoffs = list(adaptive_softmax_cutoffs)
+        self.set_fields(locals())
         check_crf_fields(use_crf, crf_constrain_bio, self.id2label)
-        self.use_crf = use_crf
-        self.crf_constrain_bio = crf_constrain_bio
 
     @property
     def input_size(self) -> int:

@@ -184,38 +184,8 @@ class TransformerConfig(CheckedConfig):
                         decoder_start_token_id=decoder_start_token_id)
         if source_vocab_size is not None:
             check_token_ids(source_vocab_size, "source vocabulary", pad_token_id=pad_token_id)
-        self.vocab_size = vocab_size
-        self.source_vocab_size = source_vocab_size
-        self.d_model = d_model
-        self.num_heads = num_heads
-        self.encoder_layers = encoder_layers
-        self.decoder_layers = decoder_layers
-        self.ffn_dim = ffn_dim
-        self.activation = activation
-        self.dropout = dropout
-        self.attention_dropout = attention_dropout
-        self.activation_dropout = activation_dropout
-        self.norm_position = norm_position
-        self.position_embedding = position_embedding
-        self.max_position_embeddings = max_position_embeddings
-        self.scale_embedding = scale_embedding
-        self.share_encoder_decoder_embeddings = share_encoder_decoder_embeddings
-        self.layer_norm_eps = layer_norm_eps
-        self.classifier_pooling = classifier_pooling
-        self.classifier_dropout = classifier_dropout
-        self.use_cache = use_cache
-        super().__init__(
-            pad_token_id=pad_token_id,
-            bos_token_id=bos_token_id,
-            eos_token_id=eos_token_id,
-            decoder_start_token_id=decoder_start_token_id,
-            is_encoder_decoder=is_encoder_decoder,
-            tie_word_embeddings=tie_word_embeddings,
-            **kwargs,
-        )
+        self.set_fields(locals())
         check_crf_fields(use_crf, crf_constrain_bio, self.id2label)
-        self.use_crf = use_crf
-        self.crf_constrain_bio = crf_constrain_bio
 
     @property
     def encoder_vocab_size(self) -> int:

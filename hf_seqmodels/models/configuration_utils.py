@@ -1,11 +1,12 @@
 """Validation shared by every family's configuration, in the shape of transformers' `configuration_utils`: each
 check raises a `ValueError` that names the field, shows the value and says what is allowed.
 
-Each family's `__init__` checks its own fields with the `check_*` functions, then hands on to `CheckedConfig`, the
-base of the three configurations, which checks the rest: the fields PretrainedConfig keeps (labels, problem type,
-output flags, dtype, architectures), and, on loading (`from_dict`, which `from_pretrained` and `AutoConfig` call), a
-config dict that lacks a field or was written for another model. Keys that no one knows are kept as attributes, as
-transformers' configs keep them; the config files our loaders read (`check_config_file`) may not hold them.
+Each family's `__init__` checks its own fields with the `check_*` functions, then hands them to `CheckedConfig`
+(`set_fields`), the base of the three configurations, which sets them and checks the rest: the fields
+PretrainedConfig keeps (labels, problem type, output flags, dtype, architectures), and, on loading (`from_dict`,
+which `from_pretrained` and `AutoConfig` call), a config dict that lacks a field or was written for another model.
+Keys that no one knows are kept as attributes, as transformers' configs keep them; the config files our loaders read
+(`check_config_file`) may not hold them.
 """
 
 import dataclasses
@@ -246,7 +247,7 @@ class CheckedConfig(PretrainedConfig):
     """The base of every family's configuration: it checks PretrainedConfig's own fields on construction (keys that
     neither the family nor PretrainedConfig knows are kept, as transformers keeps them), and refuses a config dict
     that lacks a field or was written for another model on loading. The family's `__init__` checks its own fields,
-    then calls this one.
+    then hands them to `set_fields`.
 
     A family lists in ``fields_added_later`` the fields it gained after configs were first saved and whose default
     computes what the model computed before them: a config saved without them loads with their defaults."""
@@ -262,6 +263,19 @@ class CheckedConfig(PretrainedConfig):
         check_keys(type(self), kwargs)
         check_pretrained_fields(kwargs)
         super().__init__(**kwargs)
+
+    def set_fields(self, arguments: dict) -> None:
+        """The end of a family's `__init__`, once it has checked its arguments: ``arguments`` (its ``locals()``) give
+        each of its fields (`own_fields`). Those PretrainedConfig declares (`is_encoder_decoder`) go to its
+        `__init__` with the other keyword arguments (``arguments["kwargs"]``), which it checks and keeps; the rest
+        become attributes first, since PretrainedConfig's `__init__` would drop `use_cache` as a generation option."""
+        fields = [name for name in own_fields(type(self)) if name in arguments]
+        declared = pretrained_fields()
+        for name in fields:
+            if name not in declared:
+                setattr(self, name, arguments[name])
+        CheckedConfig.__init__(self, **{name: arguments[name] for name in fields if name in declared},
+                               **arguments["kwargs"])
 
     def to_diff_dict(self) -> dict:
         """What `save_pretrained` writes: PretrainedConfig's diff, with every field of the family even where it

@@ -1,4 +1,15 @@
-"""The recurrent family — Elman RNN, LSTM, GRU — as transformers models: a base model and three heads."""
+"""The recurrent family as transformers models: the Elman RNN (Elman 1990), LSTM (Hochreiter & Schmidhuber 1997) and
+GRU (Cho et al. 2014) language model, classifier and tagger.
+
+Read top-down: `RecurrentModel` embeds the tokens (with AWD-LSTM's word-type and embedding dropout, Merity et al.
+2017, and optionally character-CNN spelling features, Ma & Hovy 2016) and runs the stacked recurrent layers
+(`recurrent_layers.py`: torch's fused kernels, locked dropout and DropConnect). `RecurrentForCausalLM` puts a softmax
+over the top layer's outputs, tied to the embeddings (Press & Wolf 2017) or adaptive (Grave et al. 2017), and adds
+AR/TAR to its loss; the two classifiers pool the outputs (`RecurrentForSequenceClassification`) or score every token,
+with an optional CRF over the scores (`RecurrentForTokenClassification`, Lample et al. 2016). The checks of the
+inputs and the cache are in `recurrent_input_checks.py`, the decoding loop's one-token steps in
+`recurrent_decoding_steps.py`.
+"""
 
 from dataclasses import dataclass
 from typing import Unpack
@@ -15,25 +26,25 @@ from transformers.modeling_outputs import (
 )
 
 from .adaptive_softmax import AdaptiveSoftmaxHead
-from .cache import RecurrentCache, RecurrentGenerationMixin, recurrent_cache
-from .cache_names import CACHE_NAME, cache_argument, cache_field, output_cache
+from .cache import RecurrentCache, RecurrentGenerationMixin
+from .cache_names import cache_argument, cache_field, output_cache
 from .configuration_recurrent import RecurrentConfig
 from .embeddings import word_type_dropout
 from .heads import SequencePooler, TaggerOutputMixin, sequence_classification_loss
-from .masks import carry_over_padding, check_no_empty_rows, padding_or_none, prepare_padding_mask
+from .masks import carry_over_padding
 from .modeling_utils import (
     CausalLMLossKwargs,
     SeqModelsPreTrainedModel,
-    check_token_inputs,
     keep_logits_positions,
     lm_loss,
     lm_output_layers,
-    output_layer_into,
     shift_labels_of,
 )
+from .recurrent_decoding_steps import RecurrentLMSteps, RecurrentModelSteps
+from .recurrent_input_checks import check_inputs
 from .recurrent_layers import RecurrentStack, make_dropout
 from .spelling import SpellingFeatures
-from .step_graphs import GraphedSteps, replays_step
+from .step_graphs import replays_step
 
 
 @dataclass
@@ -66,7 +77,7 @@ class RecurrentPreTrainedModel(SeqModelsPreTrainedModel):
         self.base_model.set_input_embeddings(value)
 
 
-class RecurrentModel(GraphedSteps, RecurrentPreTrainedModel):
+class RecurrentModel(RecurrentModelSteps, RecurrentPreTrainedModel):
     """Token embeddings followed by `num_layers` stacked recurrent layers.
 
     Every head's forward exports (`torch.export.export(model, (), kwargs=...)`, strict or not, `use_cache=False`; the
@@ -139,39 +150,27 @@ class RecurrentModel(GraphedSteps, RecurrentPreTrainedModel):
             output_final_state: return `final_state`. The heads that do not read it pass False, which lets a
                 left-to-right model skip packing a right-padded batch (see `recurrent_layers`).
         """
-        check_token_inputs(input_ids, inputs_embeds, self.config.vocab_size, self.config.input_size, self.dtype)
-        if input_ids is not None:
-            inputs_embeds = self._embed(input_ids)
-        batch_size, length = inputs_embeds.shape[:2]
+        cache, mask = check_inputs(self.config, self.dtype, input_ids, inputs_embeds, attention_mask,
+                                   cache_argument(cache, past_key_values))
         output_hidden_states = self._flag(output_hidden_states, "output_hidden_states")
         return_dict = self._flag(return_dict, "return_dict")
 
-        cache = recurrent_cache(cache_argument(cache, past_key_values))
-        states = cache.states if cache is not None and cache.states else None
-        if states is not None:
-            self._check_cache(cache, batch_size)
-        past_length = cache.get_seq_length() if cache is not None else 0
-        mask = prepare_padding_mask(attention_mask, batch_size, length, past_length)
-        if mask is not None and states is None:
-            check_no_empty_rows(mask)
-        mask = padding_or_none(mask)
-
-        inputs = self.embedding_dropout(inputs_embeds)
+        inputs = self.embedding_dropout(self._embed(input_ids) if input_ids is not None else inputs_embeds)
         if use_cache and replays_step(self, cache, inputs, output_hidden_states):
             outputs, final_state, hidden_states = self._replay_step(inputs, cache, mask), cache.states, None
         else:
+            states = cache.states if cache is not None and cache.states else None
             outputs, final_state, hidden_states = self.rnn(
                 inputs, mask, states, output_hidden_states, need_states=bool(use_cache) or output_final_state
             )
             if use_cache:
                 cache = cache if cache is not None else RecurrentCache()
-                cache.store(final_state, length)
-        cache = cache if use_cache else None
+                cache.store(final_state, inputs.shape[1])
         result = RecurrentModelOutput(
             last_hidden_state=outputs,
             final_state=tuple(final_state) if output_final_state else None,
             hidden_states=hidden_states,
-            **cache_field(cache),
+            **cache_field(cache if use_cache else None),
         )
         return result if return_dict else result.to_tuple()
 
@@ -184,45 +183,8 @@ class RecurrentModel(GraphedSteps, RecurrentPreTrainedModel):
             embeds = self.embed_tokens(input_ids)
         return embeds if self.spelling is None else torch.cat([embeds, self.spelling(input_ids)], dim=-1)
 
-    def _replay_step(self, inputs: torch.Tensor, cache: RecurrentCache, mask: torch.Tensor | None) -> torch.Tensor:
-        """The top layer's outputs of ``_step`` through its captured CUDA graph (where ``replays_step`` says so),
-        copied out of the graph's own tensors."""
-        (outputs,) = self.step_graphs(self._step, inputs, cache, mask=mask)
-        return outputs.clone()
 
-    def decoding_step(self, input_ids: torch.LongTensor, cache: RecurrentCache) -> torch.Tensor:
-        """The top layer's outputs after ``input_ids`` ``(rows, 1)``, the newest tokens of a decoding loop,
-        continuing its non-empty ``cache``, which keeps the new state: forward without its checks and output
-        object (the captured step replayed where one applies)."""
-        inputs = self.embedding_dropout(self._embed(input_ids))
-        if replays_step(self, cache, inputs, False):
-            return self._replay_step(inputs, cache, None)
-        return self._step(inputs, cache, None)[0]
-
-    def _step(self, inputs: torch.Tensor, cache: RecurrentCache, mask: torch.Tensor | None) -> tuple[torch.Tensor]:
-        """A decoding step as ``step_graphs`` replays it: the layers continue from ``cache``, which keeps the state."""
-        outputs, states, _ = self.rnn(inputs, mask, cache.states)
-        cache.store(states, inputs.shape[1])
-        return (outputs,)
-
-    def _check_cache(self, cache: RecurrentCache, batch_size: int) -> None:
-        """Raise unless ``cache`` holds states this model can continue ``batch_size`` sequences from. Shapes only:
-        this runs at every decoding step."""
-        config = self.config
-        if config.bidirectional:
-            raise ValueError(
-                "`past_key_values` cannot be continued by a bidirectional model: its backward direction reads every "
-                "sequence from the end. Pass whole sequences, without `past_key_values`."
-            )
-        if cache.extras or cache.per_input:
-            raise ValueError(
-                "`past_key_values` holds the decoder state of an attention encoder-decoder, which this model cannot "
-                "continue: pass the cache this model returned, or none to start afresh."
-            )
-        cache.check_shapes(config.cell_type, config.num_layers, batch_size, config.hidden_size, "num_layers", {})
-
-
-class RecurrentForCausalLM(RecurrentGenerationMixin, RecurrentPreTrainedModel, GenerationMixin):
+class RecurrentForCausalLM(RecurrentLMSteps, RecurrentGenerationMixin, RecurrentPreTrainedModel, GenerationMixin):
     """A recurrent language model: predicts each next token from the tokens before it. Its output layer is a full
     softmax, or with `adaptive_softmax_cutoffs` an adaptive softmax (`AdaptiveSoftmaxHead`)."""
 
@@ -247,44 +209,6 @@ class RecurrentForCausalLM(RecurrentGenerationMixin, RecurrentPreTrainedModel, G
                 config.hidden_size, config.embedding_size, config.vocab_size, config.tie_word_embeddings
             )
         self.post_init()
-
-    def get_output_embeddings(self):
-        return self.lm_head
-
-    def set_output_embeddings(self, new_embeddings):
-        self.lm_head = new_embeddings
-
-    def resize_token_embeddings(self, *args, **kwargs):
-        if isinstance(self.lm_head, AdaptiveSoftmaxHead):
-            raise ValueError("An adaptive softmax cannot be resized: its clusters are ranges of ids ordered by "
-                             "frequency. Build a new model with the new `vocab_size` and `adaptive_softmax_cutoffs`.")
-        return super().resize_token_embeddings(*args, **kwargs)
-
-    def decoding_step_inputs(self, model_kwargs: dict, rows_per_source: int = 1) -> dict | None:
-        """What [`decoding_step`] reads, from generate()'s `model_kwargs` after its first step (a call of `forward`,
-        which checked them): the cache. None without one: the decoding loop then calls `forward` at every step.
-        The attention mask is not needed: it marks the prompts' padding, which the cache has read, and every token
-        after them is real. Rows that share a prompt (`rows_per_source`, a sentence's beams) share nothing else
-        here: the argument is accepted for the loop's sake and unused."""
-        cache = recurrent_cache(model_kwargs.get(CACHE_NAME))
-        return {"cache": cache} if model_kwargs.get("use_cache") and cache is not None else None
-
-    def decoding_step(self, input_ids: torch.LongTensor, cache: RecurrentCache, out: torch.Tensor | None = None
-                      ) -> torch.Tensor:
-        """One step of hf_seqmodels' decoding loop (`decoding.py`): the float32 logits `(rows, vocab_size)` (with an
-        adaptive softmax, the log-probabilities) of the token after `input_ids` `(rows, 1)`, the cache updated in
-        place; written into `out` where given (see `output_layer_into`). The same computation as `forward`, without
-        its checks of every argument (the loop's inputs were checked at its first step and are its own since) and
-        its output objects."""
-        hidden = self._output_vectors(self.dropout(self.model.decoding_step(input_ids, cache)[:, -1]))
-        if isinstance(self.lm_head, AdaptiveSoftmaxHead):
-            return self.lm_head.log_probs(hidden).float()
-        return output_layer_into(self.lm_head, hidden, out).float()
-
-    def _output_vectors(self, dropped: torch.Tensor) -> torch.Tensor:
-        """The vectors the output layer reads: the top layer's outputs after the output dropout, projected to the
-        embedding size where it differs from the hidden size."""
-        return dropped if self.projection is None else self.projection(dropped)
 
     def forward(
         self,
@@ -359,9 +283,60 @@ class RecurrentForCausalLM(RecurrentGenerationMixin, RecurrentPreTrainedModel, G
             penalty = penalty + config.temporal_activation_regularization * change.pow(2).mean()
         return penalty
 
+    def _output_vectors(self, dropped: torch.Tensor) -> torch.Tensor:
+        """The vectors the output layer reads: the top layer's outputs after the output dropout, projected to the
+        embedding size where it differs from the hidden size."""
+        return dropped if self.projection is None else self.projection(dropped)
 
-class RecurrentForSequenceClassification(RecurrentPreTrainedModel):
+    def get_output_embeddings(self):
+        return self.lm_head
+
+    def set_output_embeddings(self, new_embeddings):
+        self.lm_head = new_embeddings
+
+    def resize_token_embeddings(self, *args, **kwargs):
+        if isinstance(self.lm_head, AdaptiveSoftmaxHead):
+            raise ValueError("An adaptive softmax cannot be resized: its clusters are ranges of ids ordered by "
+                             "frequency. Build a new model with the new `vocab_size` and `adaptive_softmax_cutoffs`.")
+        return super().resize_token_embeddings(*args, **kwargs)
+
+
+class RecurrentClassifierModel(RecurrentPreTrainedModel):
+    """What the two classifiers share: a forward that runs the recurrent encoder (`model`, usually bidirectional)
+    and hands its outputs to the head's `classify`, which returns the logits and the loss, in the head's
+    `output_class`."""
+
+    output_class: type[SequenceClassifierOutput | TokenClassifierOutput]
+    reads_final_state = False  # whether `classify` reads the encoder's `final_state`
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        inputs_embeds: torch.FloatTensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+    ) -> SequenceClassifierOutput | TokenClassifierOutput | tuple:
+        """labels: as the head's `classify` says. The other arguments are those of [`RecurrentModel.forward`]."""
+        return_dict = self._flag(return_dict, "return_dict")
+        outputs = self.model(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            inputs_embeds=inputs_embeds,
+            output_final_state=self.reads_final_state,
+            output_hidden_states=output_hidden_states,
+            return_dict=True,
+        )
+        logits, loss = self.classify(outputs, attention_mask, labels)
+        result = self.output_class(loss=loss, logits=logits, hidden_states=outputs.hidden_states)
+        return result if return_dict else result.to_tuple()
+
+
+class RecurrentForSequenceClassification(RecurrentClassifierModel):
     """A recurrent encoder with a pooled classifier: single-label, multi-label or regression (`problem_type`)."""
+
+    output_class = SequenceClassifierOutput
 
     def __init__(self, config: RecurrentConfig):
         super().__init__(config)
@@ -372,26 +347,15 @@ class RecurrentForSequenceClassification(RecurrentPreTrainedModel):
         self.classifier = nn.Linear(config.output_size, config.num_labels)
         self.post_init()
 
-    def forward(
-        self,
-        input_ids: torch.LongTensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        inputs_embeds: torch.FloatTensor | None = None,
-        labels: torch.Tensor | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
-    ) -> SequenceClassifierOutput | tuple:
-        """labels: `(batch,)` class ids (-100 for sequences that do not count), `(batch, num_labels)` multi-hot floats,
-        or `(batch,)` floats for regression."""
-        return_dict = self._flag(return_dict, "return_dict")
-        outputs = self.model(
-            input_ids=input_ids,
-            attention_mask=attention_mask,
-            inputs_embeds=inputs_embeds,
-            output_final_state=self.pooler.pooling == "last",
-            output_hidden_states=output_hidden_states,
-            return_dict=True,
-        )
+    @property
+    def reads_final_state(self) -> bool:
+        return self.pooler.pooling == "last"
+
+    def classify(self, outputs: RecurrentModelOutput, attention_mask: torch.Tensor | None,
+                 labels: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The logits `(batch, num_labels)` of the pooled outputs, and the loss of `labels`: `(batch,)` class ids
+        (-100 for sequences that do not count), `(batch, num_labels)` multi-hot floats, or `(batch,)` floats for
+        regression."""
         last = None
         if outputs.final_state is not None:
             top_state = outputs.final_state[-1][0]  # (num_directions, batch, hidden_size)
@@ -399,14 +363,14 @@ class RecurrentForSequenceClassification(RecurrentPreTrainedModel):
         mask = None if attention_mask is None else attention_mask.bool()
         pooled = self.pooler(outputs.last_hidden_state, mask, last)
         logits = self.classifier(self.dropout(pooled))
-        loss = None if labels is None else sequence_classification_loss(logits, labels, self.config)
-        result = SequenceClassifierOutput(loss=loss, logits=logits, hidden_states=outputs.hidden_states)
-        return result if return_dict else result.to_tuple()
+        return logits, None if labels is None else sequence_classification_loss(logits, labels, self.config)
 
 
-class RecurrentForTokenClassification(TaggerOutputMixin, RecurrentPreTrainedModel):
+class RecurrentForTokenClassification(TaggerOutputMixin, RecurrentClassifierModel):
     """A recurrent encoder (usually bidirectional) with a per-token classifier, for tagging; with `use_crf` a CRF
     over the classifier's scores (the BiLSTM-CRF), whose tags `viterbi_tags` decodes (see `TaggerOutputMixin`)."""
+
+    output_class = TokenClassifierOutput
 
     def __init__(self, config: RecurrentConfig):
         super().__init__(config)
@@ -417,29 +381,12 @@ class RecurrentForTokenClassification(TaggerOutputMixin, RecurrentPreTrainedMode
         self._init_crf(config)
         self.post_init()
 
-    def forward(
-        self,
-        input_ids: torch.LongTensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        inputs_embeds: torch.FloatTensor | None = None,
-        labels: torch.LongTensor | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
-    ) -> TokenClassifierOutput | tuple:
-        """labels: `(batch, length)` tag ids, -100 for positions that do not count (padding, later sub-words)."""
-        return_dict = self._flag(return_dict, "return_dict")
-        outputs = self.model(
-            input_ids=input_ids,
-            attention_mask=attention_mask,
-            inputs_embeds=inputs_embeds,
-            output_final_state=False,
-            output_hidden_states=output_hidden_states,
-            return_dict=True,
-        )
+    def classify(self, outputs: RecurrentModelOutput, attention_mask: torch.Tensor | None,
+                 labels: torch.LongTensor | None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The per-token scores `(batch, length, num_labels)`, and the loss of `labels`: `(batch, length)` tag ids,
+        -100 for positions that do not count (padding, later sub-words)."""
         logits = self.classifier(self.dropout(outputs.last_hidden_state))
-        loss = None if labels is None else self.tagging_loss(logits, labels)
-        result = TokenClassifierOutput(loss=loss, logits=logits, hidden_states=outputs.hidden_states)
-        return result if return_dict else result.to_tuple()
+        return logits, None if labels is None else self.tagging_loss(logits, labels)
 
 
 __all__ = [

@@ -117,6 +117,44 @@ def test_saving_writes_every_field():
     assert TransformerConfig.from_dict(config.to_diff_dict()).is_encoder_decoder is False
 
 
+FIELD_VALUES = {  # a value other than the default for every field each family's __init__ hands to `set_fields`
+    RecurrentConfig: dict(vocab_size=30, embedding_size=6, hidden_size=12, num_layers=3, cell_type="gru",
+                          nonlinearity="relu", bidirectional=True, embedding_dropout=0.1, dropout=0.2,
+                          output_dropout=0.3, locked_dropout=True, weight_drop=0.4, word_type_dropout=0.05,
+                          activation_regularization=2.0, temporal_activation_regularization=1.0,
+                          tie_word_embeddings=False, adaptive_softmax_cutoffs=(10, 20), adaptive_softmax_div_value=2.0,
+                          spelling_features=4, spelling_embedding_size=5, spelling_kernel_size=5,
+                          max_spelling_length=9, classifier_pooling="max", use_crf=True, crf_constrain_bio=False,
+                          initializer_range=0.5, use_cache=False, pad_token_id=0, bos_token_id=1, eos_token_id=[2, 3]),
+    TransformerConfig: dict(vocab_size=30, source_vocab_size=40, d_model=16, num_heads=2, encoder_layers=1,
+                            decoder_layers=2, ffn_dim=20, activation="gelu", dropout=0.2, attention_dropout=0.1,
+                            activation_dropout=0.3, norm_position="pre", position_embedding="learned",
+                            max_position_embeddings=64, scale_embedding=False, share_encoder_decoder_embeddings=False,
+                            tie_word_embeddings=False, layer_norm_eps=1e-6, classifier_pooling="max",
+                            classifier_dropout=0.4, use_crf=True, crf_constrain_bio=False, use_cache=False,
+                            pad_token_id=0, bos_token_id=1, eos_token_id=2, decoder_start_token_id=3,
+                            is_encoder_decoder=False),
+    AttentionSeq2SeqConfig: dict(vocab_size=30, source_vocab_size=40, embedding_size=6, hidden_size=12,
+                                 cell_type="lstm", encoder_layers=2, decoder_layers=3, bidirectional_encoder=False,
+                                 attention_type="bahdanau", attention_size=7, input_feeding=False, dropout=0.2,
+                                 teacher_forcing_ratio=0.5, tie_word_embeddings=False, initializer_range=0.5,
+                                 use_cache=False, pad_token_id=0, bos_token_id=1, eos_token_id=2,
+                                 decoder_start_token_id=3),
+}
+
+
+@pytest.mark.parametrize("config_class", FIELD_VALUES)
+def test_every_field_keeps_the_value_given(config_class):
+    """`set_fields` sets each field, `use_cache` too (PretrainedConfig's `__init__` drops it as a generation option),
+    and `is_encoder_decoder`, which PretrainedConfig declares, through PretrainedConfig."""
+    values = FIELD_VALUES[config_class]
+    assert set(values) == set(own_fields(config_class))
+    expected = {**values, "adaptive_softmax_cutoffs": [10, 20]} if config_class is RecurrentConfig else values
+    config = config_class(**values)
+    for made in (config, config_class.from_dict(config.to_diff_dict())):
+        assert {name: getattr(made, name) for name in values} == expected
+
+
 def test_equality_compares_every_field():
     """transformers' dataclass `__eq__` compared PretrainedConfig's fields alone: any two dropouts were equal."""
     assert RecurrentConfig(dropout=0.1) != RecurrentConfig(dropout=0.2)
