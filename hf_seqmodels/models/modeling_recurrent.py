@@ -16,7 +16,7 @@ from transformers.modeling_outputs import (
 
 from .adaptive_softmax import AdaptiveSoftmaxHead
 from .cache import RecurrentCache, RecurrentGenerationMixin, recurrent_cache
-from .cache_names import CACHE_NAME, cache_argument, cache_field, output_cache
+from .modeling_utils import CACHE_NAME, cache_argument, cache_field, output_cache
 from .configuration_recurrent import RecurrentConfig
 from .embeddings import word_type_dropout
 from .heads import SequencePooler, TaggerOutputMixin, sequence_classification_loss
@@ -33,7 +33,7 @@ from .modeling_utils import (
 )
 from .recurrent_layers import RecurrentStack, make_dropout
 from .spelling import SpellingFeatures
-from .step_graphs import GraphedSteps, replays_step
+from .cache import GraphedSteps, replays_step
 
 
 @dataclass

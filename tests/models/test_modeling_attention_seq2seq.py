@@ -13,7 +13,7 @@ from transformers.modeling_layers import GradientCheckpointingLayer
 
 from hf_seqmodels import AttentionSeq2SeqConfig, AttentionSeq2SeqForConditionalGeneration, AttentionSeq2SeqModel
 from hf_seqmodels.models.cache import RecurrentCache
-from hf_seqmodels.models.cache_names import CACHE_NAME, output_cache
+from hf_seqmodels.models.modeling_utils import CACHE_NAME, output_cache
 from tests.test_generation_common import GenerationTesterMixin
 from tests.test_modeling_common import BOS, EOS, PAD, ModelTesterMixin, assert_same_model, main_output
 
