@@ -17,8 +17,7 @@ from hf_seqmodels import (
     TransformerForCausalLM,
     TransformerForConditionalGeneration,
 )
-from hf_seqmodels.models.decoding import decode
-from hf_seqmodels.models.decoding_beam import top_k
+from hf_seqmodels.models.decoding import decode, top_k
 from tests.models.test_modeling_attention_seq2seq import tiny_config as attention_seq2seq_config
 from tests.models.test_modeling_recurrent import RecurrentModelTester
 from tests.models.test_modeling_transformer import tiny_config as transformer_config
@@ -205,9 +204,10 @@ def test_beam_search_steps_read_each_source_once_for_its_beams(monkeypatch):
         given.append(model_kwargs["encoder_outputs"].last_hidden_state)
         return decode(model, input_ids, logits_processor, stopping_criteria, generation_config, **model_kwargs)
 
-    def recording_step(input_ids, memory, memory_mask, cache, *args, **kwargs):
-        read.append((input_ids.shape[0], memory, memory_mask, cache.per_input["projected_keys"]))
-        return step(input_ids, memory, memory_mask, cache, *args, **kwargs)
+    def recording_step(input_ids, cache, *args, **kwargs):
+        source = cache.per_input
+        read.append((input_ids.shape[0], source["memory"], source["memory_mask"], source["projected_keys"]))
+        return step(input_ids, cache, *args, **kwargs)
 
     step = model.decoding_step
     monkeypatch.setattr(model, "decoding_step", recording_step)
@@ -295,7 +295,7 @@ def test_only_trust_remote_code_replaces_generate(tmp_path):
     model.save_pretrained(tmp_path)
     assert RecurrentForCausalLM.from_pretrained(tmp_path).generate.__func__ is GenerationMixin.generate
     loaded = RecurrentForCausalLM.from_pretrained(tmp_path, trust_remote_code=True)
-    assert loaded.generate.func.__module__.endswith("custom_generate.decoding")
+    assert loaded.generate.func.__module__.endswith("custom_generate.generate")
 
 
 RUN_SAVED_GENERATE = REMOTE_CODE_SCRIPT[: REMOTE_CODE_SCRIPT.index("for case in")] + textwrap.dedent(
@@ -303,7 +303,7 @@ RUN_SAVED_GENERATE = REMOTE_CODE_SCRIPT[: REMOTE_CODE_SCRIPT.index("for case in"
     for case in torch.load(sys.argv[1]):
         model = getattr(transformers, case["auto_class"]).from_pretrained(case["folder"], trust_remote_code=True)
         generate = model.generate
-        assert generate.func.__module__.endswith("custom_generate.decoding"), generate
+        assert generate.func.__module__.endswith("custom_generate.generate"), generate
         rows = []
         model.register_forward_pre_hook(
             lambda module, args, kwargs: rows.append(kwargs.get("decoder_input_ids", kwargs.get("input_ids")).shape[0]),
