@@ -3,6 +3,7 @@ base (which writes a saved folder's `custom_generate/`), the name of the cache a
 token inputs, the language-model output layer and loss, and the encoder-decoders' decoder inputs and vocabulary
 resizing. A family's modeling file imports this and layers, never another family."""
 
+import inspect
 import math
 import shutil
 import warnings
@@ -77,7 +78,7 @@ class SeqModelsPreTrainedModel(PreTrainedModel):
             self.config.auto_map = {**(getattr(self.config, "auto_map", None) or {}), **self._family_auto_map}
         result = super().save_pretrained(save_directory, *args, **kwargs)
         if self.can_generate() and kwargs.get("is_main_process", True):
-            save_custom_generate(save_directory)
+            save_custom_generate(self, save_directory)
         return result
 
     @classmethod
@@ -145,14 +146,18 @@ class SeqModelsPreTrainedModel(PreTrainedModel):
         return super()._get_deprecated_gen_repo(generation_mode, trust_remote_code, custom_generate)
 
 
-def save_custom_generate(folder: str | Path) -> None:
-    """Write our decoding loop into a saved model ``folder`` as ``custom_generate/generate.py``, the module whose
+def save_custom_generate(model: PreTrainedModel, folder: str | Path) -> None:
+    """Write our decoding loop into ``model``'s saved ``folder`` as ``custom_generate/generate.py``, the module whose
     ``generate`` transformers loads as the model's ``generate`` with ``trust_remote_code=True``. The loop is
-    ``decoding.py`` beside this file, copied by path, not imported: an import would also copy it to the folder's
-    root. Code loaded from a saved folder has no ``decoding.py`` beside it: its loop is the folder's
-    ``custom_generate/generate.py``, which transformers keeps beside it in its modules cache."""
-    here = Path(__file__).parent
-    loop = next(path for path in (here / "decoding.py", here / "custom_generate" / "generate.py") if path.is_file())
+    ``decoding.py`` beside this file, copied by path, not imported (an import would also copy it to the folder's
+    root). Code loaded from a saved folder has no ``decoding.py`` beside it: its loop is the module of its ``generate``
+    (transformers' copy of the folder's ``custom_generate/generate.py``); a model loaded without one saves none."""
+    loop = Path(__file__).with_name("decoding.py")
+    if not loop.is_file():
+        generate = getattr(model.generate, "func", None)
+        if generate is None:
+            return
+        loop = Path(inspect.getsourcefile(generate))
     target = Path(folder) / "custom_generate"
     target.mkdir(exist_ok=True)
     shutil.copyfile(loop, target / "generate.py")

@@ -314,21 +314,28 @@ RUN_SAVED_GENERATE = REMOTE_CODE_SCRIPT[: REMOTE_CODE_SCRIPT.index("for case in"
         assert torch.equal(result.sequences, case["sequences"]), (result.sequences, case["sequences"])
         torch.testing.assert_close(result.sequences_scores, case["scores"], rtol=0, atol=1e-5)
         assert sum(rows) < case["their_rows"], (sum(rows), case["their_rows"])
+        model.save_pretrained(case["folder"] + "_again")  # the code of a saved folder saves its loop again
+        loop = "/custom_generate/generate.py"
+        assert open(case["folder"] + "_again" + loop).read() == open(case["folder"] + loop).read()
         print("decoded", type(model).__name__, "rows", sum(rows), "of", case["their_rows"])
     """
 )
 
 
 def test_saved_folder_decodes_with_our_loop_where_the_package_is_not_installed(tmp_path):
-    """``save_pretrained`` writes ``custom_generate/``; a process that cannot import hf_seqmodels loads the folder
-    with ``trust_remote_code=True``, and its ``generate()`` gives GenerationMixin's beams with fewer rows."""
+    """``save_pretrained`` writes ``custom_generate/``, each code file once (at most 10 for an attention
+    seq2seq); a process that cannot import hf_seqmodels loads the folder with ``trust_remote_code=True``, its
+    ``generate()`` gives GenerationMixin's beams with fewer rows, and a save from there carries the loop again."""
     cases = []
     for family, auto_class in (("attention_gru_bahdanau", "AutoModelForSeq2SeqLM"), ("gru_lm", "AutoModelForCausalLM"),
                                ("transformer", "AutoModelForSeq2SeqLM")):
         model, prompts, options = model_and_prompts(family, 0)
         folder = tmp_path / family
         model.save_pretrained(folder)
-        assert (folder / "custom_generate" / "generate.py").is_file()
+        code = sorted(path.relative_to(folder).as_posix() for path in folder.rglob("*.py"))
+        assert "custom_generate/generate.py" in code and len({path.split("/")[-1] for path in code}) == len(code), code
+        if family.startswith("attention"):
+            assert len(code) <= 10, code
         options = {**options, "num_beams": 3}
         their_rows, _, theirs, _ = decoder_rows(model, prompts, {**options, "return_dict_in_generate": True,
                                                                  "output_scores": True})
