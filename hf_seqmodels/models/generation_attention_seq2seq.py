@@ -9,7 +9,7 @@ from transformers.cache_utils import Cache
 from transformers.modeling_outputs import ModelOutput, Seq2SeqLMOutput, Seq2SeqModelOutput
 from transformers.utils import is_tracing
 
-from .cache import RecurrentCache, recurrent_cache
+from .cache import RecurrentCache, recurrent_cache, replays_step
 from .configuration_attention_seq2seq import AttentionSeq2SeqConfig
 from .masks import check_tensor, padding_or_none, prepare_padding_mask
 from .modeling_utils import CACHE_NAME, cache_argument, cache_field, check_token_inputs, output_cache
@@ -86,17 +86,20 @@ def as_encoder_output(encoder_outputs: ModelOutput | tuple) -> AttentionSeq2SeqE
 
 
 def decoder_cache(config: AttentionSeq2SeqConfig, cache: Cache | None, memory: torch.Tensor,
-                  attention_mask: torch.Tensor | None, decoder_inputs: torch.Tensor, decoder_inputs_name: str,
-                  decoder_attention_mask: torch.Tensor | None) -> RecurrentCache:
+                  attention_mask: torch.Tensor | None, decoder_input_ids: torch.Tensor | None,
+                  decoder_inputs_embeds: torch.Tensor | None, decoder_attention_mask: torch.Tensor | None
+                  ) -> RecurrentCache:
     """The cache the decoder reads and updates: ``cache`` (checked to continue this call's sources) or a new one,
     holding the source it attends to: the encoder outputs ``memory`` `(batch, source_length, memory_size)` and the
-    bool source mask made from ``attention_mask`` (`None` without padding), as `per_input` ``"memory"`` and
-    ``"memory_mask"``. Refuses ``decoder_inputs`` (named ``decoder_inputs_name``) of another batch size and a
+    bool source mask made from ``attention_mask`` (absent without padding), as `per_input` ``"memory"`` and
+    ``"memory_mask"``. Refuses decoder inputs (ids or embeddings) of another batch size and a
     ``decoder_attention_mask`` that does not fit them."""
     batch, source_length = memory.shape[:2]
+    decoder_inputs = decoder_input_ids if decoder_input_ids is not None else decoder_inputs_embeds
     if decoder_inputs.shape[0] != batch:
-        raise ValueError(f"`{decoder_inputs_name}` has {decoder_inputs.shape[0]} rows but the source has {batch}: pass "
-                         "one target per source.")
+        name = "decoder_input_ids" if decoder_input_ids is not None else "decoder_inputs_embeds"
+        raise ValueError(f"`{name}` has {decoder_inputs.shape[0]} rows but the source has {batch}: pass one target per "
+                         "source.")
     mask = padding_or_none(prepare_padding_mask(attention_mask, batch, source_length))
     cache = recurrent_cache(cache)
     if cache is None:
@@ -110,6 +113,49 @@ def decoder_cache(config: AttentionSeq2SeqConfig, cache: Cache | None, memory: t
     else:
         cache.per_input["memory_mask"] = mask
     return cache
+
+
+def run_decoder(decoder, decoder_input_ids, cache, encoder_final_state=None, output_hidden_states=False,
+                decoder_inputs_embeds=None, output_attentions=False):
+    """``decoder`` (an `AttentionSeq2SeqDecoder`) on checked inputs, the arguments of its forward: the replay of its
+    captured step (CUDA graphs) where one applies, else the decoder itself. Returns what its forward returns."""
+    if decoder_input_ids is not None and replays_step(decoder, cache, decoder_input_ids, output_hidden_states):
+        outputs, weights, hidden_states = decoder.step_graphs(decoder, decoder_input_ids, cache,
+                                                              encoder_final_state=None)
+        weights = weights.clone() if output_attentions and weights is not None else None
+        return outputs.clone(), weights, hidden_states
+    return decoder(decoder_input_ids, cache, encoder_final_state, output_hidden_states, decoder_inputs_embeds)
+
+
+def model_output(outputs, weights, decoder_hidden_states, encoder_outputs: AttentionSeq2SeqEncoderOutput,
+                 cache: RecurrentCache | None, output_attentions: bool, attentional: bool
+                 ) -> AttentionSeq2SeqModelOutput:
+    """The base model's output from the decoder's (see [`AttentionSeq2SeqDecoder.forward`]): `outputs` are also the
+    `decoder_attentional_states` when `attentional`; the weights become one layer's single head."""
+    return AttentionSeq2SeqModelOutput(
+        last_hidden_state=outputs,
+        decoder_hidden_states=decoder_hidden_states,
+        cross_attentions=(weights.unsqueeze(1),) if output_attentions and weights is not None else None,
+        encoder_last_hidden_state=encoder_outputs.last_hidden_state,
+        encoder_hidden_states=encoder_outputs.hidden_states,
+        decoder_attentional_states=outputs if attentional else None,
+        **cache_field(cache),
+    )
+
+
+def lm_output(loss: torch.Tensor | None, logits: torch.Tensor, outputs: AttentionSeq2SeqModelOutput
+              ) -> AttentionSeq2SeqLMOutput:
+    """The conditional-generation head's output: its ``loss`` and ``logits``, and the base model's ``outputs``."""
+    return AttentionSeq2SeqLMOutput(
+        loss=loss,
+        logits=logits,
+        decoder_hidden_states=outputs.decoder_hidden_states,
+        cross_attentions=outputs.cross_attentions,
+        encoder_last_hidden_state=outputs.encoder_last_hidden_state,
+        encoder_hidden_states=outputs.encoder_hidden_states,
+        decoder_attentional_states=outputs.decoder_attentional_states,
+        **cache_field(output_cache(outputs)),
+    )
 
 
 def check_cache(config: AttentionSeq2SeqConfig, cache: RecurrentCache, batch: int, source_length: int) -> None:
@@ -207,7 +253,7 @@ class AttentionSeq2SeqGenerationMixin:
         written into `out` where given (see `output_layer_into`). The same computation as `forward`, without its
         checks of every argument (the loop's inputs were checked at its first step and are its own since) and its
         output objects: at batch 1 on a CPU they cost a tenth of a step (benchmarks: `batch1_overhead`)."""
-        outputs, _, _ = self.model.run_decoder(input_ids, cache)
+        outputs, _, _ = run_decoder(self.model.decoder, input_ids, cache)
         return self._logits(outputs[:, -1], out).float()
 
     def _decode_sampling_own_predictions(

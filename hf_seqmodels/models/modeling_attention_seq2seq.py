@@ -1,7 +1,6 @@
-"""The attention encoder-decoder (Sutskever et al. 2014; Bahdanau et al. 2015; Luong et al. 2015) as transformers
-models: the encoder, the attention decoder, the base model and the conditional-generation head that `generate()`
-drives, top-down. The attention scores are in `attention.py`, the recurrent layers in `recurrent_layers.py`; what
-surrounds the maths (output classes, input and cache checks, the decoding hooks) in
+"""The attention encoder-decoder (Sutskever et al. 2014; Bahdanau et al. 2015; Luong et al. 2015), top-down: encoder,
+attention decoder, base model, conditional-generation head. The attention scores are in `attention.py`, the recurrent
+layers in `recurrent_layers.py`; what surrounds the maths (outputs, checks, decoding hooks) in
 `generation_attention_seq2seq.py`."""
 
 import torch
@@ -10,29 +9,17 @@ from transformers import GenerationMixin
 from transformers.cache_utils import Cache
 
 from .attention import AdditiveAttention, LuongAttention
-from .cache import GraphedSteps, RecurrentCache, RecurrentGenerationMixin, replays_step
+from .cache import GraphedSteps, RecurrentCache, RecurrentGenerationMixin
 from .configuration_attention_seq2seq import AttentionSeq2SeqConfig
 from .generation_attention_seq2seq import (
-    AttentionSeq2SeqEncoderOutput,
-    AttentionSeq2SeqGenerationMixin,
-    AttentionSeq2SeqLMOutput,
-    AttentionSeq2SeqModelOutput,
-    as_encoder_output,
-    check_decoder_inputs,
-    decoder_cache,
+    AttentionSeq2SeqEncoderOutput, AttentionSeq2SeqGenerationMixin, AttentionSeq2SeqLMOutput,
+    AttentionSeq2SeqModelOutput, as_encoder_output, check_decoder_inputs, decoder_cache, lm_output, model_output,
+    run_decoder,
 )
 from .masks import check_no_empty_rows, padding_or_none, prepare_padding_mask
 from .modeling_utils import (
-    EncoderDecoderMixin,
-    SeqModelsPreTrainedModel,
-    cache_argument,
-    cache_field,
-    check_token_inputs,
-    keep_logits_positions,
-    lm_loss,
-    lm_output_layers,
-    output_cache,
-    output_layer_into,
+    EncoderDecoderMixin, SeqModelsPreTrainedModel, cache_argument, check_token_inputs, keep_logits_positions, lm_loss,
+    lm_output_layers, output_layer_into,
 )
 from .recurrent_layers import RecurrentStack, State
 
@@ -53,14 +40,8 @@ class AttentionSeq2SeqEncoder(nn.Module):
         self.config = config
         self.embed_tokens = nn.Embedding(config.encoder_vocab_size, config.embedding_size)
         self.dropout = nn.Dropout(config.dropout)
-        self.rnn = RecurrentStack(
-            config.cell_type,
-            config.embedding_size,
-            config.hidden_size,
-            config.encoder_layers,
-            bidirectional=config.bidirectional_encoder,
-            dropout=config.dropout,
-        )
+        self.rnn = RecurrentStack(config.cell_type, config.embedding_size, config.hidden_size, config.encoder_layers,
+                                  bidirectional=config.bidirectional_encoder, dropout=config.dropout)
 
     def forward(
         self,
@@ -91,9 +72,7 @@ class AttentionSeq2SeqEncoder(nn.Module):
         )
         # (num_directions, batch, hidden) per part -> (batch, parts, num_directions * hidden)
         final_state = torch.stack([part.transpose(0, 1).flatten(1) for part in states[-1]], dim=1)
-        result = AttentionSeq2SeqEncoderOutput(
-            last_hidden_state=outputs, final_state=final_state, hidden_states=hidden_states
-        )
+        result = AttentionSeq2SeqEncoderOutput(outputs, final_state, hidden_states)
         return_dict = return_dict if return_dict is not None else self.config.return_dict
         return result if return_dict else result.to_tuple()
 
@@ -243,9 +222,9 @@ class AttentionSeq2SeqModel(EncoderDecoderMixin, AttentionSeq2SeqPreTrainedModel
 
     Its forward and that of [`AttentionSeq2SeqForConditionalGeneration`] export with `torch.export` (strict or not,
     `use_cache=False`; fixed lengths, as the recurrent kernels and the decoding loop unroll over the positions) and
-    compile as one graph with `torch.compile(fullgraph=True)` under
-    `torch._dynamo.config.patch(allow_rnn=True)`, the flag Dynamo needs to hold a recurrent module (hence no
-    `_can_compile_fullgraph`: `generate()` must not compile forward without it).
+    compile as one graph with `torch.compile(fullgraph=True)` under `torch._dynamo.config.patch(allow_rnn=True)`,
+    the flag Dynamo needs to hold a recurrent module (hence no `_can_compile_fullgraph`: `generate()` must not
+    compile forward without it).
     """
 
     def __init__(self, config: AttentionSeq2SeqConfig):
@@ -311,37 +290,15 @@ class AttentionSeq2SeqModel(EncoderDecoderMixin, AttentionSeq2SeqPreTrainedModel
             )
         encoder_outputs = as_encoder_output(encoder_outputs)
         memory = encoder_outputs.last_hidden_state
-        decoder_inputs, name = ((decoder_input_ids, "decoder_input_ids") if decoder_input_ids is not None
-                                else (decoder_inputs_embeds, "decoder_inputs_embeds"))
         cache = decoder_cache(self.config, cache_argument(cache, past_key_values), memory, attention_mask,
-                              decoder_inputs, name, decoder_attention_mask)
-        outputs, weights, decoder_hidden_states = self.run_decoder(
-            decoder_input_ids, cache, encoder_outputs.final_state, output_hidden_states, decoder_inputs_embeds,
-            output_attentions,
+                              decoder_input_ids, decoder_inputs_embeds, decoder_attention_mask)
+        outputs, weights, decoder_hidden_states = run_decoder(
+            self.decoder, decoder_input_ids, cache, encoder_outputs.final_state, output_hidden_states,
+            decoder_inputs_embeds, output_attentions,
         )
-        result = AttentionSeq2SeqModelOutput(
-            last_hidden_state=outputs,
-            decoder_hidden_states=decoder_hidden_states,
-            cross_attentions=(weights.unsqueeze(1),) if output_attentions and weights is not None else None,
-            encoder_last_hidden_state=memory,
-            encoder_hidden_states=encoder_outputs.hidden_states,
-            decoder_attentional_states=outputs if output_hidden_states and self.decoder.attention is not None else None,
-            **cache_field(cache if use_cache else None),
-        )
+        result = model_output(outputs, weights, decoder_hidden_states, encoder_outputs, cache if use_cache else None,
+                              output_attentions, output_hidden_states and self.decoder.attention is not None)
         return result if return_dict else result.to_tuple()
-
-    def run_decoder(
-        self, decoder_input_ids, cache, encoder_final_state=None, output_hidden_states=False,
-        decoder_inputs_embeds=None, output_attentions=False,
-    ) -> tuple[torch.Tensor, torch.Tensor | None, tuple[torch.Tensor, ...] | None]:
-        """The decoder on checked inputs (the arguments of [`AttentionSeq2SeqDecoder.forward`]): the replay of its
-        captured step (CUDA graphs) where one applies, else the decoder itself."""
-        if decoder_input_ids is not None and replays_step(self.decoder, cache, decoder_input_ids, output_hidden_states):
-            outputs, weights, hidden_states = self.decoder.step_graphs(self.decoder, decoder_input_ids, cache,
-                                                                       encoder_final_state=None)
-            weights = weights.clone() if output_attentions and weights is not None else None
-            return outputs.clone(), weights, hidden_states
-        return self.decoder(decoder_input_ids, cache, encoder_final_state, output_hidden_states, decoder_inputs_embeds)
 
 
 class AttentionSeq2SeqForConditionalGeneration(
@@ -423,17 +380,7 @@ class AttentionSeq2SeqForConditionalGeneration(
             outputs = self.model(**inputs)
             logits = self._logits(keep_logits_positions(outputs.last_hidden_state, logits_to_keep))
 
-        loss = None if labels is None else lm_loss(logits, labels, shift=False)
-        result = AttentionSeq2SeqLMOutput(
-            loss=loss,
-            logits=logits,
-            decoder_hidden_states=outputs.decoder_hidden_states,
-            cross_attentions=outputs.cross_attentions,
-            encoder_last_hidden_state=outputs.encoder_last_hidden_state,
-            encoder_hidden_states=outputs.encoder_hidden_states,
-            decoder_attentional_states=outputs.decoder_attentional_states,
-            **cache_field(output_cache(outputs)),
-        )
+        result = lm_output(None if labels is None else lm_loss(logits, labels, shift=False), logits, outputs)
         return result if return_dict else result.to_tuple()
 
     def _logits(self, hidden: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
@@ -443,6 +390,7 @@ class AttentionSeq2SeqForConditionalGeneration(
         if self.projection is not None:
             hidden = self.projection(hidden)
         return output_layer_into(self.lm_head, hidden, out)
+
 
 __all__ = [
     "AttentionSeq2SeqPreTrainedModel",
