@@ -105,12 +105,13 @@ class RecurrentCache(Cache):
     ``reset``. ``extras`` holds other per-sequence tensors that must follow the beams (batch first), such as the
     input-feeding vector of an attention decoder. Beam search reorders both along the batch dimension.
 
-    ``per_input`` holds batch-first tensors that depend only on the input, such as an attention's projection of the
-    encoder outputs. They are the same for every beam of an input, and beam search moves a beam only within its
-    input, so ``reorder_cache`` leaves them alone (copying them at every step took a tenth of a batched beam-search
-    step); ``batch_repeat_interleave`` and ``batch_select_indices`` do apply to them. After ``share_per_input(k)``
-    they hold one row per ``k`` consecutive rows of the states (``rows_per_input``): a sentence's beams in a decoding
-    loop, which then copies a k-th of them when sentences leave the batch.
+    ``per_input`` holds batch-first tensors that depend only on the input: an attention decoder's source (its
+    ``"memory"``, the encoder outputs, their ``"memory_mask"`` and the attention's ``"projected_keys"``). They are the
+    same for every beam of an input, and beam search moves a beam only within its input, so ``reorder_cache`` leaves
+    them alone (copying them at every step took a tenth of a batched beam-search step); ``batch_repeat_interleave``
+    and ``batch_select_indices`` do apply to them. After ``share_per_input(k)`` they hold one row per ``k``
+    consecutive rows of the states (``rows_per_input``): a sentence's beams in a decoding loop, which then copies a
+    k-th of them when sentences leave the batch, and whose attention reads one row for all ``k``.
 
     ``static=True`` (what ``generate(cache_implementation="static")`` creates) keeps the states and extras at fixed
     addresses: a step writes them in place and beam search reorders them in place, so that a decoding step can be
