@@ -143,21 +143,6 @@ def model_output(outputs, weights, decoder_hidden_states, encoder_outputs: Atten
     )
 
 
-def lm_output(loss: torch.Tensor | None, logits: torch.Tensor, outputs: AttentionSeq2SeqModelOutput
-              ) -> AttentionSeq2SeqLMOutput:
-    """The conditional-generation head's output: its ``loss`` and ``logits``, and the base model's ``outputs``."""
-    return AttentionSeq2SeqLMOutput(
-        loss=loss,
-        logits=logits,
-        decoder_hidden_states=outputs.decoder_hidden_states,
-        cross_attentions=outputs.cross_attentions,
-        encoder_last_hidden_state=outputs.encoder_last_hidden_state,
-        encoder_hidden_states=outputs.encoder_hidden_states,
-        decoder_attentional_states=outputs.decoder_attentional_states,
-        **cache_field(output_cache(outputs)),
-    )
-
-
 def check_cache(config: AttentionSeq2SeqConfig, cache: RecurrentCache, batch: int, source_length: int) -> None:
     """Raise unless the non-empty ``cache`` continues this decoder for ``batch`` sources of ``source_length``
     positions."""

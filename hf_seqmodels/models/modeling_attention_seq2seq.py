@@ -13,13 +13,12 @@ from .cache import GraphedSteps, RecurrentCache, RecurrentGenerationMixin
 from .configuration_attention_seq2seq import AttentionSeq2SeqConfig
 from .generation_attention_seq2seq import (
     AttentionSeq2SeqEncoderOutput, AttentionSeq2SeqGenerationMixin, AttentionSeq2SeqLMOutput,
-    AttentionSeq2SeqModelOutput, as_encoder_output, check_decoder_inputs, decoder_cache, lm_output, model_output,
-    run_decoder,
+    AttentionSeq2SeqModelOutput, as_encoder_output, check_decoder_inputs, decoder_cache, model_output, run_decoder,
 )
 from .masks import check_no_empty_rows, padding_or_none, prepare_padding_mask
 from .modeling_utils import (
-    EncoderDecoderMixin, SeqModelsPreTrainedModel, cache_argument, check_token_inputs, keep_logits_positions, lm_loss,
-    lm_output_layers, output_layer_into,
+    EncoderDecoderMixin, SeqModelsPreTrainedModel, cache_argument, check_token_inputs, head_output,
+    keep_logits_positions, lm_loss, lm_output_layers, output_layer_into,
 )
 from .recurrent_layers import RecurrentStack, State
 
@@ -318,12 +317,6 @@ class AttentionSeq2SeqForConditionalGeneration(
         )
         self.post_init()
 
-    def get_output_embeddings(self):
-        return self.lm_head
-
-    def set_output_embeddings(self, new_embeddings):
-        self.lm_head = new_embeddings
-
     def _target_embeddings(self) -> list[tuple[nn.Module, str]]:
         return self.model._target_embeddings()
 
@@ -380,7 +373,8 @@ class AttentionSeq2SeqForConditionalGeneration(
             outputs = self.model(**inputs)
             logits = self._logits(keep_logits_positions(outputs.last_hidden_state, logits_to_keep))
 
-        result = lm_output(None if labels is None else lm_loss(logits, labels, shift=False), logits, outputs)
+        loss = None if labels is None else lm_loss(logits, labels, shift=False)
+        result = head_output(AttentionSeq2SeqLMOutput, outputs, loss=loss, logits=logits)
         return result if return_dict else result.to_tuple()
 
     def _logits(self, hidden: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:

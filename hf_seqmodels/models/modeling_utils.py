@@ -17,7 +17,7 @@ from transformers import initialization as init
 from transformers.generation.utils import GENERATION_MODES_MAPPING
 from transformers.utils.hub import is_offline_mode
 from transformers.loss.loss_utils import ForCausalLMLoss, ForMaskedLMLoss
-from transformers.modeling_outputs import CausalLMOutputWithPast
+from transformers.modeling_outputs import CausalLMOutputWithPast, ModelOutput
 from transformers.modeling_utils import safe_open
 from transformers.models.bart.modeling_bart import shift_tokens_right
 from transformers.utils import is_tracing
@@ -284,6 +284,14 @@ def _has_hooks(module: nn.Module) -> bool:
     hooks = nn.modules.module
     return bool(module._forward_hooks or module._forward_pre_hooks or hooks._global_forward_hooks
                 or hooks._global_forward_pre_hooks)
+
+
+def head_output(output_class: type[ModelOutput], outputs: ModelOutput, **fields) -> ModelOutput:
+    """A head's ``output_class`` from its own ``fields`` (its loss and logits) and the base model's ``outputs``, whose
+    fields of the same names it carries on (hidden states, attentions, encoder outputs, the cache)."""
+    carried = {name: getattr(outputs, name) for name in output_class.__dataclass_fields__
+               if name not in fields and name in outputs.__dataclass_fields__}
+    return output_class(**fields, **carried)
 
 
 def keep_logits_positions(hidden: torch.Tensor, logits_to_keep: int | torch.Tensor) -> torch.Tensor:
