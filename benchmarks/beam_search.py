@@ -22,7 +22,7 @@ import torch
 from torch.nn import functional as F
 
 from hf_seqmodels.models.cache import RecurrentCache
-from hf_seqmodels.models.cache_names import output_cache
+from hf_seqmodels.models.modeling_utils import output_cache
 
 
 def fork(cache: RecurrentCache | None) -> RecurrentCache:

@@ -14,7 +14,7 @@ import functools
 
 import torch
 
-from hf_seqmodels.models.cache_names import output_cache
+from hf_seqmodels.models.modeling_utils import output_cache
 
 from .common import Settings, columns, entry_result, interleaved, ratio_spread, resolve_sizes, spread, target
 from .models import LMSizes, recurrent_lm, transformer_lm

@@ -43,7 +43,7 @@ from transformers.modeling_outputs import (
 
 import hf_seqmodels  # noqa: F401  (registers the Auto classes)
 from hf_seqmodels.tokenization import word_decoder
-from hf_seqmodels.models.cache_names import CACHE_NAME, output_cache
+from hf_seqmodels.models.modeling_utils import CACHE_NAME, output_cache
 
 PAD, BOS, EOS, UNK = 0, 1, 2, 3
 SPECIAL_TOKENS = ("[PAD]", "[BOS]", "[EOS]", "[UNK]")

@@ -38,7 +38,25 @@ def additive_scores(projected_query: torch.Tensor, projected_keys: torch.Tensor,
     return energy(torch.tanh(projected_query.unsqueeze(2) + projected_keys.unsqueeze(1))).squeeze(-1)
 
 
-class AdditiveAttention(GradientCheckpointingLayer):
+class MemoryAttention(GradientCheckpointingLayer):
+    """What both attentions do with their scores: the key-only part of the score computed once per source (a
+    subclass's ``project_keys``), a score per query and key (its ``scores(query, projected_keys)``, ``(batch,
+    num_queries, source_length)``), a softmax over the real source positions and the weighted sum of the keys."""
+
+    def forward(
+        self,
+        query: torch.Tensor,
+        keys: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        projected_keys: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Returns context ``(batch, num_queries, key_size)`` and weights ``(batch, num_queries, source_length)``."""
+        if projected_keys is None:
+            projected_keys = self.project_keys(keys)
+        return masked_attention(self.scores(query, projected_keys), keys, mask)
+
+
+class AdditiveAttention(MemoryAttention):
     """Bahdanau et al. (2015), "Neural Machine Translation by Jointly Learning to Align and Translate", eq. (6):
     ``score(q, k_j) = v^T tanh(W_q q + W_k k_j)``, then a softmax over the source positions ``j``.
 
@@ -59,21 +77,11 @@ class AdditiveAttention(GradientCheckpointingLayer):
         attention_size)``."""
         return self.key_layer(keys)
 
-    def forward(
-        self,
-        query: torch.Tensor,
-        keys: torch.Tensor,
-        mask: torch.Tensor | None = None,
-        projected_keys: torch.Tensor | None = None,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Returns context ``(batch, num_queries, key_size)`` and weights ``(batch, num_queries, source_length)``."""
-        if projected_keys is None:
-            projected_keys = self.project_keys(keys)
-        scores = additive_scores(self.query_layer(query), projected_keys, self.energy_layer)
-        return masked_attention(scores, keys, mask)
+    def scores(self, query: torch.Tensor, projected_keys: torch.Tensor) -> torch.Tensor:
+        return additive_scores(self.query_layer(query), projected_keys, self.energy_layer)
 
 
-class LuongAttention(GradientCheckpointingLayer):
+class LuongAttention(MemoryAttention):
     """The scores of Luong et al. (2015), "Effective Approaches to Attention-based Neural Machine Translation",
     section 3.1, then a softmax over the source positions ``j``:
 
@@ -116,19 +124,8 @@ class LuongAttention(GradientCheckpointingLayer):
             return F.linear(keys, self.concat_layer.weight[:, self.query_size :])
         return keys
 
-    def forward(
-        self,
-        query: torch.Tensor,
-        keys: torch.Tensor,
-        mask: torch.Tensor | None = None,
-        projected_keys: torch.Tensor | None = None,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Returns context ``(batch, num_queries, key_size)`` and weights ``(batch, num_queries, source_length)``."""
-        if projected_keys is None:
-            projected_keys = self.project_keys(keys)
+    def scores(self, query: torch.Tensor, projected_keys: torch.Tensor) -> torch.Tensor:
         if self.score == "concat":
             projected_query = F.linear(query, self.concat_layer.weight[:, : self.query_size])
-            scores = additive_scores(projected_query, projected_keys, self.energy_layer)
-        else:
-            scores = torch.bmm(query, projected_keys.transpose(1, 2))
-        return masked_attention(scores, keys, mask)
+            return additive_scores(projected_query, projected_keys, self.energy_layer)
+        return torch.bmm(query, projected_keys.transpose(1, 2))

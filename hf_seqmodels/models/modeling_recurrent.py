@@ -27,7 +27,7 @@ from transformers.modeling_outputs import (
 
 from .adaptive_softmax import AdaptiveSoftmaxHead
 from .cache import RecurrentCache, RecurrentGenerationMixin
-from .cache_names import cache_argument, cache_field, output_cache
+from .modeling_utils import cache_argument, cache_field, output_cache
 from .configuration_recurrent import RecurrentConfig
 from .embeddings import word_type_dropout
 from .heads import SequencePooler, TaggerOutputMixin, sequence_classification_loss
@@ -44,7 +44,7 @@ from .recurrent_decoding_steps import RecurrentLMSteps, RecurrentModelSteps
 from .recurrent_input_checks import check_inputs
 from .recurrent_layers import RecurrentStack, make_dropout
 from .spelling import SpellingFeatures
-from .step_graphs import replays_step
+from .cache import replays_step
 
 
 @dataclass

@@ -32,7 +32,7 @@ from transformers.modeling_outputs import (
 )
 
 from .multi_head_attention import MultiHeadAttention
-from .cache_names import cache_argument, cache_field, output_cache
+from .modeling_utils import cache_argument, cache_field, output_cache
 from .configuration_transformer import TransformerConfig
 from .embeddings import TransformerEmbeddings, sinusoidal_positions
 from .heads import SequencePooler, TaggerOutputMixin, sequence_classification_loss

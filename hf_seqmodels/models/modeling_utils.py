@@ -1,8 +1,12 @@
 """What the models of every family share, in the shape of transformers' `modeling_utils`: the `PreTrainedModel`
-base, the one check of a model's token inputs, the language-model output layer and loss, and the encoder-decoders'
-decoder inputs and vocabulary resizing. A family's modeling file imports this and layers, never another family."""
+base (which writes a saved folder's `custom_generate/`), the name of the cache argument, the one check of a model's
+token inputs, the language-model output layer and loss, and the encoder-decoders' decoder inputs and vocabulary
+resizing. A family's modeling file imports this and layers, never another family."""
 
+import inspect
 import math
+import shutil
+import warnings
 from pathlib import Path
 from typing import TypedDict
 
@@ -13,12 +17,42 @@ from transformers import initialization as init
 from transformers.generation.utils import GENERATION_MODES_MAPPING
 from transformers.utils.hub import is_offline_mode
 from transformers.loss.loss_utils import ForCausalLMLoss, ForMaskedLMLoss
+from transformers.modeling_outputs import CausalLMOutputWithPast, ModelOutput
 from transformers.modeling_utils import safe_open
 from transformers.models.bart.modeling_bart import shift_tokens_right
 from transformers.utils import is_tracing
 
-from .decoding import save_custom_generate
 from .masks import check_input_ids, check_tensor
+
+# The name under which transformers passes the decoding cache: ``past_key_values`` up to 5.23, ``cache`` from 5.24.
+# generate() hands the cache to ``forward`` under that name and reads it back from the output under that name, and
+# transformers' output classes declare a field of that name. Our models take the cache under either name (code written
+# for either version keeps working) and return it under the installed version's name, decided here at import time, so
+# that a folder saved for ``trust_remote_code`` works whichever version loads it.
+CACHE_NAME = "cache" if "cache" in CausalLMOutputWithPast.__dataclass_fields__ else "past_key_values"
+
+
+def cache_argument(cache, past_key_values):
+    """The cache a caller passed, as ``cache`` or as ``past_key_values`` (with transformers' deprecation warning
+    where the installed version has renamed it)."""
+    if past_key_values is None:
+        return cache
+    if cache is not None:
+        raise TypeError("Pass the cache once: as `cache` or as `past_key_values`, not both.")
+    if CACHE_NAME == "cache":
+        warnings.warn("`past_key_values` is deprecated since transformers 5.24: pass the cache as `cache`.",
+                      FutureWarning, stacklevel=3)
+    return past_key_values
+
+
+def cache_field(cache) -> dict:
+    """``{name: cache}`` under the installed transformers' name, for an output class's keyword arguments."""
+    return {CACHE_NAME: cache}
+
+
+def output_cache(output):
+    """The cache an output carries (``output.cache`` or ``output.past_key_values``, whichever this version has)."""
+    return getattr(output, CACHE_NAME)
 
 
 class SeqModelsPreTrainedModel(PreTrainedModel):
@@ -37,14 +71,14 @@ class SeqModelsPreTrainedModel(PreTrainedModel):
         (transformers writes only this class's): the folder then loads through any of them with
         ``trust_remote_code=True``. They all live in the modeling file that the save copies.
 
-        A model that generates also gets ``custom_generate/`` (``decoding.save_custom_generate``): loaded with
+        A model that generates also gets ``custom_generate/generate.py`` (``save_custom_generate``): loaded with
         ``trust_remote_code=True``, its ``generate()`` runs our decoding loop, in which finished sentences leave
         the batch. (With ``push_to_hub=True`` the upload happens before it is written: upload the folder after.)"""
         if self._family_auto_map and self.is_remote_code():
             self.config.auto_map = {**(getattr(self.config, "auto_map", None) or {}), **self._family_auto_map}
         result = super().save_pretrained(save_directory, *args, **kwargs)
         if self.can_generate() and kwargs.get("is_main_process", True):
-            save_custom_generate(save_directory)
+            save_custom_generate(self, save_directory)
         return result
 
     @classmethod
@@ -110,6 +144,23 @@ class SeqModelsPreTrainedModel(PreTrainedModel):
                 "trust_remote_code=True`."
             )
         return super()._get_deprecated_gen_repo(generation_mode, trust_remote_code, custom_generate)
+
+
+def save_custom_generate(model: PreTrainedModel, folder: str | Path) -> None:
+    """Write our decoding loop into ``model``'s saved ``folder`` as ``custom_generate/generate.py``, the module whose
+    ``generate`` transformers loads as the model's ``generate`` with ``trust_remote_code=True``. The loop is
+    ``decoding.py`` beside this file, copied by path, not imported (an import would also copy it to the folder's
+    root). Code loaded from a saved folder has no ``decoding.py`` beside it: its loop is the module of its ``generate``
+    (transformers' copy of the folder's ``custom_generate/generate.py``); a model loaded without one saves none."""
+    loop = Path(__file__).with_name("decoding.py")
+    if not loop.is_file():
+        generate = getattr(model.generate, "func", None)
+        if generate is None:
+            return
+        loop = Path(inspect.getsourcefile(generate))
+    target = Path(folder) / "custom_generate"
+    target.mkdir(exist_ok=True)
+    shutil.copyfile(loop, target / "generate.py")
 
 
 def damaged_file(name_or_path, subfolder: str = "") -> str:
@@ -233,6 +284,14 @@ def _has_hooks(module: nn.Module) -> bool:
     hooks = nn.modules.module
     return bool(module._forward_hooks or module._forward_pre_hooks or hooks._global_forward_hooks
                 or hooks._global_forward_pre_hooks)
+
+
+def head_output(output_class: type[ModelOutput], outputs: ModelOutput, **fields) -> ModelOutput:
+    """A head's ``output_class`` from its own ``fields`` (its loss and logits) and the base model's ``outputs``, whose
+    fields of the same names it carries on (hidden states, attentions, encoder outputs, the cache)."""
+    carried = {name: getattr(outputs, name) for name in output_class.__dataclass_fields__
+               if name not in fields and name in outputs.__dataclass_fields__}
+    return output_class(**fields, **carried)
 
 
 def keep_logits_positions(hidden: torch.Tensor, logits_to_keep: int | torch.Tensor) -> torch.Tensor:

@@ -1,13 +1,13 @@
 """The recurrent family's fast path through hf_seqmodels' decoding loop (`decoding.py`): one new token per row on
-the cache, without forward's checks and output objects, replayed as a CUDA graph where `step_graphs` applies."""
+the cache, without forward's checks and output objects, replayed as a CUDA graph where `cache.StepGraphs` applies."""
 
 import torch
 
 from .adaptive_softmax import AdaptiveSoftmaxHead
 from .cache import RecurrentCache, recurrent_cache
-from .cache_names import CACHE_NAME
+from .modeling_utils import CACHE_NAME
 from .modeling_utils import output_layer_into
-from .step_graphs import GraphedSteps, replays_step
+from .cache import GraphedSteps, replays_step
 
 
 class RecurrentModelSteps(GraphedSteps):

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase, get_scheduler
 
-from ..models.cache_names import output_cache
+from ..models.modeling_utils import output_cache
 from ..nt_asgd import evaluate_with_averages
 from ..training import make_optimizer
 from ..training_args import TrainingArguments

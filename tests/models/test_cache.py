@@ -5,7 +5,7 @@ import torch
 
 from hf_seqmodels import RecurrentConfig, RecurrentModel
 from hf_seqmodels.models.cache import RecurrentCache, RecurrentLayerCache
-from hf_seqmodels.models.cache_names import output_cache
+from hf_seqmodels.models.modeling_utils import output_cache
 
 BATCH, LAYERS, DIRECTIONS, HIDDEN = 3, 2, 2, 4
 

@@ -17,8 +17,7 @@ from hf_seqmodels import (
     TransformerForCausalLM,
     TransformerForConditionalGeneration,
 )
-from hf_seqmodels.models.decoding import decode
-from hf_seqmodels.models.decoding_beam import top_k
+from hf_seqmodels.models.decoding import decode, top_k
 from tests.models.test_modeling_attention_seq2seq import tiny_config as attention_seq2seq_config
 from tests.models.test_modeling_recurrent import RecurrentModelTester
 from tests.models.test_modeling_transformer import tiny_config as transformer_config
@@ -205,9 +204,10 @@ def test_beam_search_steps_read_each_source_once_for_its_beams(monkeypatch):
         given.append(model_kwargs["encoder_outputs"].last_hidden_state)
         return decode(model, input_ids, logits_processor, stopping_criteria, generation_config, **model_kwargs)
 
-    def recording_step(input_ids, memory, memory_mask, cache, *args, **kwargs):
-        read.append((input_ids.shape[0], memory, memory_mask, cache.per_input["projected_keys"]))
-        return step(input_ids, memory, memory_mask, cache, *args, **kwargs)
+    def recording_step(input_ids, cache, *args, **kwargs):
+        source = cache.per_input
+        read.append((input_ids.shape[0], source["memory"], source["memory_mask"], source["projected_keys"]))
+        return step(input_ids, cache, *args, **kwargs)
 
     step = model.decoding_step
     monkeypatch.setattr(model, "decoding_step", recording_step)
@@ -295,7 +295,7 @@ def test_only_trust_remote_code_replaces_generate(tmp_path):
     model.save_pretrained(tmp_path)
     assert RecurrentForCausalLM.from_pretrained(tmp_path).generate.__func__ is GenerationMixin.generate
     loaded = RecurrentForCausalLM.from_pretrained(tmp_path, trust_remote_code=True)
-    assert loaded.generate.func.__module__.endswith("custom_generate.decoding")
+    assert loaded.generate.func.__module__.endswith("custom_generate.generate")
 
 
 RUN_SAVED_GENERATE = REMOTE_CODE_SCRIPT[: REMOTE_CODE_SCRIPT.index("for case in")] + textwrap.dedent(
@@ -303,7 +303,7 @@ RUN_SAVED_GENERATE = REMOTE_CODE_SCRIPT[: REMOTE_CODE_SCRIPT.index("for case in"
     for case in torch.load(sys.argv[1]):
         model = getattr(transformers, case["auto_class"]).from_pretrained(case["folder"], trust_remote_code=True)
         generate = model.generate
-        assert generate.func.__module__.endswith("custom_generate.decoding"), generate
+        assert generate.func.__module__.endswith("custom_generate.generate"), generate
         rows = []
         model.register_forward_pre_hook(
             lambda module, args, kwargs: rows.append(kwargs.get("decoder_input_ids", kwargs.get("input_ids")).shape[0]),
@@ -314,21 +314,28 @@ RUN_SAVED_GENERATE = REMOTE_CODE_SCRIPT[: REMOTE_CODE_SCRIPT.index("for case in"
         assert torch.equal(result.sequences, case["sequences"]), (result.sequences, case["sequences"])
         torch.testing.assert_close(result.sequences_scores, case["scores"], rtol=0, atol=1e-5)
         assert sum(rows) < case["their_rows"], (sum(rows), case["their_rows"])
+        model.save_pretrained(case["folder"] + "_again")  # the code of a saved folder saves its loop again
+        loop = "/custom_generate/generate.py"
+        assert open(case["folder"] + "_again" + loop).read() == open(case["folder"] + loop).read()
         print("decoded", type(model).__name__, "rows", sum(rows), "of", case["their_rows"])
     """
 )
 
 
 def test_saved_folder_decodes_with_our_loop_where_the_package_is_not_installed(tmp_path):
-    """``save_pretrained`` writes ``custom_generate/``; a process that cannot import hf_seqmodels loads the folder
-    with ``trust_remote_code=True``, and its ``generate()`` gives GenerationMixin's beams with fewer rows."""
+    """``save_pretrained`` writes ``custom_generate/``, each code file once (at most 10 for an attention
+    seq2seq); a process that cannot import hf_seqmodels loads the folder with ``trust_remote_code=True``, its
+    ``generate()`` gives GenerationMixin's beams with fewer rows, and a save from there carries the loop again."""
     cases = []
     for family, auto_class in (("attention_gru_bahdanau", "AutoModelForSeq2SeqLM"), ("gru_lm", "AutoModelForCausalLM"),
                                ("transformer", "AutoModelForSeq2SeqLM")):
         model, prompts, options = model_and_prompts(family, 0)
         folder = tmp_path / family
         model.save_pretrained(folder)
-        assert (folder / "custom_generate" / "generate.py").is_file()
+        code = sorted(path.relative_to(folder).as_posix() for path in folder.rglob("*.py"))
+        assert "custom_generate/generate.py" in code and len({path.split("/")[-1] for path in code}) == len(code), code
+        if family.startswith("attention"):
+            assert len(code) <= 10, code
         options = {**options, "num_beams": 3}
         their_rows, _, theirs, _ = decoder_rows(model, prompts, {**options, "return_dict_in_generate": True,
                                                                  "output_scores": True})

@@ -13,7 +13,7 @@ from transformers.modeling_layers import GradientCheckpointingLayer
 
 from hf_seqmodels import AttentionSeq2SeqConfig, AttentionSeq2SeqForConditionalGeneration, AttentionSeq2SeqModel
 from hf_seqmodels.models.cache import RecurrentCache
-from hf_seqmodels.models.cache_names import CACHE_NAME, output_cache
+from hf_seqmodels.models.modeling_utils import CACHE_NAME, output_cache
 from tests.test_generation_common import GenerationTesterMixin
 from tests.test_modeling_common import BOS, EOS, PAD, ModelTesterMixin, assert_same_model, main_output
 
@@ -893,11 +893,15 @@ def test_decoding_step_continues_a_cache_as_forward_does(variant):
         logits = [first.logits[:, -1]] + [model.decoding_step(targets[:, t : t + 1], **step_inputs)
                                           for t in range(1, targets.shape[1])]
     torch.testing.assert_close(torch.stack(logits, dim=1), full, rtol=0, atol=1e-6)
-    assert step_inputs["memory_mask"].dtype == torch.bool and not step_inputs["memory_mask"].all()
+    source_mask = step_inputs["cache"].per_input["memory_mask"]  # the source mask as forward left it in the cache
+    assert source_mask.dtype == torch.bool and not source_mask.all()
     assert step_inputs["cache"].get_seq_length() == targets.shape[1]
     assert model.decoding_step_inputs({**kwargs, "decoder_attention_mask": torch.ones_like(targets)}) is None
     assert model.decoding_step_inputs({**kwargs, "use_cache": False}) is None
-    assert model.decoding_step_inputs({**kwargs, "attention_mask": torch.ones_like(mask)})["memory_mask"] is None
+    with torch.no_grad():
+        unpadded = model(input_ids=source, decoder_input_ids=targets[:, :1], use_cache=True)
+    assert "memory_mask" not in model.decoding_step_inputs({**kwargs, CACHE_NAME: output_cache(unpadded)}
+                                                           )["cache"].per_input
 
 
 @EACH_VARIANT

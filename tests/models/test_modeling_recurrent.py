@@ -17,7 +17,7 @@ from hf_seqmodels import (
     TransformerConfig,
 )
 from hf_seqmodels.models.cache import RecurrentCache
-from hf_seqmodels.models.cache_names import CACHE_NAME, output_cache
+from hf_seqmodels.models.modeling_utils import CACHE_NAME, output_cache
 from tests.test_generation_common import GenerationTesterMixin
 from tests.test_modeling_common import (
     BOS,

@@ -24,7 +24,7 @@ from hf_seqmodels import (
     TransformerForTokenClassification,
     TransformerModel,
 )
-from hf_seqmodels.models.cache_names import output_cache
+from hf_seqmodels.models.modeling_utils import output_cache
 from hf_seqmodels.models.modeling_transformer import TransformerEncoderModel, TransformerLayer
 from tests.test_generation_common import GenerationTesterMixin, prompt_batch
 from tests.test_modeling_common import BOS, EOS, PAD, ModelTesterMixin, make_model
