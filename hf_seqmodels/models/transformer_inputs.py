@@ -12,7 +12,13 @@ from typing import NamedTuple
 import torch
 from torch import nn
 from transformers.cache_utils import Cache, DynamicCache, EncoderDecoderCache, StaticCache
-from transformers.modeling_outputs import ModelOutput
+from transformers.modeling_outputs import (
+    CausalLMOutputWithPast,
+    ModelOutput,
+    Seq2SeqLMOutput,
+    SequenceClassifierOutput,
+    TokenClassifierOutput,
+)
 
 from .cache_names import cache_argument
 from .masks import (
@@ -268,9 +274,15 @@ def saved_by_encoder_only_head(config) -> bool:
             and any(name in ENCODER_ONLY_CLASSES for name in config.architectures or ()))
 
 
+# The fields of the heads' outputs, read once here: `dataclasses.fields` inside a forward would break a compiled graph.
+HEAD_OUTPUT_FIELDS = {
+    output_class: tuple(field.name for field in dataclasses.fields(output_class))
+    for output_class in (Seq2SeqLMOutput, CausalLMOutputWithPast, SequenceClassifierOutput, TokenClassifierOutput)
+}
+
+
 def head_output(output_class: type[ModelOutput], outputs: ModelOutput, **fields) -> ModelOutput:
-    """A head's ``output_class`` holding ``fields`` (its loss and logits) and what it shares with its base model's
-    ``outputs`` under the same names (hidden states, attentions, the cache)."""
-    shared = {field.name: getattr(outputs, field.name) for field in dataclasses.fields(output_class)
-              if field.name not in fields and hasattr(outputs, field.name)}
+    """A head's ``output_class`` holding ``fields`` (its loss and logits) and the rest of its fields from its base
+    model's ``outputs``, where they have the same names (hidden states, attentions, the cache)."""
+    shared = {name: getattr(outputs, name) for name in HEAD_OUTPUT_FIELDS[output_class] if name not in fields}
     return output_class(**shared, **fields)
