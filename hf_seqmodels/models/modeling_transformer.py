@@ -190,8 +190,13 @@ class TransformerStackMixin:
         self.final_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if pre_norm else None
 
     def get_input_embeddings(self) -> nn.Embedding:
-        """The token embeddings this stack reads (an encoder-decoder's decoder has its own unless they are shared)."""
+        """The token embeddings this stack reads (an encoder-decoder's decoder has its own unless they are shared);
+        a head over a stack reaches them (and ``set_input_embeddings``) through transformers' defaults, which go to
+        its base model, and its ``lm_head`` as its output embeddings."""
         return self.embeddings.embed_tokens
+
+    def set_input_embeddings(self, value: nn.Embedding) -> None:
+        self.embeddings.embed_tokens = value
 
     def forward(
         self,
@@ -421,18 +426,6 @@ class TransformerForConditionalGeneration(EncoderDecoderMixin, TransformerPreTra
             self._tied_weights_keys = {"lm_head.weight": "model.decoder.embeddings.embed_tokens.weight"}
         self.post_init()
 
-    def get_input_embeddings(self):
-        return self.model.get_input_embeddings()
-
-    def set_input_embeddings(self, value):
-        self.model.set_input_embeddings(value)
-
-    def get_output_embeddings(self):
-        return self.lm_head
-
-    def set_output_embeddings(self, new_embeddings):
-        self.lm_head = new_embeddings
-
     def _target_embeddings(self) -> list[tuple[nn.Module, str]]:
         return self.model._target_embeddings()
 
@@ -488,18 +481,6 @@ class TransformerForCausalLM(TransformerPreTrainedModel, GenerationMixin):
         if config.tie_word_embeddings:
             self._tied_weights_keys = {"lm_head.weight": "model.embeddings.embed_tokens.weight"}
         self.post_init()
-
-    def get_input_embeddings(self):
-        return self.model.embeddings.embed_tokens
-
-    def set_input_embeddings(self, value):
-        self.model.embeddings.embed_tokens = value
-
-    def get_output_embeddings(self):
-        return self.lm_head
-
-    def set_output_embeddings(self, new_embeddings):
-        self.lm_head = new_embeddings
 
     @takes_cache
     def forward(
@@ -562,12 +543,6 @@ class TransformerEncoderModel(TransformerStackMixin, TransformerPreTrainedModel)
         self._build_stack(config, config.encoder_vocab_size, config.encoder_layers, causal=False,
                           cross_attention=False)
         self.post_init()
-
-    def get_input_embeddings(self):
-        return self.embeddings.embed_tokens
-
-    def set_input_embeddings(self, value):
-        self.embeddings.embed_tokens = value
 
     def forward(
         self,
