@@ -9,6 +9,9 @@ and `TransformerForTokenClassification`.
 During generation the decoder keeps its keys and values in transformers' `DynamicCache`, or in its `StaticCache`
 (preallocated, for `torch.compile`) with `generate(cache_implementation="static")`; an encoder-decoder wraps them in
 an `EncoderDecoderCache` whose cross-attention part holds the encoder outputs' keys and values, projected once.
+
+What surrounds the maths (the checks of the inputs where they enter, the cache bookkeeping, the masks' wiring, the
+outputs' building, transformers' hooks) is in `transformer_inputs.py`.
 """
 
 from typing import Unpack
@@ -30,7 +33,7 @@ from transformers.modeling_outputs import (
     TokenClassifierOutput,
 )
 
-from .cache_names import cache_field, output_cache
+from .cache_names import cache_field
 from .configuration_transformer import TransformerConfig
 from .embeddings import TransformerEmbeddings, sinusoidal_positions
 from .heads import SequencePooler, TaggerOutputMixin, sequence_classification_loss
@@ -45,11 +48,13 @@ from .modeling_utils import (
 )
 from .multi_head_attention import MultiHeadAttention
 from .transformer_inputs import (
-    KeyValueCacheGeneration,
+    TransformerHooks,
     check_decoder_inputs,
+    check_encoder_decoder_config,
     config_with,
     head_output,
     saved_by_encoder_only_head,
+    seq2seq_model_output,
     stack_inputs,
     takes_cache,
 )
@@ -232,13 +237,8 @@ class TransformerStackMixin:
             if output_hidden_states:
                 all_hidden_states += (hidden_states,)
             hidden_states, self_weights, cross_weights = layer(
-                hidden_states,
-                inputs.mask,
-                inputs.is_causal,
-                encoder_hidden_states,
-                inputs.memory_mask,
-                cache=inputs.cache,
-                output_attentions=output_attentions,
+                hidden_states, inputs.mask, inputs.is_causal, encoder_hidden_states, inputs.memory_mask,
+                cache=inputs.cache, output_attentions=output_attentions,
             )
             if output_attentions:
                 self_attentions += (self_weights,)
@@ -249,11 +249,8 @@ class TransformerStackMixin:
         if output_hidden_states:
             all_hidden_states += (hidden_states,)
         result = BaseModelOutputWithPastAndCrossAttentions(
-            last_hidden_state=hidden_states,
-            hidden_states=all_hidden_states,
-            attentions=self_attentions,
-            cross_attentions=cross_attentions,
-            **cache_field(inputs.cache),
+            last_hidden_state=hidden_states, hidden_states=all_hidden_states, attentions=self_attentions,
+            cross_attentions=cross_attentions, **cache_field(inputs.cache),
         )
         return result if return_dict else result.to_tuple()
 
@@ -261,14 +258,13 @@ class TransformerStackMixin:
 class TransformerStack(TransformerStackMixin, nn.Module):
     """A stack inside a model: see ``TransformerStackMixin._build_stack`` for the arguments."""
 
-    def __init__(
-        self, config: TransformerConfig, vocab_size: int, num_layers: int, causal: bool, cross_attention: bool
-    ):
+    def __init__(self, config: TransformerConfig, vocab_size: int, num_layers: int, causal: bool,
+                 cross_attention: bool):
         super().__init__()
         self._build_stack(config, vocab_size, num_layers, causal, cross_attention)
 
 
-class TransformerPreTrainedModel(KeyValueCacheGeneration, SeqModelsPreTrainedModel):
+class TransformerPreTrainedModel(TransformerHooks, SeqModelsPreTrainedModel):
     config_class = TransformerConfig
     _no_split_modules = ["TransformerLayer"]
     _supports_sdpa = True  # attn_implementation "sdpa" (the default) or "eager": see MultiHeadAttention
@@ -290,33 +286,19 @@ class TransformerPreTrainedModel(KeyValueCacheGeneration, SeqModelsPreTrainedMod
         else:
             super()._init_weights(module)
 
-    def get_expanded_tied_weights_keys(self, all_submodels: bool = False) -> dict:
-        # Each head sets `_tied_weights_keys` from its config (output tying and source/target sharing are separate
-        # options), so the base class's gate on `tie_word_embeddings` alone must not apply.
-        if all_submodels:
-            return super().get_expanded_tied_weights_keys(all_submodels=True)
-        return dict(self._tied_weights_keys or {})
-
 
 class TransformerModel(EncoderDecoderMixin, TransformerPreTrainedModel):
     """The encoder-decoder: the encoder reads the source, the decoder reads the target so far and attends to the
     encoder outputs. Returns the decoder's last hidden states."""
 
     def __init__(self, config: TransformerConfig):
-        if not config.is_encoder_decoder and config.architectures:
-            raise ValueError(
-                f"This config belongs to a {', '.join(config.architectures)}, which has no decoder attending to an "
-                "encoder: load an encoder-only head's base model with TransformerEncoderModel (AutoModel does), and "
-                "a TransformerForCausalLM with its own class (AutoModelForCausalLM)."
-            )
+        check_encoder_decoder_config(config)
         config = config_with(config, is_encoder_decoder=True)
         super().__init__(config)
-        self.encoder = TransformerStack(
-            config, config.encoder_vocab_size, config.encoder_layers, causal=False, cross_attention=False
-        )
-        self.decoder = TransformerStack(
-            config, config.vocab_size, config.decoder_layers, causal=True, cross_attention=True
-        )
+        self.encoder = TransformerStack(config, config.encoder_vocab_size, config.encoder_layers, causal=False,
+                                        cross_attention=False)
+        self.decoder = TransformerStack(config, config.vocab_size, config.decoder_layers, causal=True,
+                                        cross_attention=True)
         if config.share_encoder_decoder_embeddings:
             self._tied_weights_keys = {
                 "encoder.embeddings.embed_tokens.weight": "decoder.embeddings.embed_tokens.weight"
@@ -379,36 +361,19 @@ class TransformerModel(EncoderDecoderMixin, TransformerPreTrainedModel):
         output_hidden_states = self._flag(output_hidden_states, "output_hidden_states")
         if encoder_outputs is None:
             encoder_outputs = self.encoder(
-                input_ids=input_ids,
-                attention_mask=attention_mask,
-                inputs_embeds=inputs_embeds,
-                output_attentions=output_attentions,
-                output_hidden_states=output_hidden_states,
+                input_ids=input_ids, attention_mask=attention_mask, inputs_embeds=inputs_embeds,
+                output_attentions=output_attentions, output_hidden_states=output_hidden_states,
             )
         elif not isinstance(encoder_outputs, ModelOutput):
             encoder_outputs = BaseModelOutputWithPastAndCrossAttentions(last_hidden_state=encoder_outputs[0])
         check_decoder_inputs(decoder_input_ids, decoder_inputs_embeds, encoder_outputs.last_hidden_state.shape[0])
         decoder_outputs = self.decoder(
-            input_ids=decoder_input_ids,
-            attention_mask=decoder_attention_mask,
-            inputs_embeds=decoder_inputs_embeds,
-            encoder_hidden_states=encoder_outputs.last_hidden_state,
-            encoder_attention_mask=attention_mask,
-            cache=cache,
-            use_cache=self._use_cache(use_cache),
-            output_attentions=output_attentions,
+            input_ids=decoder_input_ids, attention_mask=decoder_attention_mask, inputs_embeds=decoder_inputs_embeds,
+            encoder_hidden_states=encoder_outputs.last_hidden_state, encoder_attention_mask=attention_mask,
+            cache=cache, use_cache=self._use_cache(use_cache), output_attentions=output_attentions,
             output_hidden_states=output_hidden_states,
         )
-        result = Seq2SeqModelOutput(
-            last_hidden_state=decoder_outputs.last_hidden_state,
-            decoder_hidden_states=decoder_outputs.hidden_states,
-            decoder_attentions=decoder_outputs.attentions,
-            cross_attentions=decoder_outputs.cross_attentions,
-            encoder_last_hidden_state=encoder_outputs.last_hidden_state,
-            encoder_hidden_states=encoder_outputs.hidden_states,
-            encoder_attentions=encoder_outputs.attentions,
-            **cache_field(output_cache(decoder_outputs)),
-        )
+        result = seq2seq_model_output(decoder_outputs, encoder_outputs)
         return result if self._flag(return_dict, "return_dict") else result.to_tuple()
 
 
@@ -474,9 +439,8 @@ class TransformerForCausalLM(TransformerPreTrainedModel, GenerationMixin):
     def __init__(self, config: TransformerConfig):
         config = config_with(config, is_encoder_decoder=False)
         super().__init__(config)
-        self.model = TransformerStack(
-            config, config.vocab_size, config.decoder_layers, causal=True, cross_attention=False
-        )
+        self.model = TransformerStack(config, config.vocab_size, config.decoder_layers, causal=True,
+                                      cross_attention=False)
         self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
         if config.tie_word_embeddings:
             self._tied_weights_keys = {"lm_head.weight": "model.embeddings.embed_tokens.weight"}
@@ -517,12 +481,8 @@ class TransformerForCausalLM(TransformerPreTrainedModel, GenerationMixin):
         shift_labels = shift_labels_of(self, kwargs)
         past_length = cached_length(cache)  # where the inputs' columns start in a static cache's buffer-wide mask
         outputs = self.model(
-            input_ids=input_ids,
-            attention_mask=attention_mask,
-            inputs_embeds=inputs_embeds,
-            cache=cache,
-            use_cache=self._use_cache(use_cache),
-            output_attentions=self._flag(output_attentions, "output_attentions"),
+            input_ids=input_ids, attention_mask=attention_mask, inputs_embeds=inputs_embeds, cache=cache,
+            use_cache=self._use_cache(use_cache), output_attentions=self._flag(output_attentions, "output_attentions"),
             output_hidden_states=self._flag(output_hidden_states, "output_hidden_states"),
         )
         hidden_states = carry_over_padding(outputs.last_hidden_state, attention_mask, past_length)
@@ -561,9 +521,7 @@ class TransformerEncoderModel(TransformerStackMixin, TransformerPreTrainedModel)
         Returns the encoder outputs ``(batch, length, d_model)`` in ``last_hidden_state``.
         """
         return super().forward(
-            input_ids=input_ids,
-            attention_mask=attention_mask,
-            inputs_embeds=inputs_embeds,
+            input_ids=input_ids, attention_mask=attention_mask, inputs_embeds=inputs_embeds,
             output_attentions=self._flag(output_attentions, "output_attentions"),
             output_hidden_states=self._flag(output_hidden_states, "output_hidden_states"),
             return_dict=self._flag(return_dict, "return_dict"),

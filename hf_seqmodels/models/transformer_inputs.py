@@ -1,7 +1,8 @@
-"""What the Transformer's stacks and models do with their inputs before and around the maths of
-`modeling_transformer.py`: the checks of a stack's inputs as they enter the model, its cache (created, checked, its
-length), its attention and cross-attention masks (through `masks.py`), the cache argument's two names, and the
-hooks through which generate() prepares the cache and the mask. The layers below assume their inputs valid.
+"""What the Transformer's models do around the maths of `modeling_transformer.py`: a stack's inputs checked where
+they enter the model, its cache created and checked, its self- and cross-attention masks (through `masks.py`)
+(`stack_inputs`); the cache argument's former name resolved at the public forwards (`takes_cache`); what transformers
+asks a model beyond its forward (`TransformerHooks`: generate()'s cache and mask, the tied weights); and the outputs
+the models and heads return. The layers below assume their inputs valid.
 """
 
 import copy
@@ -16,11 +17,12 @@ from transformers.modeling_outputs import (
     CausalLMOutputWithPast,
     ModelOutput,
     Seq2SeqLMOutput,
+    Seq2SeqModelOutput,
     SequenceClassifierOutput,
     TokenClassifierOutput,
 )
 
-from .cache_names import cache_argument
+from .cache_names import cache_argument, cache_field, output_cache
 from .masks import (
     build_attention_mask,
     cached_length,
@@ -227,6 +229,16 @@ def check_decoder_inputs(decoder_input_ids, decoder_inputs_embeds, source_rows: 
                          "per source.")
 
 
+def check_encoder_decoder_config(config) -> None:
+    """Raise if ``config`` was saved by a head without a decoder attending to an encoder (its ``architectures``)."""
+    if not config.is_encoder_decoder and config.architectures:
+        raise ValueError(
+            f"This config belongs to a {', '.join(config.architectures)}, which has no decoder attending to an "
+            "encoder: load an encoder-only head's base model with TransformerEncoderModel (AutoModel does), and "
+            "a TransformerForCausalLM with its own class (AutoModelForCausalLM)."
+        )
+
+
 def config_with(config, is_encoder_decoder: bool):
     """The config itself, or a copy with ``is_encoder_decoder`` set for a decoder-only or encoder-only head."""
     if config.is_encoder_decoder == is_encoder_decoder:
@@ -236,9 +248,17 @@ def config_with(config, is_encoder_decoder: bool):
     return config
 
 
-class KeyValueCacheGeneration:
-    """generate()'s hooks for a model whose decoder keeps its keys and values in a ``DynamicCache`` or a
-    ``StaticCache`` (mixed into the family's ``PreTrainedModel``)."""
+class TransformerHooks:
+    """What transformers asks the Transformer's ``PreTrainedModel`` (which mixes this in) beyond the maths: generate()'s
+    cache and mask (the decoder keeps its keys and values in a ``DynamicCache`` or a ``StaticCache``), and the names
+    of the tied weights."""
+
+    def get_expanded_tied_weights_keys(self, all_submodels: bool = False) -> dict:
+        # Each head sets `_tied_weights_keys` from its config (output tying and source/target sharing are separate
+        # options), so the base class's gate on `tie_word_embeddings` alone must not apply.
+        if all_submodels:
+            return super().get_expanded_tied_weights_keys(all_submodels=True)
+        return dict(self._tied_weights_keys or {})
 
     def _prepare_cache_for_generation(self, generation_config, model_kwargs: dict, *args, **kwargs) -> None:
         # The attention reads and extends DynamicCaches and StaticCaches; another cache would reach forward and be
@@ -279,6 +299,21 @@ HEAD_OUTPUT_FIELDS = {
     output_class: tuple(field.name for field in dataclasses.fields(output_class))
     for output_class in (Seq2SeqLMOutput, CausalLMOutputWithPast, SequenceClassifierOutput, TokenClassifierOutput)
 }
+
+
+def seq2seq_model_output(decoder_outputs: ModelOutput, encoder_outputs: ModelOutput) -> Seq2SeqModelOutput:
+    """The encoder-decoder's output: the decoder's last hidden states, hidden states, attentions and cache, and the
+    encoder's."""
+    return Seq2SeqModelOutput(
+        last_hidden_state=decoder_outputs.last_hidden_state,
+        decoder_hidden_states=decoder_outputs.hidden_states,
+        decoder_attentions=decoder_outputs.attentions,
+        cross_attentions=decoder_outputs.cross_attentions,
+        encoder_last_hidden_state=encoder_outputs.last_hidden_state,
+        encoder_hidden_states=encoder_outputs.hidden_states,
+        encoder_attentions=encoder_outputs.attentions,
+        **cache_field(output_cache(decoder_outputs)),
+    )
 
 
 def head_output(output_class: type[ModelOutput], outputs: ModelOutput, **fields) -> ModelOutput:
