@@ -6,21 +6,13 @@ the models and heads return. The layers below assume their inputs valid.
 """
 
 import copy
-import dataclasses
 import functools
 from typing import NamedTuple
 
 import torch
 from torch import nn
 from transformers.cache_utils import Cache, DynamicCache, EncoderDecoderCache, StaticCache
-from transformers.modeling_outputs import (
-    CausalLMOutputWithPast,
-    ModelOutput,
-    Seq2SeqLMOutput,
-    Seq2SeqModelOutput,
-    SequenceClassifierOutput,
-    TokenClassifierOutput,
-)
+from transformers.modeling_outputs import ModelOutput, Seq2SeqModelOutput
 
 from .cache_names import cache_argument, cache_field, output_cache
 from .masks import (
@@ -294,13 +286,6 @@ def saved_by_encoder_only_head(config) -> bool:
             and any(name in ENCODER_ONLY_CLASSES for name in config.architectures or ()))
 
 
-# The fields of the heads' outputs, read once here: `dataclasses.fields` inside a forward would break a compiled graph.
-HEAD_OUTPUT_FIELDS = {
-    output_class: tuple(field.name for field in dataclasses.fields(output_class))
-    for output_class in (Seq2SeqLMOutput, CausalLMOutputWithPast, SequenceClassifierOutput, TokenClassifierOutput)
-}
-
-
 def seq2seq_model_output(decoder_outputs: ModelOutput, encoder_outputs: ModelOutput) -> Seq2SeqModelOutput:
     """The encoder-decoder's output: the decoder's last hidden states, hidden states, attentions and cache, and the
     encoder's."""
@@ -319,5 +304,6 @@ def seq2seq_model_output(decoder_outputs: ModelOutput, encoder_outputs: ModelOut
 def head_output(output_class: type[ModelOutput], outputs: ModelOutput, **fields) -> ModelOutput:
     """A head's ``output_class`` holding ``fields`` (its loss and logits) and the rest of its fields from its base
     model's ``outputs``, where they have the same names (hidden states, attentions, the cache)."""
-    shared = {name: getattr(outputs, name) for name in HEAD_OUTPUT_FIELDS[output_class] if name not in fields}
+    # (the class's own table of fields: `dataclasses.fields` would break a compiled graph)
+    shared = {name: getattr(outputs, name) for name in output_class.__dataclass_fields__ if name not in fields}
     return output_class(**shared, **fields)

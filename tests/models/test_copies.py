@@ -125,23 +125,22 @@ def attention_weights(x):
     return ATTENTION_SCALE * x
 '''
 
-COPY = '''
+# Attention.forward as its copy in COPY has it: renamed, and Attention->Pooling applied.
+POOL = SOURCE[SOURCE.index("    def forward("):SOURCE.index("\n\n\ndef")].replace("forward", "pool").replace(
+    "Attention", "Pooling")
+COPY = f'''
+# Copied from hf_seqmodels.models.source.attention_weights with Attention->Pooling all-casing
+def pooling_weights(x):
+
+    return POOLING_SCALE * x
+
+
 class Other:
     # Copied from hf_seqmodels.models.source.Attention.forward with Attention->Pooling
-    def pool(
-        self, query, key
-    ) -> float:
-        scores = query @ key  # Pooling's scores
-
-        return scores.softmax(-1)
+{POOL}
 
     def after(self):
         return None
-
-
-# Copied from hf_seqmodels.models.source.attention_weights with Attention->Pooling all-casing
-def pooling_weights(x):
-    return POOLING_SCALE * x
 '''
 
 
@@ -159,11 +158,11 @@ def test_a_faithful_copy_passes(tmp_path):
 
 
 @pytest.mark.parametrize("tampered, message", [
-    (COPY.replace("return scores.softmax(-1)", "return scores.softmax(0)"), r"copy.py:9: differs .*softmax\(0\)"),
-    (COPY.replace("with Attention->Pooling\n", "\n"), r"copy.py:7: differs from .*Attention's scores"),
-    (COPY.replace("POOLING_SCALE", "Pooling_SCALE"), r"copy.py:17: differs from .*attention_weights"),
-    (COPY.replace("        return scores.softmax(-1)\n", ""), r"copy.py:4: the copy .* has 4 lines .* source has 5"),
-    (COPY.replace("def pool(", "x = 1\n    def pool("), r"copy.py:3: `# Copied from` must stand right above"),
+    (COPY.replace("return scores.softmax(-1)", "return scores.softmax(0)"), r"copy.py:14: differs .*softmax\(0\)"),
+    (COPY.replace("with Attention->Pooling\n", "\n"), r"copy.py:13: differs from .*Attention's scores"),
+    (COPY.replace("POOLING_SCALE", "Pooling_SCALE"), r"copy.py:5: differs from .*attention_weights"),
+    (COPY.replace("        return scores.softmax(-1)\n", ""), r"copy.py:10: the copy .* has 4 lines .* source has 5"),
+    (COPY.replace("def pool(", "x = 1\n    def pool("), r"copy.py:9: `# Copied from` must stand right above"),
 ], ids=["changed line", "replacement dropped", "casing", "line missing", "not above a def"])
 def test_a_tampered_copy_fails(tmp_path, tampered, message):
     problems = check_copies(write(tmp_path, tampered), tmp_path)
