@@ -6,6 +6,7 @@ every Auto class of the model's family, so the folder loads through any of them 
 """
 
 from transformers import (
+    CONFIG_MAPPING,
     AutoConfig,
     AutoModel,
     AutoModelForCausalLM,
@@ -60,6 +61,8 @@ _REACHED_THROUGH = {TransformerConfig: {AutoModel: TransformerEncoderModel}}
 
 for _config_class, _models in _AUTO_CLASSES.items():
     AutoConfig.register(_config_class.model_type, _config_class)
+    for _former in _config_class.former_model_types:  # folders saved under an earlier name still load
+        CONFIG_MAPPING.register(_former, _config_class)
     _config_class.register_for_auto_class()
     # Every Auto class of the family goes into a saved folder's auto_map, whichever head is saved.
     _family_auto_map = {

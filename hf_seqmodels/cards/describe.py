@@ -4,6 +4,7 @@ and the hyperparameter table, all from the run."""
 from pathlib import Path
 
 from .catalog import BASE_MODELS, base_model_of
+from .results import TRANSFORMER_MODEL_TYPES
 
 CELLS = {"rnn": "Elman RNN", "lstm": "LSTM", "gru": "GRU"}
 ATTENTIONS = {"bahdanau": "Bahdanau (additive) attention", "luong_dot": "Luong dot attention",
@@ -64,7 +65,7 @@ def _describe_generative(config: dict, parameters: str) -> str:
                 f"{config['encoder_layers']} layer(s) and a {cell} decoder of {config['decoder_layers']} layer(s), "
                 f"{config['hidden_size']} units, {config['embedding_size']}-dimensional embeddings, {attention}; "
                 f"{parameters}.")
-    if kind == "vanilla_transformer":
+    if kind in TRANSFORMER_MODEL_TYPES:
         what, layers = (("encoder-decoder", f"{config['encoder_layers']} encoder and {config['decoder_layers']} "
                                             "decoder layers")
                         if config["is_encoder_decoder"] else ("language model", f"{config['decoder_layers']} layers"))

@@ -13,12 +13,13 @@ import re
 from ..paths import REPO_ROOT
 from .figures import load
 from .render import render_card
-from .results import format_metric, load_benchmarks, load_run
+from .results import TRANSFORMER_MODEL_TYPES, format_metric, load_benchmarks, load_run
 from .tables import SUITES
 
 MODEL_CARDS = REPO_ROOT / "model_cards"
+# model_type -> family; others (BERT, Marian) are not ours
 FAMILIES = {"recurrent": "recurrent", "attention_seq2seq": "attention encoder-decoder",
-            "vanilla_transformer": "Transformer"}  # model_type -> family; others (BERT, Marian) are not ours
+            **dict.fromkeys(TRANSFORMER_MODEL_TYPES, "Transformer")}
 EXTRA = (("translation", "Bahdanau"), ("translation", "Luong"))  # the main job's family with its other attentions
 
 

@@ -13,6 +13,7 @@ from functools import reduce
 from pathlib import Path
 from typing import NamedTuple
 
+from ..models.configuration_transformer import TransformerConfig
 from ..paths import REPO_ROOT
 from .catalog import TASKS, Metric
 
@@ -192,11 +193,15 @@ class Figure(NamedTuple):
     entry: str
 
 
+# The Transformer's model_type, and the one results recorded before it was renamed.
+TRANSFORMER_MODEL_TYPES = (TransformerConfig.model_type, *TransformerConfig.former_model_types)
+
+
 def benchmark_family(config: dict) -> str | None:
     """The benchmarked family a model of ``config`` (its config.json as a dict) belongs to: ``attention_seq2seq``,
     ``transformer_seq2seq``, ``recurrent_lm`` or ``transformer_lm``; None for any other model."""
     kind = config.get("model_type")
-    if kind == "vanilla_transformer":
+    if kind in TRANSFORMER_MODEL_TYPES:
         return "transformer_seq2seq" if config["is_encoder_decoder"] else "transformer_lm"
     return {"attention_seq2seq": "attention_seq2seq", "recurrent": "recurrent_lm"}.get(kind)
 

@@ -114,7 +114,8 @@ class TransformerConfig(CheckedConfig):
     ```
     """
 
-    model_type = "vanilla_transformer"
+    model_type = "transformer"  # no model of transformers' own has it (CONFIG_MAPPING_NAMES)
+    former_model_types = ("vanilla_transformer",)  # its name before: folders saved under it still load
     # Their defaults compute what configs saved before these fields meant: such configs load without them.
     fields_added_later = ("use_crf", "crf_constrain_bio")
     attribute_map = {

@@ -141,7 +141,7 @@ def check_keys(cls, config: dict, loading: bool = False, strict: bool = False) -
     `architectures=['BertModel']` and seven norm-epsilon names on every config); a key close to a field's name is
     logged as a likely misspelling."""
     model_type = config.get("model_type", cls.model_type)
-    if model_type != cls.model_type:
+    if model_type != cls.model_type and model_type not in cls.former_model_types:
         raise ValueError(f"`model_type`={model_type!r} is not {cls.__name__}'s ({cls.model_type!r}): the config was "
                          "written for another model; load it with AutoConfig or that model's config class.")
     check_architectures(cls, config.get("architectures"), strict)
@@ -250,9 +250,12 @@ class CheckedConfig(PretrainedConfig):
     then hands them to `set_fields`.
 
     A family lists in ``fields_added_later`` the fields it gained after configs were first saved and whose default
-    computes what the model computed before them: a config saved without them loads with their defaults."""
+    computes what the model computed before them: a config saved without them loads with their defaults; and in
+    ``former_model_types`` the names its configs were saved under before its ``model_type``: they load as this class
+    (the package registers them with AutoConfig too), which saves its own ``model_type``."""
 
     fields_added_later: ClassVar[tuple[str, ...]] = ()
+    former_model_types: ClassVar[tuple[str, ...]] = ()
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -284,13 +287,27 @@ class CheckedConfig(PretrainedConfig):
         return {**{name: getattr(self, name) for name in own_fields(type(self))}, **super().to_diff_dict()}
 
     @classmethod
+    def get_config_dict(cls, *args, **kwargs) -> tuple[dict, dict]:
+        """`PretrainedConfig.get_config_dict` (what `from_pretrained` reads), a former `model_type` renamed: loading
+        a config saved under it is no mismatch to warn about."""
+        config_dict, kwargs = super().get_config_dict(*args, **kwargs)
+        return with_current_model_type(cls, config_dict), kwargs
+
+    @classmethod
     def from_dict(cls, config_dict: dict, **kwargs):
         """`PretrainedConfig.from_dict`, which `from_pretrained` and `AutoConfig` call, refusing a config dict that
         lacks a field or was written for another model. The keyword arguments that are config fields
         (`from_pretrained(folder, dropout=0.2)`) join the dict first, so that they are checked like it."""
-        config_dict = with_overrides(cls, config_dict, kwargs)
+        config_dict = with_overrides(cls, with_current_model_type(cls, config_dict), kwargs)
         check_keys(cls, config_dict, loading=True)
         return super().from_dict(config_dict, **kwargs)
+
+
+def with_current_model_type(cls, config_dict: dict) -> dict:
+    """``config_dict`` with a former `model_type` of ``cls`` (``former_model_types``) replaced by its own."""
+    if config_dict.get("model_type") in cls.former_model_types:
+        return {**config_dict, "model_type": cls.model_type}
+    return config_dict
 
 
 def with_overrides(cls, config_dict: dict, kwargs: dict) -> dict:

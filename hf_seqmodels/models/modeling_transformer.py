@@ -9,9 +9,11 @@ and `TransformerForTokenClassification`.
 During generation the decoder keeps its keys and values in transformers' `DynamicCache`, or in its `StaticCache`
 (preallocated, for `torch.compile`) with `generate(cache_implementation="static")`; an encoder-decoder wraps them in
 an `EncoderDecoderCache` whose cross-attention part holds the encoder outputs' keys and values, projected once.
+
+What surrounds the maths (the checks of the inputs where they enter, the cache bookkeeping, the masks' wiring, the
+outputs' building, transformers' hooks) is in `transformer_inputs.py`.
 """
 
-import copy
 from typing import Unpack
 
 import torch
@@ -19,7 +21,7 @@ from torch import nn
 from transformers import GenerationMixin
 from transformers import initialization as init
 from transformers.activations import ACT2FN
-from transformers.cache_utils import Cache, DynamicCache, EncoderDecoderCache, StaticCache
+from transformers.cache_utils import Cache, EncoderDecoderCache
 from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.modeling_outputs import (
     BaseModelOutputWithPastAndCrossAttentions,
@@ -32,29 +34,29 @@ from transformers.modeling_outputs import (
 )
 
 from .multi_head_attention import MultiHeadAttention
-from .modeling_utils import cache_argument, cache_field, output_cache
+from .modeling_utils import cache_field
 from .configuration_transformer import TransformerConfig
 from .embeddings import TransformerEmbeddings, sinusoidal_positions
 from .heads import SequencePooler, TaggerOutputMixin, sequence_classification_loss
-from .masks import (
-    build_attention_mask,
-    cached_length,
-    carry_over_padding,
-    check_no_empty_rows,
-    check_tensor,
-    known_length,
-    pad_columns,
-    padding_or_none,
-    prepare_padding_mask,
-)
+from .masks import cached_length, carry_over_padding
 from .modeling_utils import (
     CausalLMLossKwargs,
     EncoderDecoderMixin,
     SeqModelsPreTrainedModel,
-    check_token_inputs,
     keep_logits_positions,
     lm_loss,
     shift_labels_of,
+)
+from .transformer_inputs import (
+    TransformerHooks,
+    check_decoder_inputs,
+    check_encoder_decoder_config,
+    config_with,
+    head_output,
+    saved_by_encoder_only_head,
+    seq2seq_model_output,
+    stack_inputs,
+    takes_cache,
 )
 
 
@@ -155,9 +157,6 @@ class TransformerLayer(GradientCheckpointingLayer):
         return hidden_states if self.pre_norm else norm(hidden_states)
 
 
-KEY_VALUE_CACHES = (DynamicCache, StaticCache)  # the caches whose layers the attention extends with `update`
-
-
 class TransformerStackMixin:
     """One stack: embeddings, ``num_layers`` layers and, with pre-norm, a final LayerNorm, and its forward.
 
@@ -196,8 +195,13 @@ class TransformerStackMixin:
         self.final_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if pre_norm else None
 
     def get_input_embeddings(self) -> nn.Embedding:
-        """The token embeddings this stack reads (an encoder-decoder's decoder has its own unless they are shared)."""
+        """The token embeddings this stack reads (an encoder-decoder's decoder has its own unless they are shared);
+        a head over a stack reaches them (and ``set_input_embeddings``) through transformers' defaults, which go to
+        its base model, and its ``lm_head`` as its output embeddings."""
         return self.embeddings.embed_tokens
+
+    def set_input_embeddings(self, value: nn.Embedding) -> None:
+        self.embeddings.embed_tokens = value
 
     def forward(
         self,
@@ -223,23 +227,9 @@ class TransformerStackMixin:
             cache: the cache of a decoder: a ``DynamicCache`` or ``StaticCache`` (decoder-only) or an
                 ``EncoderDecoderCache`` of two (with cross-attention). ``use_cache`` creates one (dynamic) when None.
         """
-        self_cache, cross_cache = self._caches(cache, use_cache)
-        cache = cross_cache if cross_cache is not None else self_cache  # what the layers get and the output holds
-        past_length = cached_length(self_cache)  # a filled StaticCache's is a tensor, kept one (masks.chunk_positions)
-        checked_past = known_length(past_length)  # None while a graph is traced
-        self._check_inputs(input_ids, inputs_embeds, checked_past)
-        embeds = input_ids if input_ids is not None else inputs_embeds
-        batch_size, length = embeds.shape[:2]
-        if checked_past != 0:
-            self._check_cache(self_cache, cross_cache, batch_size, checked_past, encoder_hidden_states)
-        key_length = None if checked_past is None else checked_past + length
-        buffer_length = self._buffer_length(self_cache, key_length)
-        key_mask = self._key_mask(attention_mask, batch_size, length, checked_past, buffer_length)
-        mask, is_causal = build_attention_mask(key_mask, length, past_length + length, self.causal, embeds.device,
-                                               buffer_length)
-        memory_mask = self._memory_mask(encoder_hidden_states, encoder_attention_mask, batch_size)
-
-        hidden_states = self.embeddings(input_ids, inputs_embeds, past_length, key_mask)
+        inputs = stack_inputs(self, input_ids, attention_mask, inputs_embeds, encoder_hidden_states,
+                              encoder_attention_mask, cache, use_cache)
+        hidden_states = self.embeddings(input_ids, inputs_embeds, inputs.past_length, inputs.key_mask)
         all_hidden_states = () if output_hidden_states else None
         self_attentions = () if output_attentions else None
         cross_attentions = () if output_attentions and self.cross_attention else None
@@ -247,13 +237,8 @@ class TransformerStackMixin:
             if output_hidden_states:
                 all_hidden_states += (hidden_states,)
             hidden_states, self_weights, cross_weights = layer(
-                hidden_states,
-                mask,
-                is_causal,
-                encoder_hidden_states,
-                memory_mask,
-                cache=cache,
-                output_attentions=output_attentions,
+                hidden_states, inputs.mask, inputs.is_causal, encoder_hidden_states, inputs.memory_mask,
+                cache=inputs.cache, output_attentions=output_attentions,
             )
             if output_attentions:
                 self_attentions += (self_weights,)
@@ -264,157 +249,22 @@ class TransformerStackMixin:
         if output_hidden_states:
             all_hidden_states += (hidden_states,)
         result = BaseModelOutputWithPastAndCrossAttentions(
-            last_hidden_state=hidden_states,
-            hidden_states=all_hidden_states,
-            attentions=self_attentions,
-            cross_attentions=cross_attentions,
-            **cache_field(cache),
+            last_hidden_state=hidden_states, hidden_states=all_hidden_states, attentions=self_attentions,
+            cross_attentions=cross_attentions, **cache_field(inputs.cache),
         )
         return result if return_dict else result.to_tuple()
-
-    def _check_inputs(self, input_ids, inputs_embeds, past_length: int | None) -> None:
-        """The stack's inputs, checked as they enter the model; the layers below assume them valid. ``past_length``:
-        the number of cached positions, or None while a graph is traced (a static cache's is then unknown)."""
-        embeddings = self.embeddings.embed_tokens
-        check_token_inputs(input_ids, inputs_embeds, embeddings.num_embeddings, self.d_model, embeddings.weight.dtype,
-                           self.input_prefix)
-        if past_length is None:
-            return
-        positions = past_length + (input_ids if input_ids is not None else inputs_embeds).shape[1]
-        if positions > (limit := self.embeddings.max_positions):
-            cached = f" ({past_length} of them already cached)" if past_length else ""
-            raise ValueError(
-                f"The sequence has {positions} positions{cached} but `max_position_embeddings` is {limit}: truncate "
-                f"the inputs (e.g. tokenizer(..., truncation=True, max_length={limit})), generate fewer tokens "
-                "(`max_new_tokens`, `max_length`), or use a model whose config has a larger `max_position_embeddings`."
-            )
-
-    @staticmethod
-    def _buffer_length(self_cache: Cache | None, key_length: int | None) -> int | None:
-        """A static cache's buffer (the number of keys the self-attention reads), or None without one;
-        ``key_length``: the positions cached and new (None while a graph is traced)."""
-        if not isinstance(self_cache, StaticCache):
-            return None
-        buffer_length = self_cache.get_max_length()
-        if key_length is not None and key_length > buffer_length:
-            raise ValueError(
-                f"The static cache holds {buffer_length} positions but the sequence reaches {key_length}: make it "
-                "with a larger `max_cache_len`, or let generate() make it (cache_implementation='static')."
-            )
-        return buffer_length
-
-    def _key_mask(self, attention_mask: torch.Tensor | None, batch_size: int, length: int, past_length: int | None,
-                  buffer_length: int | None) -> torch.Tensor | None:
-        """The padding of the keys, ``(batch, past_length + length)`` (or, see below, a static cache's
-        ``buffer_length``) bool, True = real token, or None when there is none.
-
-        ``attention_mask`` covers the cached positions and the new ones, or, with a static cache, its whole buffer
-        (what generate() passes: ``create_masks_for_generate``). While a graph is traced (``past_length`` None) a
-        static cache's length is unknown: a mask narrower than its buffer is taken as covering those positions."""
-        if attention_mask is None:
-            return None
-        name = f"{self.input_prefix}attention_mask"
-        check_tensor(attention_mask, name)
-        key_length = None if past_length is None else past_length + length
-        if buffer_length is not None:
-            width = attention_mask.shape[-1]
-            if width == buffer_length or (key_length is None and width < buffer_length):
-                key_length = width
-            elif key_length is None:
-                key_length = buffer_length  # (so that the error names the buffer's width)
-        key_mask = prepare_padding_mask(attention_mask, batch_size, key_length, name=name)
-        if past_length == 0:
-            check_no_empty_rows(key_mask, name)
-        return padding_or_none(key_mask)
-
-    def _caches(self, cache, use_cache: bool) -> tuple[Cache | None, EncoderDecoderCache | None]:
-        """The self-attention cache and (with cross-attention) the encoder-decoder cache, created if asked for."""
-        if cache is None:
-            if not (use_cache and self.causal):
-                return None, None
-            cache = (
-                EncoderDecoderCache(DynamicCache(), DynamicCache()) if self.cross_attention else DynamicCache()
-            )
-        if not self.causal:
-            raise ValueError("An encoder reads the whole source at once: it takes no `past_key_values`.")
-        if self.cross_attention:
-            if not (
-                isinstance(cache, EncoderDecoderCache)
-                and isinstance(cache.self_attention_cache, KEY_VALUE_CACHES)
-                and isinstance(cache.cross_attention_cache, KEY_VALUE_CACHES)
-            ):
-                raise ValueError(
-                    "The decoder of an encoder-decoder needs `past_key_values` to be an EncoderDecoderCache of two "
-                    f"DynamicCaches or StaticCaches (what generate() creates), got {cache!r}."
-                )
-            return cache.self_attention_cache, cache
-        if not isinstance(cache, KEY_VALUE_CACHES):
-            raise ValueError(
-                "A decoder-only Transformer needs `past_key_values` to be a DynamicCache or a StaticCache (what "
-                f"generate() creates), got {type(cache).__name__}."
-            )
-        return cache, None
-
-    def _check_cache(self, self_cache: Cache, cross_cache: EncoderDecoderCache | None, batch_size: int,
-                     past_length: int | None, memory: torch.Tensor | None) -> None:
-        """Raise unless the caches hold every layer's keys for ``batch_size`` sequences of ``past_length`` positions
-        (and of ``memory``'s source positions; a static cache's layers hold their whole buffer, and its length is
-        unknown, None, while a graph is traced). Shapes only: this runs at every decoding step."""
-        head_dim = self.d_model // self.num_heads
-        expected = {"self-attention": (self_cache, past_length)}
-        if cross_cache is not None and memory is not None and any(cross_cache.is_updated.values()):
-            expected["cross-attention"] = (cross_cache.cross_attention_cache, memory.shape[1])
-        for kind, (cache, positions) in expected.items():
-            layers = [layer for layer in cache.layers if layer.is_initialized]
-            found = [tuple(layer.keys.shape) for layer in layers]
-            shape = (batch_size, self.num_heads, positions, head_dim)
-            buffers = [(*shape[:2], getattr(layer, "max_cache_len", positions), head_dim) for layer in layers]
-            if len(layers) != len(self.layers) or found != buffers:
-                raise ValueError(
-                    f"`past_key_values` holds {kind} keys of shapes {found}, but this model continues from "
-                    f"{len(self.layers)} layers of shape {shape} (batch, num_heads, positions, d_model / num_heads): "
-                    "pass the cache this model returned for the same sequences, or none to start afresh."
-                )
-
-    def _memory_mask(self, encoder_hidden_states, encoder_attention_mask, batch_size: int) -> torch.Tensor | None:
-        """The cross-attention mask ``(batch, 1, 1, source_length)``, or None when no source token is padding."""
-        if not self.cross_attention:
-            return None
-        if encoder_hidden_states is None:
-            raise ValueError("The decoder of an encoder-decoder needs `encoder_hidden_states` to attend to.")
-        if encoder_hidden_states.shape[0] != batch_size or encoder_hidden_states.shape[-1] != self.d_model:
-            raise ValueError(
-                f"`encoder_hidden_states` has shape {tuple(encoder_hidden_states.shape)}, expected "
-                f"({batch_size}, source_length, {self.d_model})."
-            )
-        source_mask = padding_or_none(
-            prepare_padding_mask(encoder_attention_mask, batch_size, encoder_hidden_states.shape[1])
-        )
-        if source_mask is None:
-            return None
-        return source_mask[:, None, None, :]
 
 
 class TransformerStack(TransformerStackMixin, nn.Module):
     """A stack inside a model: see ``TransformerStackMixin._build_stack`` for the arguments."""
 
-    def __init__(
-        self, config: TransformerConfig, vocab_size: int, num_layers: int, causal: bool, cross_attention: bool
-    ):
+    def __init__(self, config: TransformerConfig, vocab_size: int, num_layers: int, causal: bool,
+                 cross_attention: bool):
         super().__init__()
         self._build_stack(config, vocab_size, num_layers, causal, cross_attention)
 
 
-def _config_with(config: TransformerConfig, is_encoder_decoder: bool) -> TransformerConfig:
-    """The config itself, or a copy with ``is_encoder_decoder`` set for a decoder-only or encoder-only head."""
-    if config.is_encoder_decoder == is_encoder_decoder:
-        return config
-    config = copy.deepcopy(config)
-    config.is_encoder_decoder = is_encoder_decoder
-    return config
-
-
-class TransformerPreTrainedModel(SeqModelsPreTrainedModel):
+class TransformerPreTrainedModel(TransformerHooks, SeqModelsPreTrainedModel):
     config_class = TransformerConfig
     _no_split_modules = ["TransformerLayer"]
     _supports_sdpa = True  # attn_implementation "sdpa" (the default) or "eager": see MultiHeadAttention
@@ -436,55 +286,19 @@ class TransformerPreTrainedModel(SeqModelsPreTrainedModel):
         else:
             super()._init_weights(module)
 
-    def _prepare_cache_for_generation(self, generation_config, model_kwargs: dict, *args, **kwargs) -> None:
-        # The attention reads and extends DynamicCaches and StaticCaches; another cache would reach forward and be
-        # refused there, in words that do not name the option that chose it.
-        implementation = generation_config.cache_implementation
-        if implementation not in (None, "dynamic", "static") and generation_config.use_cache is not False:
-            raise ValueError(
-                f"`cache_implementation={implementation!r}` is not supported: the Transformer keeps its keys and "
-                "values in a DynamicCache (leave it unset) or a StaticCache ('static')."
-            )
-        super()._prepare_cache_for_generation(generation_config, model_kwargs, *args, **kwargs)
-
-    @staticmethod
-    def create_masks_for_generate(attention_mask: torch.Tensor | None = None, cache: Cache | None = None,
-                                  **kwargs) -> torch.Tensor | None:
-        # generate() asks a static cache's model for a mask of one width at every step (so that a compiled step
-        # is not recompiled for each length): ours is the 2D padding mask over the cache's whole buffer, padding on
-        # its empty positions, from which the stack builds the attention mask (masks.build_attention_mask).
-        cache = kwargs.get("past_key_values") if cache is None else cache  # its name before transformers 5.24
-        if attention_mask is None or attention_mask.dim() != 2 or cache is None:
-            return attention_mask
-        return pad_columns(attention_mask, cache.get_max_length())
-
-    def get_expanded_tied_weights_keys(self, all_submodels: bool = False) -> dict:
-        # Each head sets `_tied_weights_keys` from its config (output tying and source/target sharing are separate
-        # options), so the base class's gate on `tie_word_embeddings` alone must not apply.
-        if all_submodels:
-            return super().get_expanded_tied_weights_keys(all_submodels=True)
-        return dict(self._tied_weights_keys or {})
-
 
 class TransformerModel(EncoderDecoderMixin, TransformerPreTrainedModel):
     """The encoder-decoder: the encoder reads the source, the decoder reads the target so far and attends to the
     encoder outputs. Returns the decoder's last hidden states."""
 
     def __init__(self, config: TransformerConfig):
-        if not config.is_encoder_decoder and config.architectures:
-            raise ValueError(
-                f"This config belongs to a {', '.join(config.architectures)}, which has no decoder attending to an "
-                "encoder: load an encoder-only head's base model with TransformerEncoderModel (AutoModel does), and "
-                "a TransformerForCausalLM with its own class (AutoModelForCausalLM)."
-            )
-        config = _config_with(config, is_encoder_decoder=True)
+        check_encoder_decoder_config(config)
+        config = config_with(config, is_encoder_decoder=True)
         super().__init__(config)
-        self.encoder = TransformerStack(
-            config, config.encoder_vocab_size, config.encoder_layers, causal=False, cross_attention=False
-        )
-        self.decoder = TransformerStack(
-            config, config.vocab_size, config.decoder_layers, causal=True, cross_attention=True
-        )
+        self.encoder = TransformerStack(config, config.encoder_vocab_size, config.encoder_layers, causal=False,
+                                        cross_attention=False)
+        self.decoder = TransformerStack(config, config.vocab_size, config.decoder_layers, causal=True,
+                                        cross_attention=True)
         if config.share_encoder_decoder_embeddings:
             self._tied_weights_keys = {
                 "encoder.embeddings.embed_tokens.weight": "decoder.embeddings.embed_tokens.weight"
@@ -494,12 +308,12 @@ class TransformerModel(EncoderDecoderMixin, TransformerPreTrainedModel):
     @classmethod
     def from_pretrained(cls, *args, config: TransformerConfig | None = None, **kwargs):
         # AutoModel maps every TransformerConfig here: the folder of an encoder-only head gets its own base model.
-        base = TransformerEncoderModel if _saved_by_encoder_only_head(config) else super()
+        base = TransformerEncoderModel if saved_by_encoder_only_head(config) else super()
         return base.from_pretrained(*args, config=config, **kwargs)
 
     @classmethod
     def _from_config(cls, config: TransformerConfig, **kwargs):
-        base = TransformerEncoderModel if _saved_by_encoder_only_head(config) else super()
+        base = TransformerEncoderModel if saved_by_encoder_only_head(config) else super()
         return base._from_config(config, **kwargs)
 
     def get_input_embeddings(self):
@@ -514,6 +328,7 @@ class TransformerModel(EncoderDecoderMixin, TransformerPreTrainedModel):
         stacks = [self.decoder] if self.config.source_vocab_size is not None else [self.decoder, self.encoder]
         return [(stack.embeddings, "embed_tokens") for stack in stacks]
 
+    @takes_cache
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,
@@ -528,7 +343,6 @@ class TransformerModel(EncoderDecoderMixin, TransformerPreTrainedModel):
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
-        past_key_values: Cache | None = None,
     ) -> Seq2SeqModelOutput | tuple:
         """
         Args:
@@ -541,52 +355,26 @@ class TransformerModel(EncoderDecoderMixin, TransformerPreTrainedModel):
                 usually None (the causal mask suffices for right-padded targets).
             encoder_outputs: the encoder's output, to skip running it again (generate() does this).
             cache: an ``EncoderDecoderCache`` of two ``DynamicCache``s (or ``StaticCache``s); ``use_cache`` creates
-                one. (``past_key_values``, its name before transformers 5.24, is accepted too.)
+                one. (``past_key_values``, its name before transformers 5.24, is accepted too: ``takes_cache``.)
         """
         output_attentions = self._flag(output_attentions, "output_attentions")
         output_hidden_states = self._flag(output_hidden_states, "output_hidden_states")
-        return_dict = self._flag(return_dict, "return_dict")
-        use_cache = self._use_cache(use_cache)
         if encoder_outputs is None:
             encoder_outputs = self.encoder(
-                input_ids=input_ids,
-                attention_mask=attention_mask,
-                inputs_embeds=inputs_embeds,
-                output_attentions=output_attentions,
-                output_hidden_states=output_hidden_states,
+                input_ids=input_ids, attention_mask=attention_mask, inputs_embeds=inputs_embeds,
+                output_attentions=output_attentions, output_hidden_states=output_hidden_states,
             )
         elif not isinstance(encoder_outputs, ModelOutput):
             encoder_outputs = BaseModelOutputWithPastAndCrossAttentions(last_hidden_state=encoder_outputs[0])
-        if decoder_input_ids is None and decoder_inputs_embeds is None:
-            raise ValueError("Pass `decoder_input_ids` (or `labels` to the ForConditionalGeneration head).")
-        decoder_inputs, name = ((decoder_input_ids, "decoder_input_ids") if decoder_input_ids is not None
-                                else (decoder_inputs_embeds, "decoder_inputs_embeds"))
-        check_tensor(decoder_inputs, name)
-        if (targets := decoder_inputs.shape[0]) != (sources := encoder_outputs.last_hidden_state.shape[0]):
-            raise ValueError(f"The decoder inputs have {targets} rows but the source has {sources}: pass one target "
-                             "per source.")
+        check_decoder_inputs(decoder_input_ids, decoder_inputs_embeds, encoder_outputs.last_hidden_state.shape[0])
         decoder_outputs = self.decoder(
-            input_ids=decoder_input_ids,
-            attention_mask=decoder_attention_mask,
-            inputs_embeds=decoder_inputs_embeds,
-            encoder_hidden_states=encoder_outputs.last_hidden_state,
-            encoder_attention_mask=attention_mask,
-            cache=cache_argument(cache, past_key_values),
-            use_cache=use_cache,
-            output_attentions=output_attentions,
+            input_ids=decoder_input_ids, attention_mask=decoder_attention_mask, inputs_embeds=decoder_inputs_embeds,
+            encoder_hidden_states=encoder_outputs.last_hidden_state, encoder_attention_mask=attention_mask,
+            cache=cache, use_cache=self._use_cache(use_cache), output_attentions=output_attentions,
             output_hidden_states=output_hidden_states,
         )
-        result = Seq2SeqModelOutput(
-            last_hidden_state=decoder_outputs.last_hidden_state,
-            decoder_hidden_states=decoder_outputs.hidden_states,
-            decoder_attentions=decoder_outputs.attentions,
-            cross_attentions=decoder_outputs.cross_attentions,
-            encoder_last_hidden_state=encoder_outputs.last_hidden_state,
-            encoder_hidden_states=encoder_outputs.hidden_states,
-            encoder_attentions=encoder_outputs.attentions,
-            **cache_field(output_cache(decoder_outputs)),
-        )
-        return result if return_dict else result.to_tuple()
+        result = seq2seq_model_output(decoder_outputs, encoder_outputs)
+        return result if self._flag(return_dict, "return_dict") else result.to_tuple()
 
 
 class TransformerForConditionalGeneration(EncoderDecoderMixin, TransformerPreTrainedModel, GenerationMixin):
@@ -595,7 +383,7 @@ class TransformerForConditionalGeneration(EncoderDecoderMixin, TransformerPreTra
     accepts_loss_kwargs = False  # the loss is a mean over the batch's tokens
 
     def __init__(self, config: TransformerConfig):
-        config = _config_with(config, is_encoder_decoder=True)
+        config = config_with(config, is_encoder_decoder=True)
         super().__init__(config)
         self.model = TransformerModel(config)
         self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
@@ -603,21 +391,10 @@ class TransformerForConditionalGeneration(EncoderDecoderMixin, TransformerPreTra
             self._tied_weights_keys = {"lm_head.weight": "model.decoder.embeddings.embed_tokens.weight"}
         self.post_init()
 
-    def get_input_embeddings(self):
-        return self.model.get_input_embeddings()
-
-    def set_input_embeddings(self, value):
-        self.model.set_input_embeddings(value)
-
-    def get_output_embeddings(self):
-        return self.lm_head
-
-    def set_output_embeddings(self, new_embeddings):
-        self.lm_head = new_embeddings
-
     def _target_embeddings(self) -> list[tuple[nn.Module, str]]:
         return self.model._target_embeddings()
 
+    @takes_cache
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,
@@ -634,7 +411,6 @@ class TransformerForConditionalGeneration(EncoderDecoderMixin, TransformerPreTra
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
         logits_to_keep: int | torch.Tensor = 0,
-        past_key_values: Cache | None = None,
     ) -> Seq2SeqLMOutput | tuple:
         """
         labels: ``(batch, target_length)`` target ids, -100 where the loss should not count (padding). When no
@@ -644,38 +420,15 @@ class TransformerForConditionalGeneration(EncoderDecoderMixin, TransformerPreTra
 
         See ``TransformerModel.forward`` for the other arguments.
         """
-        return_dict = self._flag(return_dict, "return_dict")
-        if labels is not None:
-            use_cache = False
-        outputs = self.model(
-            input_ids=input_ids,
-            attention_mask=attention_mask,
-            decoder_input_ids=self.decoder_inputs_from_labels(labels, decoder_input_ids, decoder_inputs_embeds),
-            decoder_attention_mask=decoder_attention_mask,
-            encoder_outputs=encoder_outputs,
-            cache=cache_argument(cache, past_key_values),
-            inputs_embeds=inputs_embeds,
-            decoder_inputs_embeds=decoder_inputs_embeds,
-            use_cache=use_cache,
-            output_attentions=output_attentions,
-            output_hidden_states=output_hidden_states,
-            return_dict=True,
-        )
-        hidden_states = outputs.last_hidden_state
-        logits = self.lm_head(keep_logits_positions(hidden_states, logits_to_keep))
+        decoder_input_ids = self.decoder_inputs_from_labels(labels, decoder_input_ids, decoder_inputs_embeds)
+        outputs = self.model(input_ids, attention_mask, decoder_input_ids, decoder_attention_mask, encoder_outputs,
+                             cache, inputs_embeds, decoder_inputs_embeds, use_cache=False if labels is not None
+                             else use_cache, output_attentions=output_attentions,
+                             output_hidden_states=output_hidden_states, return_dict=True)
+        logits = self.lm_head(keep_logits_positions(outputs.last_hidden_state, logits_to_keep))
         loss = None if labels is None else lm_loss(logits, labels, shift=False)  # aligned with the decoder inputs
-        result = Seq2SeqLMOutput(
-            loss=loss,
-            logits=logits,
-            decoder_hidden_states=outputs.decoder_hidden_states,
-            decoder_attentions=outputs.decoder_attentions,
-            cross_attentions=outputs.cross_attentions,
-            encoder_last_hidden_state=outputs.encoder_last_hidden_state,
-            encoder_hidden_states=outputs.encoder_hidden_states,
-            encoder_attentions=outputs.encoder_attentions,
-            **cache_field(output_cache(outputs)),
-        )
-        return result if return_dict else result.to_tuple()
+        result = head_output(Seq2SeqLMOutput, outputs, loss=loss, logits=logits)
+        return result if self._flag(return_dict, "return_dict") else result.to_tuple()
 
 
 class TransformerForCausalLM(TransformerPreTrainedModel, GenerationMixin):
@@ -684,28 +437,16 @@ class TransformerForCausalLM(TransformerPreTrainedModel, GenerationMixin):
     accepts_loss_kwargs = True  # forward takes `num_items_in_batch` (by name: it takes no **kwargs)
 
     def __init__(self, config: TransformerConfig):
-        config = _config_with(config, is_encoder_decoder=False)
+        config = config_with(config, is_encoder_decoder=False)
         super().__init__(config)
-        self.model = TransformerStack(
-            config, config.vocab_size, config.decoder_layers, causal=True, cross_attention=False
-        )
+        self.model = TransformerStack(config, config.vocab_size, config.decoder_layers, causal=True,
+                                      cross_attention=False)
         self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
         if config.tie_word_embeddings:
             self._tied_weights_keys = {"lm_head.weight": "model.embeddings.embed_tokens.weight"}
         self.post_init()
 
-    def get_input_embeddings(self):
-        return self.model.embeddings.embed_tokens
-
-    def set_input_embeddings(self, value):
-        self.model.embeddings.embed_tokens = value
-
-    def get_output_embeddings(self):
-        return self.lm_head
-
-    def set_output_embeddings(self, new_embeddings):
-        self.lm_head = new_embeddings
-
+    @takes_cache
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,
@@ -719,7 +460,6 @@ class TransformerForCausalLM(TransformerPreTrainedModel, GenerationMixin):
         return_dict: bool | None = None,
         logits_to_keep: int | torch.Tensor = 0,
         num_items_in_batch: int | torch.Tensor | None = None,
-        past_key_values: Cache | None = None,
         **kwargs: Unpack[CausalLMLossKwargs],
     ) -> CausalLMOutputWithPast | tuple:
         """
@@ -729,7 +469,7 @@ class TransformerForCausalLM(TransformerPreTrainedModel, GenerationMixin):
                 tokens only, and the logits at padding after a row's tokens are those after its last token (see
                 ``masks.carry_over_padding``): prompts padded on either side generate as alone.
             cache: a ``DynamicCache`` or ``StaticCache``; ``use_cache`` creates a ``DynamicCache``.
-                (``past_key_values``, its name before transformers 5.24, is accepted too.)
+                (``past_key_values``, its name before transformers 5.24, is accepted too: ``takes_cache``.)
             labels: ``(batch, length)`` token ids, usually ``input_ids`` itself: the shift to next-token targets
                 happens here. -100 marks positions that do not count. ``shift_labels`` (see
                 ``CausalLMLossKwargs``) replace them when given.
@@ -739,39 +479,17 @@ class TransformerForCausalLM(TransformerPreTrainedModel, GenerationMixin):
                 Trainer passes so that the loss is a sum divided by it.
         """
         shift_labels = shift_labels_of(self, kwargs)
-        return_dict = self._flag(return_dict, "return_dict")
-        cache = cache_argument(cache, past_key_values)
         past_length = cached_length(cache)  # where the inputs' columns start in a static cache's buffer-wide mask
         outputs = self.model(
-            input_ids=input_ids,
-            attention_mask=attention_mask,
-            inputs_embeds=inputs_embeds,
-            cache=cache,
-            use_cache=self._use_cache(use_cache),
-            output_attentions=self._flag(output_attentions, "output_attentions"),
+            input_ids=input_ids, attention_mask=attention_mask, inputs_embeds=inputs_embeds, cache=cache,
+            use_cache=self._use_cache(use_cache), output_attentions=self._flag(output_attentions, "output_attentions"),
             output_hidden_states=self._flag(output_hidden_states, "output_hidden_states"),
         )
         hidden_states = carry_over_padding(outputs.last_hidden_state, attention_mask, past_length)
         logits = self.lm_head(keep_logits_positions(hidden_states, logits_to_keep))
         loss = lm_loss(logits, labels, shift=True, num_items_in_batch=num_items_in_batch, shift_labels=shift_labels)
-        result = CausalLMOutputWithPast(
-            loss=loss,
-            logits=logits,
-            hidden_states=outputs.hidden_states,
-            attentions=outputs.attentions,
-            **cache_field(output_cache(outputs)),
-        )
-        return result if return_dict else result.to_tuple()
-
-
-ENCODER_ONLY_CLASSES = ("TransformerEncoderModel", "TransformerForSequenceClassification",
-                        "TransformerForTokenClassification")
-
-
-def _saved_by_encoder_only_head(config: TransformerConfig | None) -> bool:
-    """Whether ``config`` is that of an encoder-only head (saved with its class in ``architectures``)."""
-    return (config is not None and not config.is_encoder_decoder
-            and any(name in ENCODER_ONLY_CLASSES for name in config.architectures or ()))
+        result = head_output(CausalLMOutputWithPast, outputs, loss=loss, logits=logits)
+        return result if self._flag(return_dict, "return_dict") else result.to_tuple()
 
 
 class TransformerEncoderModel(TransformerStackMixin, TransformerPreTrainedModel):
@@ -780,17 +498,11 @@ class TransformerEncoderModel(TransformerStackMixin, TransformerPreTrainedModel)
     (``embeddings.*``, ``layers.*``, ``final_norm.*``), so that each loads the other's checkpoints."""
 
     def __init__(self, config: TransformerConfig):
-        config = _config_with(config, is_encoder_decoder=False)
+        config = config_with(config, is_encoder_decoder=False)
         super().__init__(config)
         self._build_stack(config, config.encoder_vocab_size, config.encoder_layers, causal=False,
                           cross_attention=False)
         self.post_init()
-
-    def get_input_embeddings(self):
-        return self.embeddings.embed_tokens
-
-    def set_input_embeddings(self, value):
-        self.embeddings.embed_tokens = value
 
     def forward(
         self,
@@ -809,9 +521,7 @@ class TransformerEncoderModel(TransformerStackMixin, TransformerPreTrainedModel)
         Returns the encoder outputs ``(batch, length, d_model)`` in ``last_hidden_state``.
         """
         return super().forward(
-            input_ids=input_ids,
-            attention_mask=attention_mask,
-            inputs_embeds=inputs_embeds,
+            input_ids=input_ids, attention_mask=attention_mask, inputs_embeds=inputs_embeds,
             output_attentions=self._flag(output_attentions, "output_attentions"),
             output_hidden_states=self._flag(output_hidden_states, "output_hidden_states"),
             return_dict=self._flag(return_dict, "return_dict"),
@@ -822,7 +532,7 @@ class _TransformerEncoderClassifier(TransformerPreTrainedModel):
     """A ``TransformerEncoderModel`` (its base model, under ``model``) with a head."""
 
     def __init__(self, config: TransformerConfig):
-        config = _config_with(config, is_encoder_decoder=False)
+        config = config_with(config, is_encoder_decoder=False)
         super().__init__(config)
         self.num_labels = config.num_labels
         self.model = TransformerEncoderModel(config)
@@ -850,15 +560,12 @@ class TransformerForSequenceClassification(_TransformerEncoderClassifier):
     ) -> SequenceClassifierOutput | tuple:
         """labels: ``(batch,)`` class ids (-100 for sequences that do not count), ``(batch, num_labels)`` multi-hot
         floats, or ``(batch,)`` floats for regression."""
-        return_dict = self._flag(return_dict, "return_dict")
         outputs = self.model(input_ids, attention_mask, inputs_embeds, output_attentions, output_hidden_states, True)
         mask = None if attention_mask is None else attention_mask.bool()
         logits = self.classifier(self.dropout(self.pooler(outputs.last_hidden_state, mask)))
         loss = None if labels is None else sequence_classification_loss(logits, labels, self.config)
-        result = SequenceClassifierOutput(
-            loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
-        )
-        return result if return_dict else result.to_tuple()
+        result = head_output(SequenceClassifierOutput, outputs, loss=loss, logits=logits)
+        return result if self._flag(return_dict, "return_dict") else result.to_tuple()
 
 
 class TransformerForTokenClassification(TaggerOutputMixin, _TransformerEncoderClassifier):
@@ -881,22 +588,8 @@ class TransformerForTokenClassification(TaggerOutputMixin, _TransformerEncoderCl
         return_dict: bool | None = None,
     ) -> TokenClassifierOutput | tuple:
         """labels: ``(batch, length)`` tag ids, -100 for positions that do not count (padding, later sub-words)."""
-        return_dict = self._flag(return_dict, "return_dict")
         outputs = self.model(input_ids, attention_mask, inputs_embeds, output_attentions, output_hidden_states, True)
         logits = self.classifier(self.dropout(outputs.last_hidden_state))
         loss = None if labels is None else self.tagging_loss(logits, labels)
-        result = TokenClassifierOutput(
-            loss=loss, logits=logits, hidden_states=outputs.hidden_states, attentions=outputs.attentions
-        )
-        return result if return_dict else result.to_tuple()
-
-
-__all__ = [
-    "TransformerPreTrainedModel",
-    "TransformerModel",
-    "TransformerEncoderModel",
-    "TransformerForConditionalGeneration",
-    "TransformerForCausalLM",
-    "TransformerForSequenceClassification",
-    "TransformerForTokenClassification",
-]
+        result = head_output(TokenClassifierOutput, outputs, loss=loss, logits=logits)
+        return result if self._flag(return_dict, "return_dict") else result.to_tuple()

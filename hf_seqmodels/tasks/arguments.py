@@ -6,8 +6,8 @@ argument classes in ``ARGUMENTS`` (the order of its ``run``) and its training de
 
 Model types (``--model_type``), the same in every task: ``recurrent``, ``attention_seq2seq`` and ``transformer``;
 translation also takes ``marian`` (transformers' MarianMTModel sized by our Transformer's fields).
-The Transformer's config keeps ``model_type="vanilla_transformer"`` in config.json (the name it is registered under
-with the Auto classes); that old spelling of the option still works, with a warning.
+The Transformer's config.json says ``model_type="transformer"`` (before, ``"vanilla_transformer"``: such folders
+still load, and that old spelling of the option still works, with a warning).
 """
 
 import warnings
@@ -25,8 +25,8 @@ from ..word_vectors import FORMATS as VECTOR_FORMATS, load_word_vectors, vectors
 
 # --model_type -> the config's model_type (the Auto-class registry name). "marian" (translation only) takes our
 # Transformer's fields, which `translation.marian_config` turns into transformers' MarianConfig.
-MODEL_TYPES = {"recurrent": "recurrent", "attention_seq2seq": "attention_seq2seq", "transformer": "vanilla_transformer",
-               "marian": "vanilla_transformer"}
+MODEL_TYPES = {"recurrent": "recurrent", "attention_seq2seq": "attention_seq2seq", "transformer": "transformer",
+               "marian": "transformer"}
 OLD_MODEL_TYPES = {"vanilla_transformer": "transformer"}  # old spelling -> what to write instead
 
 
@@ -82,7 +82,7 @@ class ModelArguments:
         fields = {"vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id,
                   "bos_token_id": tokenizer.bos_token_id, "eos_token_id": tokenizer.eos_token_id, **fields}
         name = MODEL_TYPES[self.model_type]
-        if self.word_vectors and name != "vanilla_transformer":  # the recurrent families take the vectors' size
+        if self.word_vectors and name != "transformer":  # the recurrent families take the vectors' size
             fields["embedding_size"] = vectors_dimension(self.word_vectors, self.word_vectors_format)
         return AutoConfig.for_model(name, **{**fields, **parse_config_overrides(name, self.config_overrides)})
 

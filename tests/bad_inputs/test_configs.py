@@ -284,7 +284,7 @@ def test_other_names_of_fields(config_class):
 
 
 MODEL_TYPES = {RecurrentConfig: "recurrent", AttentionSeq2SeqConfig: "attention_seq2seq",
-               TransformerConfig: "vanilla_transformer"}
+               TransformerConfig: "transformer"}
 
 
 @pytest.mark.parametrize("config_class, model_type", [

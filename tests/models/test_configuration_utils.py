@@ -187,7 +187,7 @@ def test_saved_code_refuses_a_bad_config_json(tmp_path):
     edits = {  # name: (the key to remove, the keys to set, what the error must say; None: it loads)
         "good": ("", {}, None),
         "missing": ("nonlinearity", {}, "lacks `nonlinearity`"),
-        "model_type": ("", {"model_type": "vanilla_transformer"}, "`model_type`='vanilla_transformer'"),
+        "model_type": ("", {"model_type": "transformer"}, "`model_type`='transformer'"),
         "flag": ("", {"bidirectional": "false"}, "`bidirectional`='false' must be True or False"),
         "unknown": ("", {"dropuot": 0.1}, None),  # kept, as transformers' configs keep it; load_pretrained refuses
     }

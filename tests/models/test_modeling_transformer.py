@@ -1,12 +1,20 @@
 """The Transformer family: the common model and generation suites, and checks against independent references
 with copied weights (transformers' Marian and GPT-2, torch's nn.TransformerEncoder)."""
 
+import json
+import subprocess
+import sys
+
 import pytest
 import torch
 from torch import nn
 from torch.nn import functional as F
 from transformers import (
+    AutoConfig,
     AutoModel,
+    AutoModelForCausalLM,
+    AutoModelForSeq2SeqLM,
+    AutoModelForSequenceClassification,
     CompileConfig,
     GPT2Config,
     GPT2LMHeadModel,
@@ -15,6 +23,9 @@ from transformers import (
     PreTrainedModel,
 )
 from transformers.cache_utils import Cache, DynamicCache, EncoderDecoderCache, StaticCache
+from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+from transformers.testing_utils import CaptureLogger
+from transformers.utils import logging as transformers_logging
 
 from hf_seqmodels import (
     TransformerConfig,
@@ -27,7 +38,8 @@ from hf_seqmodels import (
 from hf_seqmodels.models.modeling_utils import output_cache
 from hf_seqmodels.models.modeling_transformer import TransformerEncoderModel, TransformerLayer
 from tests.test_generation_common import GenerationTesterMixin, prompt_batch
-from tests.test_modeling_common import BOS, EOS, PAD, ModelTesterMixin, make_model
+from hf_seqmodels.pretrained import load_pretrained
+from tests.test_modeling_common import BOS, EOS, PAD, REMOTE_CODE_SCRIPT, ModelTesterMixin, make_model
 
 VOCAB_SIZE = 14
 NUM_LABELS = 3
@@ -490,6 +502,61 @@ def test_automodel_refuses_a_decoder_only_folder(tmp_path):
     random_model(TransformerForCausalLM, tiny_config(is_encoder_decoder=False)).save_pretrained(tmp_path)
     with pytest.raises(ValueError, match="TransformerForCausalLM, which has no decoder attending to an encoder"):
         AutoModel.from_pretrained(tmp_path)
+
+
+def save_as_vanilla_transformer(model, folder) -> None:
+    """``model`` saved as before the family's model_type became "transformer": config.json and the saved
+    configuration code say "vanilla_transformer"."""
+    model.save_pretrained(folder)
+    for name, old, new in (("config.json", '"model_type": "transformer"', '"model_type": "vanilla_transformer"'),
+                           ("configuration_transformer.py", 'model_type = "transformer"',
+                            'model_type = "vanilla_transformer"')):
+        text = (folder / name).read_text()
+        assert old in text, name
+        (folder / name).write_text(text.replace(old, new))
+
+
+@pytest.mark.parametrize("head", [TransformerForConditionalGeneration, TransformerForCausalLM,
+                                  TransformerForSequenceClassification])
+def test_a_folder_saved_as_vanilla_transformer_loads_and_saves_as_transformer(head, tmp_path):
+    """``model_type`` is "transformer"; a folder saved under the former "vanilla_transformer" loads through the Auto
+    classes (every weight, no warning) and through ``load_pretrained``'s strict checks, and saves as "transformer"."""
+    model = random_model(head, tiny_config(is_encoder_decoder=head is TransformerForConditionalGeneration))
+    assert model.config.model_type == "transformer" and "transformer" not in CONFIG_MAPPING_NAMES
+    save_as_vanilla_transformer(model, tmp_path / "old")
+    auto_class = {TransformerForConditionalGeneration: AutoModelForSeq2SeqLM, TransformerForCausalLM:
+                  AutoModelForCausalLM, TransformerForSequenceClassification: AutoModelForSequenceClassification}[head]
+    with CaptureLogger(transformers_logging.get_logger("transformers")) as logs:
+        config = AutoConfig.from_pretrained(tmp_path / "old")
+        own = TransformerConfig.from_pretrained(tmp_path / "old")
+        loaded = load_pretrained(auto_class, tmp_path / "old")
+    assert logs.out == ""
+    assert type(config) is TransformerConfig
+    assert config.model_type == own.model_type == loaded.config.model_type == "transformer"
+    inputs = HEAD_INPUTS[head]
+    with torch.no_grad():
+        torch.testing.assert_close(first_output(loaded.eval()(**inputs)), first_output(model(**inputs)),
+                                   rtol=0, atol=0)
+    loaded.save_pretrained(tmp_path / "new")
+    assert json.loads((tmp_path / "new" / "config.json").read_text())["model_type"] == "transformer"
+
+
+def test_a_folder_saved_as_vanilla_transformer_loads_with_its_own_code(tmp_path):
+    """With ``trust_remote_code``, in a process where ``import hf_seqmodels`` fails, such a folder loads its own
+    (saved) code, as before."""
+    model = random_model(TransformerForConditionalGeneration, tiny_config())
+    save_as_vanilla_transformer(model, tmp_path / "old")
+    inputs = HEAD_INPUTS[TransformerForConditionalGeneration]
+    with torch.no_grad():
+        expected = model(**inputs).logits
+    case = {"auto_class": "AutoModelForSeq2SeqLM", "folder": str(tmp_path / "old"), "inputs": inputs,
+            "expected": expected, "state_dict": model.state_dict()}
+    torch.save([case], tmp_path / "cases.pt")
+    env = {"PATH": "/usr/bin:/bin", "HF_HOME": str(tmp_path / "hf_home"), "HF_HUB_OFFLINE": "1",
+           "OMP_NUM_THREADS": "1", "PYTHONNOUSERSITE": "1"}
+    result = subprocess.run([sys.executable, "-c", REMOTE_CODE_SCRIPT, str(tmp_path / "cases.pt")], cwd=tmp_path,
+                            env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0 and "loaded TransformerForConditionalGeneration" in result.stdout, result.stderr
 
 
 # --- attention implementations ----------------------------------------------------------------------------------

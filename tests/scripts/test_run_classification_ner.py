@@ -173,7 +173,7 @@ def test_bio_file_with_a_transformer(tmp_path):
     assert {"eval_seqeval_f1", "eval_seqeval_precision", "eval_seqeval_recall"} <= set(results)
     assert results["labels"] == ["B-LOC", "B-ORG", "B-PER", "I-LOC", "I-ORG", "I-PER", "O"]
     config = json.loads((output / "config.json").read_text())
-    assert config["model_type"] == "vanilla_transformer" and config["encoder_layers"] == 1
+    assert config["model_type"] == "transformer" and config["encoder_layers"] == 1
 
 
 def test_a_bert_checkpoint_through_the_same_pipeline(tmp_path, tiny_bert):

@@ -36,7 +36,7 @@ def test_config_from_model_type_fields_and_overrides(model_type, config_class):
     assert type(config) is config_class and config.vocab_size == len(tokenizer)
     assert (config.pad_token_id, config.eos_token_id) == (tokenizer.pad_token_id, tokenizer.eos_token_id)
     assert getattr(config, field) == 0.25  # the overrides win over the task's fields
-    assert config.model_type == ("vanilla_transformer" if model_type == "transformer" else model_type)
+    assert config.model_type == model_type
 
 
 def test_translation_refuses_a_language_model_family():

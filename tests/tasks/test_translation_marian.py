@@ -17,7 +17,7 @@ SIZES = "d_model=16,ffn_dim=32,num_heads=2,encoder_layers=1,decoder_layers=2"
 def our_config(**changes):
     fields = dict(vocab_size=50, d_model=16, ffn_dim=32, num_heads=2, encoder_layers=1, decoder_layers=2,
                   pad_token_id=0, bos_token_id=1, eos_token_id=2, decoder_start_token_id=1)
-    return AutoConfig.for_model("vanilla_transformer", **{**fields, **changes})
+    return AutoConfig.for_model("transformer", **{**fields, **changes})
 
 
 @pytest.mark.parametrize("changes", [{}, {"source_vocab_size": 40}, {"share_encoder_decoder_embeddings": True}])
