@@ -17,7 +17,7 @@ from .generation_attention_seq2seq import (
 )
 from .masks import check_no_empty_rows, padding_or_none, prepare_padding_mask
 from .modeling_utils import (
-    EncoderDecoderMixin, SeqModelsPreTrainedModel, cache_argument, check_token_inputs, head_output,
+    EncoderDecoderMixin, SeqModelsPreTrainedModel, check_token_inputs, head_output, takes_cache,
     keep_logits_positions, lm_loss, lm_output_layers, output_layer_into,
 )
 from .recurrent_layers import RecurrentStack, State
@@ -242,6 +242,7 @@ class AttentionSeq2SeqModel(EncoderDecoderMixin, AttentionSeq2SeqPreTrainedModel
         modules = [self.decoder] if self.config.source_vocab_size is not None else [self.decoder, self.encoder]
         return [(module, "embed_tokens") for module in modules]
 
+    @takes_cache
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,
@@ -256,7 +257,6 @@ class AttentionSeq2SeqModel(EncoderDecoderMixin, AttentionSeq2SeqPreTrainedModel
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
-        past_key_values: Cache | None = None,
     ) -> AttentionSeq2SeqModelOutput | tuple:
         """
         Args:
@@ -289,7 +289,7 @@ class AttentionSeq2SeqModel(EncoderDecoderMixin, AttentionSeq2SeqPreTrainedModel
             )
         encoder_outputs = as_encoder_output(encoder_outputs)
         memory = encoder_outputs.last_hidden_state
-        cache = decoder_cache(self.config, cache_argument(cache, past_key_values), memory, attention_mask,
+        cache = decoder_cache(self.config, cache, memory, attention_mask,
                               decoder_input_ids, decoder_inputs_embeds, decoder_attention_mask)
         outputs, weights, decoder_hidden_states = run_decoder(
             self.decoder, decoder_input_ids, cache, encoder_outputs.final_state, output_hidden_states,
@@ -320,6 +320,7 @@ class AttentionSeq2SeqForConditionalGeneration(
     def _target_embeddings(self) -> list[tuple[nn.Module, str]]:
         return self.model._target_embeddings()
 
+    @takes_cache
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,
@@ -336,7 +337,6 @@ class AttentionSeq2SeqForConditionalGeneration(
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
         logits_to_keep: int | torch.Tensor = 0,
-        past_key_values: Cache | None = None,
     ) -> AttentionSeq2SeqLMOutput | tuple:
         """
         labels: `(batch, target_length)` target ids, ending with the end-of-sequence token; -100 marks positions
@@ -358,7 +358,7 @@ class AttentionSeq2SeqForConditionalGeneration(
             decoder_input_ids=self.decoder_inputs_from_labels(labels, decoder_input_ids, decoder_inputs_embeds),
             decoder_attention_mask=decoder_attention_mask,
             encoder_outputs=encoder_outputs,
-            cache=cache_argument(cache, past_key_values),
+            cache=cache,
             inputs_embeds=inputs_embeds,
             decoder_inputs_embeds=decoder_inputs_embeds,
             use_cache=self._use_cache(use_cache),

@@ -27,7 +27,7 @@ from transformers.modeling_outputs import (
 
 from .adaptive_softmax import AdaptiveSoftmaxHead
 from .cache import RecurrentCache, RecurrentGenerationMixin
-from .modeling_utils import cache_argument, cache_field, output_cache
+from .modeling_utils import cache_field, output_cache, takes_cache
 from .configuration_recurrent import RecurrentConfig
 from .embeddings import word_type_dropout
 from .heads import SequencePooler, TaggerOutputMixin, sequence_classification_loss
@@ -125,6 +125,7 @@ class RecurrentModel(RecurrentModelSteps, RecurrentPreTrainedModel):
             raise ValueError("This model has no spelling features: set `spelling_features` in its config.")
         self.spelling.set_spellings(tokens)
 
+    @takes_cache
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,
@@ -135,7 +136,6 @@ class RecurrentModel(RecurrentModelSteps, RecurrentPreTrainedModel):
         output_final_state: bool = True,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
-        past_key_values: Cache | None = None,
     ) -> RecurrentModelOutput | tuple:
         """
         Args:
@@ -151,7 +151,7 @@ class RecurrentModel(RecurrentModelSteps, RecurrentPreTrainedModel):
                 left-to-right model skip packing a right-padded batch (see `recurrent_layers`).
         """
         cache, mask = check_inputs(self.config, self.dtype, input_ids, inputs_embeds, attention_mask,
-                                   cache_argument(cache, past_key_values))
+                                   cache)
         output_hidden_states = self._flag(output_hidden_states, "output_hidden_states")
         return_dict = self._flag(return_dict, "return_dict")
 
@@ -210,6 +210,7 @@ class RecurrentForCausalLM(RecurrentLMSteps, RecurrentGenerationMixin, Recurrent
             )
         self.post_init()
 
+    @takes_cache
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,
@@ -222,7 +223,6 @@ class RecurrentForCausalLM(RecurrentLMSteps, RecurrentGenerationMixin, Recurrent
         return_dict: bool | None = None,
         logits_to_keep: int | torch.Tensor = 0,
         num_items_in_batch: int | torch.Tensor | None = None,
-        past_key_values: Cache | None = None,
         position_ids: torch.LongTensor | None = None,
         **kwargs: Unpack[CausalLMLossKwargs],
     ) -> CausalLMOutputWithPast | tuple:
@@ -247,7 +247,7 @@ class RecurrentForCausalLM(RecurrentLMSteps, RecurrentGenerationMixin, Recurrent
             input_ids=input_ids,
             attention_mask=attention_mask,
             inputs_embeds=inputs_embeds,
-            cache=cache_argument(cache, past_key_values),
+            cache=cache,
             use_cache=self._use_cache(use_cache),
             output_final_state=False,
             output_hidden_states=output_hidden_states,

@@ -34,7 +34,6 @@ from transformers.modeling_outputs import (
 )
 
 from .multi_head_attention import MultiHeadAttention
-from .modeling_utils import cache_field
 from .configuration_transformer import TransformerConfig
 from .embeddings import TransformerEmbeddings, sinusoidal_positions
 from .heads import SequencePooler, TaggerOutputMixin, sequence_classification_loss
@@ -43,20 +42,21 @@ from .modeling_utils import (
     CausalLMLossKwargs,
     EncoderDecoderMixin,
     SeqModelsPreTrainedModel,
+    cache_field,
+    head_output,
     keep_logits_positions,
     lm_loss,
     shift_labels_of,
+    takes_cache,
 )
 from .transformer_inputs import (
     TransformerHooks,
     check_decoder_inputs,
     check_encoder_decoder_config,
     config_with,
-    head_output,
     saved_by_encoder_only_head,
     seq2seq_model_output,
     stack_inputs,
-    takes_cache,
 )
 
 

@@ -3,6 +3,7 @@ base (which writes a saved folder's `custom_generate/`), the name of the cache a
 token inputs, the language-model output layer and loss, and the encoder-decoders' decoder inputs and vocabulary
 resizing. A family's modeling file imports this and layers, never another family."""
 
+import functools
 import inspect
 import math
 import shutil
@@ -13,6 +14,7 @@ from typing import TypedDict
 import torch
 from torch import nn
 from transformers import GenerationConfig, PreTrainedModel
+from transformers.cache_utils import Cache
 from transformers import initialization as init
 from transformers.generation.utils import GENERATION_MODES_MAPPING
 from transformers.utils.hub import is_offline_mode
@@ -43,6 +45,20 @@ def cache_argument(cache, past_key_values):
         warnings.warn("`past_key_values` is deprecated since transformers 5.24: pass the cache as `cache`.",
                       FutureWarning, stacklevel=3)
     return past_key_values
+
+
+def takes_cache(forward):
+    """A public ``forward`` whose cache argument is ``cache`` (transformers' name from 5.24), taking it also as
+    ``past_key_values`` (its name before, which generate() of transformers 5.23 passes): the name is resolved here,
+    once, where the call enters, and the model's code below knows only ``cache``. Both at once are refused."""
+
+    @functools.wraps(forward)
+    def resolved(self, *args, past_key_values: Cache | None = None, **kwargs):
+        if past_key_values is not None:
+            kwargs["cache"] = cache_argument(kwargs.get("cache"), past_key_values)
+        return forward(self, *args, **kwargs)
+
+    return resolved
 
 
 def cache_field(cache) -> dict:

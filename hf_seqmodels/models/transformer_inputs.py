@@ -1,12 +1,10 @@
 """What the Transformer's models do around the maths of `modeling_transformer.py`: a stack's inputs checked where
 they enter the model, its cache created and checked, its self- and cross-attention masks (through `masks.py`)
-(`stack_inputs`); the cache argument's former name resolved at the public forwards (`takes_cache`); what transformers
-asks a model beyond its forward (`TransformerHooks`: generate()'s cache and mask, the tied weights); and the outputs
+(`stack_inputs`); what transformers asks a model beyond its forward (`TransformerHooks`: generate()'s cache and mask, the tied weights); and the outputs
 the models and heads return. The layers below assume their inputs valid.
 """
 
 import copy
-import functools
 from typing import NamedTuple
 
 import torch
@@ -14,7 +12,7 @@ from torch import nn
 from transformers.cache_utils import Cache, DynamicCache, EncoderDecoderCache, StaticCache
 from transformers.modeling_outputs import ModelOutput, Seq2SeqModelOutput
 
-from .modeling_utils import cache_argument, cache_field, output_cache
+from .modeling_utils import cache_field, check_token_inputs, output_cache
 from .masks import (
     build_attention_mask,
     cached_length,
@@ -25,23 +23,8 @@ from .masks import (
     padding_or_none,
     prepare_padding_mask,
 )
-from .modeling_utils import check_token_inputs
 
 KEY_VALUE_CACHES = (DynamicCache, StaticCache)  # the caches whose layers the attention extends with `update`
-
-
-def takes_cache(forward):
-    """A public ``forward`` whose cache argument is ``cache`` (transformers' name from 5.24), taking it also as
-    ``past_key_values`` (its name before, which generate() of transformers 5.23 passes): the name is resolved here,
-    once, where the call enters, and the model's code below knows only ``cache``. Both at once are refused."""
-
-    @functools.wraps(forward)
-    def resolved(self, *args, past_key_values: Cache | None = None, **kwargs):
-        if past_key_values is not None:
-            kwargs["cache"] = cache_argument(kwargs.get("cache"), past_key_values)
-        return forward(self, *args, **kwargs)
-
-    return resolved
 
 
 class StackInputs(NamedTuple):
@@ -299,11 +282,3 @@ def seq2seq_model_output(decoder_outputs: ModelOutput, encoder_outputs: ModelOut
         encoder_attentions=encoder_outputs.attentions,
         **cache_field(output_cache(decoder_outputs)),
     )
-
-
-def head_output(output_class: type[ModelOutput], outputs: ModelOutput, **fields) -> ModelOutput:
-    """A head's ``output_class`` holding ``fields`` (its loss and logits) and the rest of its fields from its base
-    model's ``outputs``, where they have the same names (hidden states, attentions, the cache)."""
-    # (the class's own table of fields: `dataclasses.fields` would break a compiled graph)
-    shared = {name: getattr(outputs, name) for name in output_class.__dataclass_fields__ if name not in fields}
-    return output_class(**shared, **fields)
