@@ -12,7 +12,7 @@ every training step, from the ``--teacher_forcing_ratio`` / ``--scheduled_sampli
 
 import math
 
-from .cli import check_choice, check_range
+from .argument_checks import check_choice, check_range
 
 SCHEDULES = ("linear", "exponential", "inverse_sigmoid")
 # What k means for each schedule, and the values it takes.

@@ -16,7 +16,7 @@ from transformers import get_scheduler
 
 from . import models
 from .checkpoints import Checkpoints
-from .cli import check_at_least, check_choice, check_range
+from .argument_checks import check_at_least, check_choice, check_range
 from .files import MANIFEST, foreign, matches
 from .models.pipeline_translation import SOURCE_TOKENIZER_DIR
 from .scheduled_sampling import SCHEDULES, check_arguments as check_scheduled_sampling

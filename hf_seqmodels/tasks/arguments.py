@@ -19,7 +19,7 @@ from typing import ClassVar
 import datasets
 from transformers import AutoConfig, HfArgumentParser, PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
 
-from ..cli import check_at_least, check_choice, parse_config_overrides
+from ..argument_checks import check_at_least, check_choice, parse_config_overrides
 from ..data import check_file_formats, first_rows, load_text_dataset
 from ..word_vectors import FORMATS as VECTOR_FORMATS, load_word_vectors, vectors_dimension
 

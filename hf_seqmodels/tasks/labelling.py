@@ -17,7 +17,7 @@ from accelerate.logging import get_logger
 from torch.utils.data import DataLoader
 from transformers import AutoModel, PreTrainedModel, PreTrainedTokenizerBase
 
-from ..cli import check_at_least, check_choice, check_different, check_range
+from ..argument_checks import check_at_least, check_choice, check_different, check_range
 from ..data import LengthGroupedSampler
 from ..models.configuration_recurrent import POOLINGS as RECURRENT_POOLINGS
 from ..models.configuration_transformer import TRANSFORMER_POOLINGS

@@ -26,7 +26,7 @@ from typing import ClassVar
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, default_data_collator
 
-from ..cli import check_at_least, check_choice, check_range
+from ..argument_checks import check_at_least, check_choice, check_range
 from ..data import check_column, tokenize_for_lm
 from ..evaluation import perplexity
 from ..models.configuration_utils import CELL_TYPES

@@ -46,7 +46,7 @@ from transformers import (
 )
 from transformers.models.auto.modeling_auto import MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING
 
-from ..cli import check_at_least, check_choice, check_different, check_range
+from ..argument_checks import check_at_least, check_choice, check_different, check_range
 from ..data import LengthGroupedSampler, TokenBatchSampler, check_column_files
 from ..evaluation import BLEU_TOKENIZE_CHOICES, bleu_tokenization, translation_metrics, translation_signatures
 from ..files import add_to_manifest

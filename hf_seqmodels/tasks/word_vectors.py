@@ -15,7 +15,7 @@ from pathlib import Path
 from gensim.models import FastText, KeyedVectors, Word2Vec
 from tokenizers import pre_tokenizers
 
-from ..cli import check_at_least, check_choice, check_range
+from ..argument_checks import check_at_least, check_choice, check_range
 from . import arguments
 
 MODELS = {"word2vec": Word2Vec, "fasttext": FastText}

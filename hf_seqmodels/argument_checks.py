@@ -1,5 +1,5 @@
-"""Command-line helpers shared by the scripts: range and choice checks of the options (each message names the
-``--option``, the value seen and what is allowed) and typed ``--config_overrides``."""
+"""The checks of the scripts' options (the tasks' and the training's argument dataclasses): range and choice checks
+(each message names the ``--option``, the value seen and what is allowed) and typed ``--config_overrides``."""
 
 import math
 

@@ -1,4 +1,4 @@
-"""Command-line helpers (hf_seqmodels.cli): the option checks, typed --config_overrides and the fields the scripts set
+"""hf_seqmodels.argument_checks: the option checks, typed --config_overrides and the fields the scripts set
 themselves."""
 
 import math
@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 
 import hf_seqmodels  # noqa: F401  (registers the model types)
-from hf_seqmodels.cli import check_at_least, check_choice, check_different, check_range, parse_config_overrides
+from hf_seqmodels.argument_checks import check_at_least, check_choice, check_different, check_range, parse_config_overrides
 
 
 def test_config_overrides_are_typed_like_the_defaults():
