@@ -14,8 +14,8 @@ import torch
 from safetensors.torch import load_file, load_model, save_file
 from transformers import AutoConfig, GenerationConfig
 
+from .atomic_folders import replacing
 from .checkpoints import TOKENIZER_DIR, Checkpoints
-from .files import replacing
 from .training_state import MODEL_FILE
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 
-from .files import replacing
+from .atomic_folders import replacing
 from .models.configuration_transformer import TransformerConfig
 from .pretrained import load_pretrained
 from .tasks.inference import Hypothesis, check_translation_options

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import torch
 
-from ..files import add_to_manifest
+from ..atomic_folders import add_to_manifest
 
 PEAK_MEMORY = "peak_memory.json"
 

@@ -47,9 +47,9 @@ from transformers import (
 from transformers.models.auto.modeling_auto import MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING
 
 from ..argument_checks import check_at_least, check_choice, check_different, check_range
+from ..atomic_folders import add_to_manifest
 from ..data import LengthGroupedSampler, TokenBatchSampler, check_column_files
 from ..evaluation import BLEU_TOKENIZE_CHOICES, bleu_tokenization, translation_metrics, translation_signatures
-from ..files import add_to_manifest
 from ..models import pipeline_translation
 from ..models.decoding import decode
 from ..models.modeling_utils import SeqModelsPreTrainedModel
