@@ -30,7 +30,7 @@ from ..argument_checks import check_at_least, check_choice, check_range
 from ..data import check_column, tokenize_for_lm
 from ..evaluation import perplexity
 from ..models.configuration_utils import CELL_TYPES
-from ..pretrained import load_pretrained
+from ..safe_loading import load_pretrained
 from ..tokenization import DEFAULT_SPECIAL_TOKENS, KINDS, train_tokenizer
 from ..training import finish_run, start_run, train
 from ..training_args import TrainingArguments

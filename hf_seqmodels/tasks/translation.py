@@ -55,7 +55,7 @@ from ..models.decoding import decode
 from ..models.modeling_utils import SeqModelsPreTrainedModel
 from ..models.pipeline_translation import CUSTOM_PIPELINES, SOURCE_TOKENIZER_DIR
 from ..paths import check_model_path
-from ..pretrained import load_pretrained
+from ..safe_loading import load_pretrained
 from ..tokenization import DEFAULT_SPECIAL_TOKENS, KINDS, load_tokenizer, save_tokenizer, train_tokenizer
 from ..training import finish_run, start_run, train
 from ..training_args import ATTENTION_PLOT, TEST_HYPOTHESES, TrainingArguments
