@@ -1,6 +1,6 @@
 """The training state of a run on disk: its ``step_<n>`` checkpoints, and the one it resumes from.
 
-A checkpoint is a `training_state.TrainingState` (weights, optimizer, scheduler, the run's extra objects and each
+A checkpoint is a `checkpoint_format.TrainingState` (weights, optimizer, scheduler, the run's extra objects and each
 process's RNG states, as safetensors and JSON: nothing in it is ever unpickled) in ``<folder>/step_<n>``, plus the
 run's tokenizer in ``step_<n>/tokenizer/`` (so a resumed run uses exactly the vocabulary its model was trained
 with) and the model's ``config.json`` (and ``generation_config.json``), so that `averaging` can make a model folder
@@ -26,8 +26,8 @@ from accelerate.logging import get_logger
 from transformers import AutoTokenizer
 
 from .atomic_folders import MANIFEST, delete_dir, ours, remove_temporaries, replace_dir, rotate, saving, write_manifest
+from .checkpoint_format import TrainingState, pickle_files
 from .tokenization import load_tokenizer as load_saved_tokenizer, save_tokenizer
-from .training_state import TrainingState, pickle_files
 
 logger = get_logger(__name__)
 

@@ -38,6 +38,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase, get_scheduler
 from transformers.trainer_pt_utils import LabelSmoother
 
 from .atomic_folders import lock_folders, remove_temporaries_of, replacing, unlock_folders
+from .checkpoint_format import TrainingState
 from .checkpoints import Checkpoints
 from .data import TokenBatchSampler
 from .evaluation import perplexity
@@ -52,7 +53,6 @@ from .training_args import (
     check_earlier_run,
     scheduler_options,
 )
-from .training_state import TrainingState
 from .word_vectors import set_embeddings_trainable
 
 logger = get_logger(__name__)
