@@ -1,4 +1,4 @@
-"""Run a suite: every model once per seed, each run in a fresh process of its own (`tasks.spawned`), and gather the
+"""Run a suite: every model once per seed, each run in a fresh process of its own (`fresh_process`), and gather the
 runs' results.json into ``<results_dir>/<suite>.json`` with the rows (mean ± sd over the seeds, `aggregate`), the
 table and the chart (`report`). A translation suite also keeps every run's test translations under
 ``<results_dir>/hypotheses/<suite>/<model>.seed<k>.txt`` and compares them by paired bootstrap (`significance`)."""
@@ -18,9 +18,9 @@ from ..paths import REPO_ROOT
 from ..provenance import provenance
 from ..tasks import word_vectors
 from ..tasks.arguments import parse_dict
-from ..tasks.spawned import run_in_process
 from . import measured
 from .aggregate import rows, training_throughput
+from .fresh_process import run_in_process
 from .recipes import WORD_VECTORS
 from .report import bar_chart, markdown
 from .significance import paired_bootstrap
