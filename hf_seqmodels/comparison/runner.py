@@ -18,7 +18,7 @@ from ..paths import REPO_ROOT
 from ..provenance import provenance
 from ..tasks import word_vectors
 from ..tasks.arguments import parse_dict
-from . import measured
+from . import peak_memory
 from .aggregate import rows, training_throughput
 from .fresh_process import run_in_process
 from .recipes import WORD_VECTORS
@@ -84,7 +84,7 @@ def run_model(suite: Suite, name: str, seed: int, fields: dict, num_threads: int
     log = output_dir.with_suffix(".log")
     log.parent.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
-    exitcode = run_in_process(measured.__name__, (suite.module.__name__, *parse_dict(suite.module, fields)), log,
+    exitcode = run_in_process(peak_memory.__name__, (suite.module.__name__, *parse_dict(suite.module, fields)), log,
                               num_threads)
     record = {"name": name, "seed": seed, "task": suite.task, "fields": fields, "log": str(log)}
     if exitcode or not (output_dir / "results.json").is_file():
@@ -92,7 +92,7 @@ def run_model(suite: Suite, name: str, seed: int, fields: dict, num_threads: int
         print(f"  {name} (seed {seed}) FAILED (exit {exitcode}); see {log}:\n{tail}", file=sys.stderr)
         return {**record, "error": f"exit code {exitcode}", "log_tail": tail}
     results = json.loads((output_dir / "results.json").read_text())
-    return {**results, **json.loads((output_dir / measured.PEAK_MEMORY).read_text()), **record,
+    return {**results, **json.loads((output_dir / peak_memory.PEAK_MEMORY).read_text()), **record,
             "train_tokens_per_second": training_throughput(results),
             "process_wall_time_s": time.monotonic() - start}
 
