@@ -43,6 +43,7 @@ from .checkpoints import Checkpoints
 from .data import TokenBatchSampler
 from .evaluation import perplexity
 from .nt_asgd import NTASGD, evaluate_with_averages
+from .pretrained_embeddings import set_embeddings_trainable
 from .provenance import describe_device, provenance
 from .scheduled_sampling import TeacherForcing
 from .tokenization import save_tokenizer
@@ -53,7 +54,6 @@ from .training_args import (
     check_earlier_run,
     scheduler_options,
 )
-from .word_vectors import set_embeddings_trainable
 
 logger = get_logger(__name__)
 

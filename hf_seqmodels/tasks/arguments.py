@@ -21,7 +21,7 @@ from transformers import AutoConfig, HfArgumentParser, PretrainedConfig, PreTrai
 
 from ..argument_checks import check_at_least, check_choice, parse_config_overrides
 from ..data import check_file_formats, first_rows, load_text_dataset
-from ..word_vectors import FORMATS as VECTOR_FORMATS, load_word_vectors, vectors_dimension
+from ..pretrained_embeddings import FORMATS as VECTOR_FORMATS, load_word_vectors, vectors_dimension
 
 # --model_type -> the config's model_type (the Auto-class registry name). "marian" (translation only) takes our
 # Transformer's fields, which `translation.marian_config` turns into transformers' MarianConfig.

@@ -23,12 +23,12 @@ from ..models.configuration_recurrent import POOLINGS as RECURRENT_POOLINGS
 from ..models.configuration_transformer import TRANSFORMER_POOLINGS
 from ..models.configuration_utils import CELL_TYPES
 from ..paths import check_model_path
+from ..pretrained_embeddings import pretrained_rows
 from ..provenance import describe_device
 from ..safe_loading import load_pretrained
 from ..tokenization import DEFAULT_SPECIAL_TOKENS, KINDS, load_tokenizer, train_tokenizer
 from ..training import finish_run, keep_model_inputs, start_run, train
 from ..training_args import TrainingArguments
-from ..word_vectors import pretrained_rows
 from . import arguments
 
 logger = get_logger(__name__)

@@ -1,4 +1,4 @@
-"""hf_seqmodels.word_vectors: every format reads back what gensim wrote, a malformed file is refused naming its
+"""hf_seqmodels.pretrained_embeddings: every format reads back what gensim wrote, a malformed file is refused naming its
 line, tokens take the vector of the same word (else of its lowercase form) with the coverage counted, and
 --freeze_embeddings / --unfreeze_embeddings_after_epochs decide whether the train loop changes the embeddings."""
 
@@ -13,10 +13,10 @@ from transformers import AutoModelForSeq2SeqLM, AutoModelForSequenceClassificati
 
 from hf_seqmodels import RecurrentConfig, RecurrentForCausalLM
 from hf_seqmodels.cards import render_card
+from hf_seqmodels.pretrained_embeddings import detect_format, load_word_vectors, read_word_vectors, vectors_dimension
 from hf_seqmodels.tasks import labelling, translation
 from hf_seqmodels.tokenization import train_tokenizer
 from hf_seqmodels.training import TrainingArguments, make_accelerator, train
-from hf_seqmodels.word_vectors import detect_format, load_word_vectors, read_word_vectors, vectors_dimension
 
 from tests.cards.runs import ARGUMENTS, RUN
 
