@@ -15,9 +15,10 @@ import torch
 from transformers import get_scheduler
 
 from . import models
-from .argument_checks import check_at_least, check_choice, check_range
+from .argument_checks import check_at_least, check_range
 from .atomic_folders import MANIFEST, foreign, matches
 from .checkpoints import Checkpoints
+from .models.configuration_utils import check_choice
 from .models.pipeline_translation import SOURCE_TOKENIZER_DIR
 from .scheduled_sampling import SCHEDULES, check_arguments as check_scheduled_sampling
 from .tokenization import TOKENIZER_FILES
@@ -194,14 +195,14 @@ class TrainingArguments:
     )
 
     def __post_init__(self):
-        check_choice(self, "optimizer", OPTIMIZERS)
+        check_choice("--optimizer", self.optimizer, OPTIMIZERS)
         if self.mixed_precision is not None:
-            check_choice(self, "mixed_precision", MIXED_PRECISIONS)
+            check_choice("--mixed_precision", self.mixed_precision, MIXED_PRECISIONS)
         if self.report_to == "trackio":
             raise ValueError("--report_to trackio is not supported: trackio keeps its runs in its own database under "
                              "the Hugging Face cache, not in --logging_dir beside the run; pass --report_to "
                              "tensorboard (offline event files in --logging_dir) or none.")
-        check_choice(self, "report_to", TRACKERS)
+        check_choice("--report_to", self.report_to, TRACKERS)
         if self.lr_scheduler_type not in LR_SCHEDULERS:
             raise ValueError(f"--lr_scheduler_type={self.lr_scheduler_type!r} is not a SchedulerType this training "
                              f"loop runs; choose one of {LR_SCHEDULERS}.")

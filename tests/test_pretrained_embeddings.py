@@ -183,7 +183,7 @@ def test_options_that_cannot_go_together_are_refused(tmp_path, reference):
         labelling.ModelArguments(word_vectors=path, embeddings_from=str(tmp_path))
     with pytest.raises(ValueError, match="--word_vectors .*: no such file"):
         labelling.ModelArguments(word_vectors=str(tmp_path / "missing.vec"))
-    with pytest.raises(ValueError, match="--word_vectors_format='fasttext'"):
+    with pytest.raises(ValueError, match="`--word_vectors_format`='fasttext'"):
         labelling.ModelArguments(word_vectors=path, word_vectors_format="fasttext")
     with pytest.raises(ValueError, match="--unfreeze_embeddings_after_epochs needs --freeze_embeddings"):
         TrainingArguments(output_dir=str(tmp_path), unfreeze_embeddings_after_epochs=1)
