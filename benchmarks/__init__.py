@@ -3,7 +3,7 @@
 Run them with ``python -m benchmarks.run`` (see ``benchmarks/run.py``); each entry lives in its own module and
 returns rows for a table, the ratios that matter and the targets they are held to:
 
-- ``translation``: ``beam_speed.py``; ``batch1_overhead``: ``batch1_overhead.py`` (both decode with the model of
+- ``translation``: ``translation.py``; ``batch1_overhead``: ``batch1_overhead.py`` (both decode with the model of
   ``translation_model.py``, with the searches of ``beam_search.py`` and the accounting of ``decoder_calls.py``);
 - ``incremental``, ``training``, ``scaling``, ``static_cache``, ``transformer_vs_marian``: the modules of those
   names (the language models they measure are built by ``models.py``, the tutorial baselines by ``tutorial.py``).

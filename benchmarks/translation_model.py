@@ -47,9 +47,9 @@ class Sizes:
     train_batch_size: int = 64
     num_sentences: int = 256  # of test2016's 1000, for every search (the per-sentence ones are slow)
     # The batched searches' batch size: of these, the fastest for our decoding loop on as many validation sentences
-    # (`beam_speed.choose_batch_size`); one value fixes it.
+    # (`translation.choose_batch_size`); one value fixes it.
     batch_sizes: tuple[int, ...] = (32, 64, 128, 256)
-    # The per-sentence searches of the translation entry (beam_speed.BASELINES): per_hypothesis (one decoder call per
+    # The per-sentence searches of the translation entry (translation.BASELINES): per_hypothesis (one decoder call per
     # hypothesis) takes several times the others' time, too long on many sentences in a GPU lease, and may be left out.
     baselines: tuple[str, ...] = ("beams_batched", "ours_batch1", "generate_batch1", "per_hypothesis")
     num_beams: int = 5
