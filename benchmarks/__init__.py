@@ -9,6 +9,8 @@ returns rows for a table, the ratios that matter and the targets they are held t
   names (the language models they measure are built by ``models.py``, the tutorial baselines by ``tutorial.py``).
 
 What they share (sizes and overrides, timing, peak memory, the result record) is in ``common.py``: every time is
-taken by its ``timed`` or ``interleaved``. ``translation_bleu.py`` and ``quality_gpu.sh`` measure
-translation quality, not speed.
+taken by its ``timed`` or ``interleaved``. Quality (BLEU, perplexity) is measured in ``hf_seqmodels/comparison/``:
+the suites of ``scripts/compare.py`` and the experiments ``translation_bleu``, ``ptb_lm`` and
+``multi30k_training_options`` (``python -m hf_seqmodels.comparison.<name>``), and on a GPU by
+``scripts/quality_gpu.sh``.
 """
