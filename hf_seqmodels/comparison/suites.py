@@ -105,15 +105,16 @@ def tatoeba_suite(source: str, target: str, tokenization: str) -> Suite:
 
 
 LABELLING = {"max_grad_norm": 1.0, "per_device_eval_batch_size": 128}
-SST2 = {"dataset_name": "sst2", **LABELLING}
-UD_EWT_UPOS = {"dataset_name": "ud_english_ewt", "label_column_name": "upos", **LABELLING}
+# The data, task and score of the suites over SST-2 and over UD English-EWT's UPOS tags (Suite fields).
+SST2 = {"module": text_classification, "metric": "test_accuracy", "metric_label": "SST-2 test accuracy (%)",
+        "common": {"dataset_name": "sst2", **LABELLING}}
+UD_EWT_UPOS = {"module": token_classification, "metric": "test_accuracy",
+               "metric_label": "UD EWT UPOS test accuracy (%)",
+               "common": {"dataset_name": "ud_english_ewt", "label_column_name": "upos", **LABELLING}}
 
 SUITES = {
     "sentiment": Suite(
-        module=text_classification,
-        metric="test_accuracy",
-        metric_label="SST-2 test accuracy (%)",
-        common=SST2,
+        **SST2,
         keep_best=True,
         models={
             "RNN": {**RNN_SST2, "cell_type": "rnn"},
@@ -132,10 +133,7 @@ SUITES = {
         extra_columns=[("test_f1", "test macro-F1 (%)"), ("eval_accuracy", "validation accuracy (%)")],
     ),
     "ner": Suite(
-        module=token_classification,
-        metric="test_accuracy",
-        metric_label="UD EWT UPOS test accuracy (%)",
-        common=UD_EWT_UPOS,
+        **UD_EWT_UPOS,
         keep_best=True,
         models={
             "BiLSTM": {**RNN_TAGGER, **BILSTM},
@@ -190,10 +188,7 @@ SUITES = {
                        ("eval_seqeval_f1", "validation F1 (%)")],
     ),
     "upos": Suite(
-        module=token_classification,
-        metric="test_accuracy",
-        metric_label="UD EWT UPOS test accuracy (%)",
-        common=UD_EWT_UPOS,
+        **UD_EWT_UPOS,
         models={**TAGGERS, "BERT (MiniLM-L6)": FINE_TUNED},
         cpu_budget={"time_budget_minutes": 5, "num_train_epochs": 4},
         full_budget={"time_budget_minutes": 60, "num_train_epochs": 10},
@@ -201,10 +196,7 @@ SUITES = {
         extra_columns=[("eval_accuracy", "validation accuracy (%)")],
     ),
     "sst2_word_vectors": Suite(
-        module=text_classification,
-        metric="test_accuracy",
-        metric_label="SST-2 test accuracy (%)",
-        common=SST2,
+        **SST2,
         word_vectors={"dataset_name": "sst2", "text_column_name": ["sentence"], "model": "word2vec", "sg": 1,
                       "vector_size": 128, "epochs": 5, "min_count": 2},
         models={
