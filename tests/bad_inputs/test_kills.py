@@ -130,7 +130,7 @@ def test_a_model_folder_is_old_or_new_whatever_the_kill(tmp_path, monkeypatch, e
     root, target = tmp_path / "runs", tmp_path / "runs" / "model"
     run_accelerator = accelerator(root)
     if exchange == "two renames":
-        monkeypatch.setattr(files, "_exchange", lambda a, b: False)
+        monkeypatch.setattr(atomic_folders, "_exchange", lambda a, b: False)
 
     def prepare():
         remove_hidden_folders(root)
