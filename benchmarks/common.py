@@ -179,19 +179,6 @@ def quartiles(values: list[float]) -> tuple[float, float, float]:
     return low, middle, high
 
 
-FOLDER_SEED = 42  # run_translation.py's default seed: its runs keep the folder names the speed benchmarks read
-
-
-def seed_folder(folder: Path, seed: int) -> Path:
-    """Where a training run of ``seed`` goes: ``folder`` itself for ``FOLDER_SEED``, else ``<folder>-seed<seed>``."""
-    return folder if seed == FOLDER_SEED else folder.with_name(f"{folder.name}-seed{seed}")
-
-
-def mean_sd(values: list[float]) -> str:
-    """``mean ± sample standard deviation`` (n-1) of ``values``, to two decimals; the mean alone for one value."""
-    return f"{statistics.mean(values):.2f}" + (f" ± {statistics.stdev(values):.2f}" if len(values) > 1 else "")
-
-
 def peak_memory_bytes(fn: Callable[[], object], device: str) -> int:
     """Peak bytes of live tensors allocated while ``fn()`` runs, above what was live before it.
 

@@ -22,7 +22,7 @@ import torch
 from hf_seqmodels.models.decoding import decode
 from hf_seqmodels.provenance import provenance
 
-from . import beam_speed
+from . import translation
 from .common import Settings, columns, interleaved, paired_ratio, rate
 from .translation_model import SMOKE, bleu_model, english_test2016, stand_in_model
 
@@ -101,8 +101,8 @@ def main(argv: list[str] | None = None) -> dict:
     beam = {"num_beams": args.num_beams, "max_new_tokens": args.max_new_tokens, "do_sample": False,
             "early_stopping": True, "length_penalty": 1.0}
     greedy = {"num_beams": 1, "max_new_tokens": args.max_new_tokens, "do_sample": False}
-    batches = beam_speed.batches(sources, longest_first(sources), args.batch_size, config.pad_token_id, args.device)
-    singles = beam_speed.batches(sources, longest_first(sources[:args.batch1_sentences]), 1, config.pad_token_id,
+    batches = translation.batches(sources, longest_first(sources), args.batch_size, config.pad_token_id, args.device)
+    singles = translation.batches(sources, longest_first(sources[:args.batch1_sentences]), 1, config.pad_token_id,
                                  args.device)
     results = {
         "provenance": provenance([0] if args.smoke else [], ["test"], args.device),  # the smoke stand-in's seed

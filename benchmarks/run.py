@@ -29,7 +29,7 @@ from .common import Settings, timed
 
 # Entry name (the key in benchmarks.json) -> the module whose run(settings) measures it, imported only when chosen.
 ENTRIES = {
-    "translation": "benchmarks.beam_speed",
+    "translation": "benchmarks.translation",
     "batch1_overhead": "benchmarks.batch1_overhead",
     "incremental": "benchmarks.incremental",
     "training": "benchmarks.training",

@@ -1,8 +1,8 @@
 """The models the ``translation`` and ``batch1_overhead`` entries decode with, and the test2016 sources they translate.
 
 A timed model is the one whose BLEU the results report: the folder ``model_dir`` names, by default each cell
-type's folder that ``benchmarks/translation_bleu.py`` saves (``BLEU_MODEL_DIR``), with its test BLEU from the
-folder's ``results.json``. Where that folder is absent (or ``model_dir`` is empty, as in smoke runs), an attention
+type's folder that ``hf_seqmodels/comparison/translation_bleu.py`` saves (``BLEU_MODEL_DIR``), with its test BLEU from
+the folder's ``results.json``. Where that folder is absent (or ``model_dir`` is empty, as in smoke runs), an attention
 GRU/LSTM briefly trained here on Multi30k English -> German (``train_steps`` Adam steps, joint BPE vocabulary) stands
 in, and the results say loudly that it is not the BLEU model.
 """
@@ -27,8 +27,8 @@ from hf_seqmodels.tokenization import train_tokenizer
 
 from .common import Settings, read_jsonl
 
-# Where benchmarks/translation_bleu.py saves each model whose test BLEU results/translation_bleu.md reports (its
-# --out defaults to results/), relative to the directory the benchmarks run from.
+# Where hf_seqmodels/comparison/translation_bleu.py saves each model whose test BLEU results/translation_bleu.md reports
+# (its --out defaults to results/), relative to the directory the benchmarks run from.
 BLEU_MODEL_DIR = "results/multi30k-attention-{cell_type}"
 
 
@@ -47,9 +47,9 @@ class Sizes:
     train_batch_size: int = 64
     num_sentences: int = 256  # of test2016's 1000, for every search (the per-sentence ones are slow)
     # The batched searches' batch size: of these, the fastest for our decoding loop on as many validation sentences
-    # (`beam_speed.choose_batch_size`); one value fixes it.
+    # (`translation.choose_batch_size`); one value fixes it.
     batch_sizes: tuple[int, ...] = (32, 64, 128, 256)
-    # The per-sentence searches of the translation entry (beam_speed.BASELINES): per_hypothesis (one decoder call per
+    # The per-sentence searches of the translation entry (translation.BASELINES): per_hypothesis (one decoder call per
     # hypothesis) takes several times the others' time, too long on many sentences in a GPU lease, and may be left out.
     baselines: tuple[str, ...] = ("beams_batched", "ours_batch1", "generate_batch1", "per_hypothesis")
     num_beams: int = 5
@@ -192,7 +192,7 @@ def timed_models(sizes: Sizes, settings: Settings) -> Iterator[TimedModel]:
         folder = Path(sizes.model_dir)
         if not folder.is_dir():
             raise ValueError(f"--set model_dir={sizes.model_dir}: no such folder; pass a folder saved by "
-                             "scripts/run_translation.py (or benchmarks/translation_bleu.py).")
+                             "scripts/run_translation.py (or hf_seqmodels/comparison/translation_bleu.py).")
         yield bleu_model(folder, settings.device)
         return
     for cell_type in sizes.cell_types:

@@ -14,9 +14,9 @@ import torch
 from safetensors.torch import load_file, load_model, save_file
 from transformers import AutoConfig, GenerationConfig
 
+from .atomic_folders import replacing
+from .checkpoint_format import MODEL_FILE
 from .checkpoints import TOKENIZER_DIR, Checkpoints
-from .files import replacing
-from .training_state import MODEL_FILE
 
 
 def last_checkpoints(folder: str | Path, count: int) -> list[Path]:

@@ -1,14 +1,15 @@
 """The training state of a run on disk: its ``step_<n>`` checkpoints, and the one it resumes from.
 
-A checkpoint is a `training_state.TrainingState` (weights, optimizer, scheduler, the run's extra objects and each
+A checkpoint is a `checkpoint_format.TrainingState` (weights, optimizer, scheduler, the run's extra objects and each
 process's RNG states, as safetensors and JSON: nothing in it is ever unpickled) in ``<folder>/step_<n>``, plus the
 run's tokenizer in ``step_<n>/tokenizer/`` (so a resumed run uses exactly the vocabulary its model was trained
 with) and the model's ``config.json`` (and ``generation_config.json``), so that `averaging` can make a model folder
 of checkpoints. Each is written to a hidden temporary folder and renamed into place once complete, so a killed run never
 leaves half a checkpoint behind.
 
-Each checkpoint holds a `files.MANIFEST`: rotation and ``--overwrite_output_dir`` delete only folders that have one
-(or an older version's optimizer state), never a ``step_<n>`` folder of the user's, which a checkpoint never replaces.
+Each checkpoint holds an `atomic_folders.MANIFEST`: rotation and ``--overwrite_output_dir`` delete only folders that
+have one (or an older version's optimizer state), never a ``step_<n>`` folder of the user's, which a checkpoint never
+replaces.
 
 `Checkpoints` finds the latest, saves, keeps at most ``limit`` (all when None), resumes, and loads the tokenizer of
 the checkpoint it resumes from. It resolves ``--resume_from_checkpoint`` ('latest' or a folder) once, when it is
@@ -24,16 +25,16 @@ from accelerate import Accelerator
 from accelerate.logging import get_logger
 from transformers import AutoTokenizer
 
-from .files import MANIFEST, delete_dir, ours, remove_temporaries, replace_dir, rotate, saving, write_manifest
+from .atomic_folders import MANIFEST, delete_dir, ours, remove_temporaries, replace_dir, rotate, saving, write_manifest
+from .checkpoint_format import TrainingState, pickle_files
 from .tokenization import load_tokenizer as load_saved_tokenizer, save_tokenizer
-from .training_state import TrainingState, pickle_files
 
 logger = get_logger(__name__)
 
 TOKENIZER_DIR = "tokenizer"  # the run's tokenizer, inside every step_<n> checkpoint
 PREFIX = "step_"
-# A checkpoint written before checkpoints held a files.MANIFEST has one of these (its optimizer's state: ours, or
-# accelerator.save_state's).
+# A checkpoint written before checkpoints held an atomic_folders.MANIFEST has one of these (its optimizer's state: ours,
+# or accelerator.save_state's).
 LEGACY_FILES = ("optimizer.json", "optimizer.bin")
 
 
@@ -77,8 +78,8 @@ class Checkpoints:
         return sorted(found, key=self.step)
 
     def written(self) -> list[Path]:
-        """The checkpoints of `all` that a run wrote (they hold a `files.MANIFEST`, or an older version's optimizer
-        state): the only ones rotation and --overwrite_output_dir delete."""
+        """The checkpoints of `all` that a run wrote (they hold an `atomic_folders.MANIFEST`, or an older version's
+        optimizer state): the only ones rotation and --overwrite_output_dir delete."""
         return [path for path in self.all() if ours(path, LEGACY_FILES)]
 
     def foreign(self) -> list[Path]:

@@ -27,9 +27,9 @@ from pathlib import Path
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 
-from .files import replacing
+from .atomic_folders import replacing
 from .models.configuration_transformer import TransformerConfig
-from .pretrained import load_pretrained
+from .safe_loading import load_pretrained
 from .tasks.inference import Hypothesis, check_translation_options
 from .tasks.translation import SOURCE_TOKENIZER_DIR, batches_by_length, load_tokenizers, load_translation_model
 from .tokenization import save_tokenizer

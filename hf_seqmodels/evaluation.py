@@ -1,15 +1,41 @@
 """Metrics: perplexity from a mean loss, thin wrappers over `evaluate` metrics, and sacreBLEU's BLEU and chrF.
 
 Translation is scored by the `sacrebleu` package itself, which gives each score's signature (``evaluate``'s wrapper
-does not). The other metric code is `evaluate`'s own (loaded through `paths.load_metric`, offline from the local
-copies when ``HF_SEQMODELS_METRICS`` points at them); these functions only adapt the inputs and name the outputs.
+does not). The other metric code is `evaluate`'s own (loaded through `load_metric`); these functions only adapt the
+inputs and name the outputs.
+
+``HF_SEQMODELS_METRICS``: a folder of `evaluate` metric scripts (one sub-folder per metric). Default:
+``<repo>/../shared/evaluate_metrics``. A metric missing there is loaded from the Hub by name. It is read at call
+time, so tests and users can change it without re-importing.
 """
 
 import math
+import os
+from pathlib import Path
 
+import evaluate
 from sacrebleu.metrics import BLEU, CHRF
 
-from .paths import load_metric
+from .paths import REPO_ROOT
+
+
+def metrics_dir() -> Path:
+    """The folder holding local copies of `evaluate` metric scripts (``$HF_SEQMODELS_METRICS``)."""
+    return Path(os.environ.get("HF_SEQMODELS_METRICS", REPO_ROOT.parent / "shared" / "evaluate_metrics"))
+
+
+def load_metric(name: str) -> evaluate.EvaluationModule:
+    """``evaluate.load`` from the local copy ``metrics_dir()/name`` when it exists, else from the Hub by name."""
+    folder = metrics_dir() / name
+    if folder.is_dir():
+        return evaluate.load(str(folder))
+    try:
+        return evaluate.load(name)
+    except (FileNotFoundError, ConnectionError) as error:
+        raise FileNotFoundError(
+            f"The `evaluate` metric {name!r} is neither in {folder} nor reachable on the Hub: set "
+            "HF_SEQMODELS_METRICS to a folder of evaluate metric scripts (one sub-folder per metric)."
+        ) from error
 
 
 def perplexity(mean_loss: float) -> float:

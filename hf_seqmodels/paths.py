@@ -1,11 +1,8 @@
-"""Where the bundled data sets and `evaluate` metric scripts live: one setting each.
+"""Where the repository and the bundled data sets live.
 
-* ``HF_SEQMODELS_DATA``: the data folder (one sub-folder per data set, each with
-  ``{train,validation,test}.jsonl.gz``). Default: ``<repo>/../shared/data``.
-* ``HF_SEQMODELS_METRICS``: a folder of `evaluate` metric scripts (one sub-folder per metric).
-  Default: ``<repo>/../shared/evaluate_metrics``. A metric missing there is loaded from the Hub by name.
-
-Both are read at call time, so tests and users can change them without re-importing.
+``HF_SEQMODELS_DATA``: the data folder (one sub-folder per data set, each with ``{train,validation,test}.jsonl.gz``).
+Default: ``<repo>/../shared/data``. It is read at call time, so tests and users can change it without re-importing.
+(The `evaluate` metric scripts' folder, ``HF_SEQMODELS_METRICS``, is `evaluation.metrics_dir`.)
 
 `check_model_path` checks a model option (a folder or a Hub repository id) before transformers reads it.
 """
@@ -13,7 +10,6 @@ Both are read at call time, so tests and users can change them without re-import
 import os
 from pathlib import Path
 
-import evaluate
 from huggingface_hub.errors import HFValidationError
 from huggingface_hub.utils import validate_repo_id
 
@@ -23,25 +19,6 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 def data_dir() -> Path:
     """The folder holding the bundled data sets (``$HF_SEQMODELS_DATA``)."""
     return Path(os.environ.get("HF_SEQMODELS_DATA", REPO_ROOT.parent / "shared" / "data"))
-
-
-def metrics_dir() -> Path:
-    """The folder holding local copies of `evaluate` metric scripts (``$HF_SEQMODELS_METRICS``)."""
-    return Path(os.environ.get("HF_SEQMODELS_METRICS", REPO_ROOT.parent / "shared" / "evaluate_metrics"))
-
-
-def load_metric(name: str) -> evaluate.EvaluationModule:
-    """``evaluate.load`` from the local copy ``metrics_dir()/name`` when it exists, else from the Hub by name."""
-    folder = metrics_dir() / name
-    if folder.is_dir():
-        return evaluate.load(str(folder))
-    try:
-        return evaluate.load(name)
-    except (FileNotFoundError, ConnectionError) as error:
-        raise FileNotFoundError(
-            f"The `evaluate` metric {name!r} is neither in {folder} nor reachable on the Hub: set "
-            "HF_SEQMODELS_METRICS to a folder of evaluate metric scripts (one sub-folder per metric)."
-        ) from error
 
 
 def check_model_path(name_or_path: str, option: str = "--model_name_or_path") -> None:

@@ -12,7 +12,8 @@ every training step, from the ``--teacher_forcing_ratio`` / ``--scheduled_sampli
 
 import math
 
-from .cli import check_choice, check_range
+from .argument_checks import check_range
+from .models.configuration_utils import check_choice
 
 SCHEDULES = ("linear", "exponential", "inverse_sigmoid")
 # What k means for each schedule, and the values it takes.
@@ -50,7 +51,7 @@ def check_arguments(args) -> None:
     """Raise a ValueError naming the option unless the scheduled-sampling options of ``args`` (`TrainingArguments`)
     make sense: a constant ratio in [0, 1] or a schedule with its k and a floor in [0, 1), not both."""
     check_range(args, "teacher_forcing_ratio", 0, 1)
-    check_choice(args, "scheduled_sampling", (None, *SCHEDULES))
+    check_choice("--scheduled_sampling", args.scheduled_sampling, (None, *SCHEDULES))
     check_range(args, "scheduled_sampling_floor", 0, 1, high_open=True)
     if args.scheduled_sampling is None:
         if args.scheduled_sampling_k is not None or args.scheduled_sampling_floor != 0:

@@ -6,11 +6,11 @@ machines too): Accelerate shards the training batches and averages the gradients
 token counts over processes, and only the main process logs, shows progress bars and writes the final model.
 
 Files: the final model goes to ``output_dir`` through `save_model`, which builds a complete folder next to it
-and swaps it into place (`files.replacing`); it replaces an earlier run's files only with
+and swaps it into place (`atomic_folders.replacing`); it replaces an earlier run's files only with
 ``--overwrite_output_dir``, which also deletes that run's checkpoints when a new run starts (`start_run` locks
 both folders against a second run and checks them before any training; parsing the arguments reads no file).
-Only what a run wrote is ever replaced or deleted: the files its `files.MANIFEST` lists (for a folder from before
-manifests, the names in `training_args.RUN_OUTPUT_NAMES`); any other file or folder there is kept. The
+Only what a run wrote is ever replaced or deleted: the files its `atomic_folders.MANIFEST` lists (for a folder from
+before manifests, the names in `training_args.RUN_OUTPUT_NAMES`); any other file or folder there is kept. The
 checkpoints (``<checkpoint_dir>/step_<n>``, each with the run's tokenizer) and the one a run resumes from are a
 `checkpoints.Checkpoints`.
 """
@@ -37,11 +37,13 @@ from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase, get_scheduler
 from transformers.trainer_pt_utils import LabelSmoother
 
+from .atomic_folders import lock_folders, remove_temporaries_of, replacing, unlock_folders
+from .checkpoint_format import TrainingState
 from .checkpoints import Checkpoints
 from .data import TokenBatchSampler
 from .evaluation import perplexity
-from .files import lock_folders, remove_temporaries_of, replacing, unlock_folders
 from .nt_asgd import NTASGD, evaluate_with_averages
+from .pretrained_embeddings import set_embeddings_trainable
 from .provenance import describe_device, provenance
 from .scheduled_sampling import TeacherForcing
 from .tokenization import save_tokenizer
@@ -52,8 +54,6 @@ from .training_args import (
     check_earlier_run,
     scheduler_options,
 )
-from .training_state import TrainingState
-from .word_vectors import set_embeddings_trainable
 
 logger = get_logger(__name__)
 
@@ -64,8 +64,8 @@ EVAL_SIZE_OPTIONS = "--max_eval_samples and --block_size"  # what can leave an e
 
 
 def start_run(args: TrainingArguments) -> tuple[Accelerator, Checkpoints]:
-    """Where a run starts: lock the output and checkpoint folders for this run (`files.lock_folder`: a second run
-    into them is refused, naming this one) and remove what a killed run left beside them, check them
+    """Where a run starts: lock the output and checkpoint folders for this run (`atomic_folders.lock_folder`: a second
+    run into them is refused, naming this one) and remove what a killed run left beside them, check them
     (`check_earlier_run`), make the Accelerator (`make_accelerator`) and the run's `Checkpoints` (with the
     checkpoint it resumes from, if any).
 
@@ -346,8 +346,8 @@ def save_model(
 ) -> None:
     """Write model, tokenizer, (if given) ``results.json`` and the ``texts`` (file name -> content, e.g. the test
     translations) to ``output_dir``, atomically (main process only):
-    `files.replacing` swaps the complete folder in, with what an earlier run did not write there (kept); a failed
-    write (a full disk) keeps the previous one."""
+    `atomic_folders.replacing` swaps the complete folder in, with what an earlier run did not write there (kept); a
+    failed write (a full disk) keeps the previous one."""
     accelerator.wait_for_everyone()
     if accelerator.is_main_process:
         with replacing(output_dir, RUN_OUTPUT_NAMES) as temp:

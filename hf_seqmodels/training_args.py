@@ -3,7 +3,7 @@
 `TrainingArguments.__post_init__` checks each option and the options together when they are parsed, reading no
 file. `check_earlier_run` checks the folders the options name against what is on disk: `training.start_run` calls
 it when a run starts (and again under the run's locks). Only what a run wrote is ever replaced or deleted: the files
-its `files.MANIFEST` lists (for a folder from before manifests, the names in `RUN_OUTPUT_NAMES`).
+its `atomic_folders.MANIFEST` lists (for a folder from before manifests, the names in `RUN_OUTPUT_NAMES`).
 """
 
 import json
@@ -15,9 +15,10 @@ import torch
 from transformers import get_scheduler
 
 from . import models
+from .argument_checks import check_at_least, check_range
+from .atomic_folders import MANIFEST, foreign, matches
 from .checkpoints import Checkpoints
-from .cli import check_at_least, check_choice, check_range
-from .files import MANIFEST, foreign, matches
+from .models.configuration_utils import check_choice
 from .models.pipeline_translation import SOURCE_TOKENIZER_DIR
 from .scheduled_sampling import SCHEDULES, check_arguments as check_scheduled_sampling
 from .tokenization import TOKENIZER_FILES
@@ -36,8 +37,9 @@ TRACKERS = ("none", "tensorboard")
 RUN_OUTPUT_FILES = ("config.json", "results.json")  # one of them marks a folder as the output of an earlier run
 TEST_HYPOTHESES = "test_hypotheses.txt"  # translation's test translations, one line per sentence, in output_dir
 ATTENTION_PLOT = "attention.png"  # translation's attention heatmap of an example, in output_dir
-# What a run writes in output_dir (glob patterns): without a files.MANIFEST (an older version's run), these are the
-# earlier run's files that --overwrite_output_dir replaces; a file of the user's with one of these names is refused.
+# What a run writes in output_dir (glob patterns): without an atomic_folders.MANIFEST (an older version's run), these
+# are the earlier run's files that --overwrite_output_dir replaces; a file of the user's with one of these names is
+# refused.
 RUN_OUTPUT_NAMES = ("*.safetensors", "model.safetensors.index.json", "config.json", "generation_config.json",
                     "results.json", *TOKENIZER_FILES, SOURCE_TOKENIZER_DIR, "custom_generate", TEST_HYPOTHESES,
                     ATTENTION_PLOT,
@@ -193,14 +195,14 @@ class TrainingArguments:
     )
 
     def __post_init__(self):
-        check_choice(self, "optimizer", OPTIMIZERS)
+        check_choice("--optimizer", self.optimizer, OPTIMIZERS)
         if self.mixed_precision is not None:
-            check_choice(self, "mixed_precision", MIXED_PRECISIONS)
+            check_choice("--mixed_precision", self.mixed_precision, MIXED_PRECISIONS)
         if self.report_to == "trackio":
             raise ValueError("--report_to trackio is not supported: trackio keeps its runs in its own database under "
                              "the Hugging Face cache, not in --logging_dir beside the run; pass --report_to "
                              "tensorboard (offline event files in --logging_dir) or none.")
-        check_choice(self, "report_to", TRACKERS)
+        check_choice("--report_to", self.report_to, TRACKERS)
         if self.lr_scheduler_type not in LR_SCHEDULERS:
             raise ValueError(f"--lr_scheduler_type={self.lr_scheduler_type!r} is not a SchedulerType this training "
                              f"loop runs; choose one of {LR_SCHEDULERS}.")

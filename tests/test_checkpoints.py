@@ -24,10 +24,10 @@ from hf_seqmodels import (
     RecurrentForCausalLM,
 )
 from hf_seqmodels.averaging import average_checkpoints, average_weights, last_checkpoints
+from hf_seqmodels.checkpoint_format import TrainingState, pickle_files
 from hf_seqmodels.checkpoints import TOKENIZER_DIR, Checkpoints
 from hf_seqmodels.tokenization import train_tokenizer
 from hf_seqmodels.training import BestModel, TrainingArguments, make_accelerator, train
-from hf_seqmodels.training_state import TrainingState, pickle_files
 
 
 def tiny_state(seed: int = 0, hidden_size: int = 8, best: bool = True, steps: int = 2) -> TrainingState:

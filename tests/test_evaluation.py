@@ -8,12 +8,12 @@ import sacrebleu
 from hf_seqmodels.evaluation import (
     bleu_tokenization,
     classification_metrics,
+    metrics_dir,
     perplexity,
     tagging_metrics,
     translation_metrics,
     translation_signatures,
 )
-from hf_seqmodels.paths import metrics_dir
 
 
 @pytest.fixture(autouse=True)

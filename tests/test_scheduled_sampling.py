@@ -66,7 +66,7 @@ def test_schedules_start_as_the_paper_says():
     "options,message",
     [
         ({"teacher_forcing_ratio": 1.5}, r"--teacher_forcing_ratio must be a finite number in \[0, 1\]"),
-        ({"scheduled_sampling": "cosine", "scheduled_sampling_k": 0.1}, "--scheduled_sampling='cosine' is not"),
+        ({"scheduled_sampling": "cosine", "scheduled_sampling_k": 0.1}, "`--scheduled_sampling`='cosine' is not"),
         ({"scheduled_sampling": "linear"}, "--scheduled_sampling linear needs --scheduled_sampling_k"),
         ({"scheduled_sampling": "linear", "scheduled_sampling_k": 0.0}, "k is the decrease per step, > 0"),
         ({"scheduled_sampling": "exponential", "scheduled_sampling_k": 1.0}, r"k is the factor per step, in \(0, 1\)"),

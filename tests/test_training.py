@@ -24,8 +24,8 @@ from hf_seqmodels import (
     RecurrentForCausalLM,
     RecurrentForSequenceClassification,
 )
+from hf_seqmodels.atomic_folders import MANIFEST
 from hf_seqmodels.data import TokenBatchSampler
-from hf_seqmodels.files import MANIFEST
 from hf_seqmodels.tokenization import train_tokenizer
 from hf_seqmodels.training import TRACKER_PACKAGES, evaluate_loss, make_accelerator, save_model, start_run, train
 from hf_seqmodels.training_args import METRIC_SCHEDULERS, MIN_LR_SCHEDULERS, TrainingArguments, check_earlier_run

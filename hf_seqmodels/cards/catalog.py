@@ -14,12 +14,14 @@ class Metric:
         hub_id: its metric type in the model-index (``"accuracy"``).
         name: its name in the card's table (``"Accuracy"``).
         percent: whether it is a fraction, shown in percent (`format_metric`).
+        higher_is_better: whether a higher score is a better model (a lower perplexity is).
     """
 
     key: str
     hub_id: str
     name: str
     percent: bool
+    higher_is_better: bool = True
 
 
 @dataclass(frozen=True)
@@ -37,7 +39,7 @@ TASKS = {
         Metric("eval_accuracy", "accuracy", "Token accuracy", True), Metric("eval_f1", "f1", "Macro-F1", True),
         Metric("eval_seqeval_f1", "seqeval", "Entity F1 (seqeval)", True))),
     "text-generation": CardTask("AutoModelForCausalLM", (
-        Metric("eval_perplexity", "perplexity", "Perplexity", False),)),
+        Metric("eval_perplexity", "perplexity", "Perplexity", False, higher_is_better=False),)),
     "translation": CardTask("AutoModelForSeq2SeqLM", (
         Metric("eval_bleu", "bleu", "BLEU", False), Metric("eval_chrf", "chrf", "chrF", False))),
 }

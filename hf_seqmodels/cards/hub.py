@@ -15,7 +15,7 @@ from pathlib import Path
 from huggingface_hub import HfApi
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 
-from ..files import MANIFEST
+from ..atomic_folders import MANIFEST
 from ..models.pipeline_translation import SOURCE_TOKENIZER_DIR
 from .catalog import TASKS
 from .render import render_card

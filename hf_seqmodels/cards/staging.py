@@ -14,7 +14,7 @@ from pathlib import Path
 from huggingface_hub import ModelCard
 from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 
-from ..files import MANIFEST, foreign, lock_folder, remove_temporaries_of, replacing
+from ..atomic_folders import MANIFEST, foreign, lock_folder, remove_temporaries_of, replacing
 from ..models.pipeline_translation import SOURCE_TOKENIZER_DIR
 from ..tokenization import TOKENIZER_FILES
 from .render import SPLITS
@@ -24,8 +24,8 @@ WEIGHT_FILES = ("*.safetensors", "model.safetensors.index.json")
 OTHER_FILES = ("config.json", "generation_config.json", "results.json")
 PICKLE_FILES = ("*.bin", "*.pt", "*.pth", "*.ckpt", "*.pkl")
 STAGING_MARKER = ".hf_seqmodels-staging"  # in every folder stage_hub_folder writes, and only there
-# What a staging writes (glob patterns): in a staged folder without a files.MANIFEST (an older version's), the rest
-# is the user's.
+# What a staging writes (glob patterns): in a staged folder without an atomic_folders.MANIFEST (an older version's), the
+# rest is the user's.
 STAGED_NAMES = (*WEIGHT_FILES, *OTHER_FILES, *TOKENIZER_FILES, "*.py", SOURCE_TOKENIZER_DIR, "custom_generate",
                 "README.md", STAGING_MARKER)
 
@@ -58,13 +58,13 @@ def stage_hub_folder(model_dir: str | Path, target: str | Path, card: ModelCard)
     those of a translation model's ``source_tokenizer/``), and every ``.py`` file in ``model_dir`` (the remote code
     ``save_pretrained`` wrote next to config.json) with the decoding loop in ``custom_generate/``. Pickle weights
     (``*.bin``...) are refused: they run code when loaded. An existing ``target`` is replaced (whole, at once:
-    `files.replacing`) only if it is empty or a folder staged earlier (it holds `STAGING_MARKER`) that holds nothing
-    else (a file of the user's there is refused, as it would be uploaded); it may not overlap ``model_dir``.
-    ``target`` stays locked for this process (`files.lock_folder`: another staging into it is refused), and what a
-    killed staging left beside it is removed.
+    `atomic_folders.replacing`) only if it is empty or a folder staged earlier (it holds `STAGING_MARKER`) that holds
+    nothing else (a file of the user's there is refused, as it would be uploaded); it may not overlap ``model_dir``.
+    ``target`` stays locked for this process (`atomic_folders.lock_folder`: another staging into it is refused), and
+    what a killed staging left beside it is removed.
 
     Returns:
-        The staged file names, sorted (`STAGING_MARKER` and `files.MANIFEST` left out).
+        The staged file names, sorted (`STAGING_MARKER` and `atomic_folders.MANIFEST` left out).
     """
     model_dir, target = Path(model_dir), Path(target)
     check_model_dir(model_dir)

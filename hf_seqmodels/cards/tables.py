@@ -33,7 +33,7 @@ def main_job(cell: str, key: str = "test_bleu") -> OverRows:
 
 
 QUALITY = Table(("task (test split)", "models", "score: mean ± sd over seeds 42, 43, 44"), (
-    ("Multi30k En→De BLEU, the main job (`benchmarks.translation_bleu`)", "attention GRU / LSTM",
+    ("Multi30k En→De BLEU, the main job (`hf_seqmodels.comparison.translation_bleu`)", "attention GRU / LSTM",
      Join((main_job("gru"), main_job("lstm")))),
     ("Multi30k En→De BLEU, `compare.py translation` (CPU budget)", "attention GRU / Transformer / MarianMTModel",
      Join(tuple(suite("translation", m, "test_bleu") for m in ("Attention GRU", "Transformer", "Marian")))),

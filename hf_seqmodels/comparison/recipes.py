@@ -51,8 +51,8 @@ WNUT17_TAGGER = {"vocab_size": 8000, "hidden_size": 128, "dropout": 0.3, "learni
 WORD_VECTORS = "<the suite's word vectors>"  # a model field's value: the file the suite's word_vectors run wrote
 
 # PTB language models: one layer of 256, trained statefully (truncated BPTT of 35 over the text as one stream);
-# AWD-LSTM's regularisers (Merity et al. 2018) against plain dropout (benchmarks/ptb_lm.py's variants take these
-# two). Every model of the suite has the full softmax tied to its embeddings, as the Transformer does.
+# AWD-LSTM's regularisers (Merity et al. 2018) against plain dropout (`ptb_lm`'s variants take these two). Every
+# model of the suite has the full softmax tied to its embeddings, as the Transformer does.
 PTB_SIZES = {"embedding_size": 256, "hidden_size": 256, "num_layers": 1}
 PTB_PLAIN = {"embedding_dropout": 0.1, "dropout": 0.0, "output_dropout": 0.3}
 PTB_AWD = {"locked_dropout": True, "embedding_dropout": 0.2, "dropout": 0.2, "output_dropout": 0.3, "weight_drop": 0.2,

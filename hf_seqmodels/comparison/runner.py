@@ -1,4 +1,4 @@
-"""Run a suite: every model once per seed, each run in a fresh process of its own (`tasks.spawned`), and gather the
+"""Run a suite: every model once per seed, each run in a fresh process of its own (`fresh_process`), and gather the
 runs' results.json into ``<results_dir>/<suite>.json`` with the rows (mean ± sd over the seeds, `aggregate`), the
 table and the chart (`report`). A translation suite also keeps every run's test translations under
 ``<results_dir>/hypotheses/<suite>/<model>.seed<k>.txt`` and compares them by paired bootstrap (`significance`)."""
@@ -18,9 +18,9 @@ from ..paths import REPO_ROOT
 from ..provenance import provenance
 from ..tasks import word_vectors
 from ..tasks.arguments import parse_dict
-from ..tasks.spawned import run_in_process
-from . import measured
+from . import peak_memory
 from .aggregate import rows, training_throughput
+from .fresh_process import run_in_process
 from .recipes import WORD_VECTORS
 from .report import bar_chart, markdown
 from .significance import paired_bootstrap
@@ -84,7 +84,7 @@ def run_model(suite: Suite, name: str, seed: int, fields: dict, num_threads: int
     log = output_dir.with_suffix(".log")
     log.parent.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
-    exitcode = run_in_process(measured.__name__, (suite.module.__name__, *parse_dict(suite.module, fields)), log,
+    exitcode = run_in_process(peak_memory.__name__, (suite.module.__name__, *parse_dict(suite.module, fields)), log,
                               num_threads)
     record = {"name": name, "seed": seed, "task": suite.task, "fields": fields, "log": str(log)}
     if exitcode or not (output_dir / "results.json").is_file():
@@ -92,7 +92,7 @@ def run_model(suite: Suite, name: str, seed: int, fields: dict, num_threads: int
         print(f"  {name} (seed {seed}) FAILED (exit {exitcode}); see {log}:\n{tail}", file=sys.stderr)
         return {**record, "error": f"exit code {exitcode}", "log_tail": tail}
     results = json.loads((output_dir / "results.json").read_text())
-    return {**results, **json.loads((output_dir / measured.PEAK_MEMORY).read_text()), **record,
+    return {**results, **json.loads((output_dir / peak_memory.PEAK_MEMORY).read_text()), **record,
             "train_tokens_per_second": training_throughput(results),
             "process_wall_time_s": time.monotonic() - start}
 

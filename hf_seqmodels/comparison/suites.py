@@ -10,6 +10,7 @@ checkpoint by ``metric_for_best_model`` where a suite names one); the suites ran
 from dataclasses import dataclass, field
 from types import ModuleType
 
+from ..cards.catalog import TASKS, Metric
 from ..tasks import language_modeling, text_classification, token_classification, translation
 from .recipes import (
     BILSTM,
@@ -30,6 +31,9 @@ from .recipes import (
 )
 
 DEFAULT_SEEDS = (42, 43, 44)  # every model runs once per seed; the tables give mean ± sd
+# Each task module's results.json "task" (the cards' name for it).
+TASK_NAMES = {translation: "translation", language_modeling: "text-generation",
+              text_classification: "text-classification", token_classification: "token-classification"}
 
 
 @dataclass
@@ -37,11 +41,8 @@ class Suite:
     """A comparison: one task, its data, the models (name -> their own fields) and the budgets."""
 
     module: ModuleType  # the task's module in hf_seqmodels.tasks
-    task: str  # its results.json "task"
-    metric: str  # the results.json key the table and chart rank by
+    metric: str  # the results.json key the table and chart rank by: a test score of the task's card metrics
     metric_label: str
-    percent: bool  # the metric is a fraction, shown in percent
-    higher_is_better: bool
     models: dict[str, dict]
     cpu_budget: dict  # TrainingArguments fields shared by every model (CPU default)
     full_budget: dict  # the same for --full (GPU)
@@ -49,9 +50,37 @@ class Suite:
     targets: dict[str, float] = field(default_factory=dict)  # per model: the score the issue asks for
     extra_columns: list[tuple[str, str]] = field(default_factory=list)  # (results key, header)
     common: dict = field(default_factory=dict)  # fields of every run
+    # Each run keeps its checkpoint best by ``metric`` on the validation split (metric_for_best_model), not the last.
+    keep_best: bool = False
     # Fields of a `tasks.word_vectors` run made before the models; a model field whose value is WORD_VECTORS gets
     # the file it wrote.
     word_vectors: dict | None = None
+    # How ``metric`` is shown and ranked: the task's card metric of the same score on the validation split.
+    card_metric: Metric = field(init=False, repr=False)
+
+    def __post_init__(self):
+        validation = "eval" + self.metric.removeprefix("test")
+        metrics = {metric.key: metric for metric in TASKS[self.task].metrics}
+        if validation not in metrics:
+            raise ValueError(f"Suite metric {self.metric!r}: a {self.task} run's card reports the test scores of "
+                             f"{sorted(metrics)} only.")
+        self.card_metric = metrics[validation]
+        if self.keep_best:
+            self.common = {**self.common, "metric_for_best_model": validation}
+
+    @property
+    def task(self) -> str:
+        """The task's results.json ``"task"``."""
+        return TASK_NAMES[self.module]
+
+    @property
+    def percent(self) -> bool:
+        """Whether the metric is a fraction, shown in percent."""
+        return self.card_metric.percent
+
+    @property
+    def higher_is_better(self) -> bool:
+        return self.card_metric.higher_is_better
 
     @property
     def translates(self) -> bool:
@@ -64,11 +93,8 @@ def tatoeba_suite(source: str, target: str, tokenization: str) -> Suite:
     test BLEU (``tokenization`` names the sacreBLEU tokenization the run picks for the target) and chrF."""
     return Suite(
         module=translation,
-        task="translation",
         metric="test_bleu",
         metric_label=f"Tatoeba {source}->{target} test BLEU ({tokenization})",
-        percent=False,
-        higher_is_better=True,
         common={**TATOEBA, "source_lang": source, "target_lang": target},
         models=TRANSLATORS,
         cpu_budget={"time_budget_minutes": 8, "num_train_epochs": 3},
@@ -79,16 +105,17 @@ def tatoeba_suite(source: str, target: str, tokenization: str) -> Suite:
 
 
 LABELLING = {"max_grad_norm": 1.0, "per_device_eval_batch_size": 128}
+# The data, task and score of the suites over SST-2 and over UD English-EWT's UPOS tags (Suite fields).
+SST2 = {"module": text_classification, "metric": "test_accuracy", "metric_label": "SST-2 test accuracy (%)",
+        "common": {"dataset_name": "sst2", **LABELLING}}
+UD_EWT_UPOS = {"module": token_classification, "metric": "test_accuracy",
+               "metric_label": "UD EWT UPOS test accuracy (%)",
+               "common": {"dataset_name": "ud_english_ewt", "label_column_name": "upos", **LABELLING}}
 
 SUITES = {
     "sentiment": Suite(
-        module=text_classification,
-        task="text-classification",
-        metric="test_accuracy",
-        metric_label="SST-2 test accuracy (%)",
-        percent=True,
-        higher_is_better=True,
-        common={"dataset_name": "sst2", **LABELLING, "metric_for_best_model": "eval_accuracy"},
+        **SST2,
+        keep_best=True,
         models={
             "RNN": {**RNN_SST2, "cell_type": "rnn"},
             "LSTM": {**RNN_SST2, "cell_type": "lstm"},
@@ -106,14 +133,8 @@ SUITES = {
         extra_columns=[("test_f1", "test macro-F1 (%)"), ("eval_accuracy", "validation accuracy (%)")],
     ),
     "ner": Suite(
-        module=token_classification,
-        task="token-classification",
-        metric="test_accuracy",
-        metric_label="UD EWT UPOS test accuracy (%)",
-        percent=True,
-        higher_is_better=True,
-        common={"dataset_name": "ud_english_ewt", "label_column_name": "upos", **LABELLING,
-                "metric_for_best_model": "eval_accuracy"},
+        **UD_EWT_UPOS,
+        keep_best=True,
         models={
             "BiLSTM": {**RNN_TAGGER, **BILSTM},
             "BiLSTM 2x384": {**RNN_TAGGER, **BILSTM, **WIDE, "hidden_size": 384},
@@ -132,11 +153,8 @@ SUITES = {
     ),
     "lm": Suite(
         module=language_modeling,
-        task="text-generation",
         metric="test_perplexity",
         metric_label="PTB test perplexity",
-        percent=False,
-        higher_is_better=False,
         common={"dataset_name": "ptb", **PTB_TRAINING},
         models=PTB_LANGUAGE_MODELS,
         cpu_budget={"time_budget_minutes": 10, "num_train_epochs": 3},
@@ -145,11 +163,8 @@ SUITES = {
     ),
     "translation": Suite(
         module=translation,
-        task="translation",
         metric="test_bleu",
         metric_label="Multi30k en->de test2016 BLEU",
-        percent=False,
-        higher_is_better=True,
         common={"dataset_name": "multi30k_en_de"},
         models=MULTI30K_TRANSLATORS,
         cpu_budget={"time_budget_minutes": 9, "num_train_epochs": 3},
@@ -160,13 +175,10 @@ SUITES = {
     "zh_en": tatoeba_suite("zh", "en", "13a"),
     "wnut17": Suite(
         module=token_classification,
-        task="token-classification",
         metric="test_seqeval_f1",
         metric_label="WNUT-17 test entity F1 (%)",
-        percent=True,
-        higher_is_better=True,
-        common={"dataset_name": "wnut17", "label_column_name": "ner_tags", **LABELLING,
-                "metric_for_best_model": "eval_seqeval_f1"},
+        common={"dataset_name": "wnut17", "label_column_name": "ner_tags", **LABELLING},
+        keep_best=True,
         models={"BiLSTM": {**TAGGERS["BiLSTM"], **WNUT17_TAGGER},
                 "BiLSTM-CRF": {**TAGGERS["BiLSTM-CRF"], **WNUT17_TAGGER, "crf_constrain_bio": True},
                 "BERT (MiniLM-L6)": FINE_TUNED},
@@ -176,13 +188,7 @@ SUITES = {
                        ("eval_seqeval_f1", "validation F1 (%)")],
     ),
     "upos": Suite(
-        module=token_classification,
-        task="token-classification",
-        metric="test_accuracy",
-        metric_label="UD EWT UPOS test accuracy (%)",
-        percent=True,
-        higher_is_better=True,
-        common={"dataset_name": "ud_english_ewt", "label_column_name": "upos", **LABELLING},
+        **UD_EWT_UPOS,
         models={**TAGGERS, "BERT (MiniLM-L6)": FINE_TUNED},
         cpu_budget={"time_budget_minutes": 5, "num_train_epochs": 4},
         full_budget={"time_budget_minutes": 60, "num_train_epochs": 10},
@@ -190,13 +196,7 @@ SUITES = {
         extra_columns=[("eval_accuracy", "validation accuracy (%)")],
     ),
     "sst2_word_vectors": Suite(
-        module=text_classification,
-        task="text-classification",
-        metric="test_accuracy",
-        metric_label="SST-2 test accuracy (%)",
-        percent=True,
-        higher_is_better=True,
-        common={"dataset_name": "sst2", **LABELLING},
+        **SST2,
         word_vectors={"dataset_name": "sst2", "text_column_name": ["sentence"], "model": "word2vec", "sg": 1,
                       "vector_size": 128, "epochs": 5, "min_count": 2},
         models={

@@ -102,7 +102,7 @@ class SeqModelsPreTrainedModel(PreTrainedModel):
         """transformers' ``from_pretrained``; a damaged safetensors file (truncated, empty, not safetensors) is an
         OSError naming the file, where safetensors' own error names none. Missing or unexpected weights keep
         transformers' behaviour (a log table; new weights initialised), which loading a body under a new head needs:
-        ``hf_seqmodels.pretrained.load_pretrained`` refuses them."""
+        ``hf_seqmodels.safe_loading.load_pretrained`` refuses them."""
         try:
             return super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
         except Exception as error:

@@ -19,9 +19,10 @@ from typing import ClassVar
 import datasets
 from transformers import AutoConfig, HfArgumentParser, PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
 
-from ..cli import check_at_least, check_choice, parse_config_overrides
+from ..argument_checks import check_at_least, parse_config_overrides
 from ..data import check_file_formats, first_rows, load_text_dataset
-from ..word_vectors import FORMATS as VECTOR_FORMATS, load_word_vectors, vectors_dimension
+from ..models.configuration_utils import check_choice
+from ..pretrained_embeddings import FORMATS as VECTOR_FORMATS, load_word_vectors, vectors_dimension
 
 # --model_type -> the config's model_type (the Auto-class registry name). "marian" (translation only) takes our
 # Transformer's fields, which `translation.marian_config` turns into transformers' MarianConfig.
@@ -65,7 +66,7 @@ class ModelArguments:
                                      metadata={"help": f"The --word_vectors format: one of {VECTOR_FORMATS}."})
 
     def __post_init__(self):
-        check_choice(self, "word_vectors_format", VECTOR_FORMATS)
+        check_choice("--word_vectors_format", self.word_vectors_format, VECTOR_FORMATS)
         if self.word_vectors is not None and not Path(self.word_vectors).is_file():
             raise ValueError(f"--word_vectors {self.word_vectors}: no such file.")
         if self.model_type in OLD_MODEL_TYPES:
@@ -73,7 +74,7 @@ class ModelArguments:
             warnings.warn(f"--model_type {self.model_type} is an old name: write --model_type {new}.", FutureWarning,
                           stacklevel=2)
             self.model_type = new
-        check_choice(self, "model_type", self.CHOICES)
+        check_choice("--model_type", self.model_type, self.CHOICES)
         parse_config_overrides(MODEL_TYPES[self.model_type], self.config_overrides)  # refused now, not after loading
 
     def config(self, tokenizer: PreTrainedTokenizerBase, **fields) -> PretrainedConfig:

@@ -20,7 +20,7 @@ import torch
 from transformers import AutoConfig, AutoModelForCausalLM, set_seed
 from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
 
-from ..pretrained import load_pretrained
+from ..safe_loading import load_pretrained
 from ..tokenization import load_tokenizer
 from .translation import (
     TranslationTokenizers,

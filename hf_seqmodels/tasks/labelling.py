@@ -17,18 +17,18 @@ from accelerate.logging import get_logger
 from torch.utils.data import DataLoader
 from transformers import AutoModel, PreTrainedModel, PreTrainedTokenizerBase
 
-from ..cli import check_at_least, check_choice, check_different, check_range
+from ..argument_checks import check_at_least, check_different, check_range
 from ..data import LengthGroupedSampler
 from ..models.configuration_recurrent import POOLINGS as RECURRENT_POOLINGS
 from ..models.configuration_transformer import TRANSFORMER_POOLINGS
-from ..models.configuration_utils import CELL_TYPES
+from ..models.configuration_utils import CELL_TYPES, check_choice
 from ..paths import check_model_path
-from ..pretrained import load_pretrained
+from ..pretrained_embeddings import pretrained_rows
 from ..provenance import describe_device
+from ..safe_loading import load_pretrained
 from ..tokenization import DEFAULT_SPECIAL_TOKENS, KINDS, load_tokenizer, train_tokenizer
 from ..training import finish_run, keep_model_inputs, start_run, train
 from ..training_args import TrainingArguments
-from ..word_vectors import pretrained_rows
 from . import arguments
 
 logger = get_logger(__name__)
@@ -86,10 +86,10 @@ class ModelArguments(arguments.ModelArguments):
 
     def __post_init__(self):
         super().__post_init__()
-        check_choice(self, "tokenizer_type", KINDS)
-        check_choice(self, "cell_type", CELL_TYPES)
+        check_choice("--tokenizer_type", self.tokenizer_type, KINDS)
+        check_choice("--cell_type", self.cell_type, CELL_TYPES)
         if self.classifier_pooling is not None:
-            check_choice(self, "classifier_pooling", POOLINGS[self.model_type])
+            check_choice("--classifier_pooling", self.classifier_pooling, POOLINGS[self.model_type])
         for name in ("num_layers", "embedding_size", "hidden_size", "num_heads", "ffn_dim"):
             check_at_least(self, name, 1)
         check_at_least(self, "spelling_features", 0)

@@ -26,11 +26,11 @@ from typing import ClassVar
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, default_data_collator
 
-from ..cli import check_at_least, check_choice, check_range
+from ..argument_checks import check_at_least, check_range
 from ..data import check_column, tokenize_for_lm
 from ..evaluation import perplexity
-from ..models.configuration_utils import CELL_TYPES
-from ..pretrained import load_pretrained
+from ..models.configuration_utils import CELL_TYPES, check_choice
+from ..safe_loading import load_pretrained
 from ..tokenization import DEFAULT_SPECIAL_TOKENS, KINDS, train_tokenizer
 from ..training import finish_run, start_run, train
 from ..training_args import TrainingArguments
@@ -80,14 +80,14 @@ class DataArguments(arguments.DataArguments):
     def __post_init__(self):
         super().__post_init__()
         check_at_least(self, "block_size", 2, " (one input and one target)")
-        check_choice(self, "lm_protocol", LM_PROTOCOLS)
+        check_choice("--lm_protocol", self.lm_protocol, LM_PROTOCOLS)
         check_at_least(self, "eval_stride", 1)
         if self.eval_stride is not None and self.eval_stride > self.block_size:
             raise ValueError(f"--eval_stride={self.eval_stride} must not exceed --block_size={self.block_size}: "
                              "a window would skip targets.")
         if self.variable_bptt and self.lm_protocol != "stateful":
             raise ValueError("--variable_bptt needs --lm_protocol stateful (the blocks have one size).")
-        check_choice(self, "tokenizer_type", KINDS)
+        check_choice("--tokenizer_type", self.tokenizer_type, KINDS)
         check_at_least(self, "vocab_size", len(DEFAULT_SPECIAL_TOKENS) + 1, " (more than the special tokens)")
 
     def column_kinds(self) -> dict[str, str]:
@@ -138,7 +138,7 @@ class ModelArguments(arguments.ModelArguments):
 
     def __post_init__(self):
         super().__post_init__()
-        check_choice(self, "cell_type", CELL_TYPES)
+        check_choice("--cell_type", self.cell_type, CELL_TYPES)
         for name in ("embedding_size", "hidden_size", "num_layers"):
             check_at_least(self, name, 1)
         for name in ("embedding_dropout", "dropout", "output_dropout", "weight_drop", "word_type_dropout"):

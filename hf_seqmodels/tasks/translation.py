@@ -46,16 +46,17 @@ from transformers import (
 )
 from transformers.models.auto.modeling_auto import MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING
 
-from ..cli import check_at_least, check_choice, check_different, check_range
+from ..argument_checks import check_at_least, check_different, check_range
+from ..atomic_folders import add_to_manifest
 from ..data import LengthGroupedSampler, TokenBatchSampler, check_column_files
 from ..evaluation import BLEU_TOKENIZE_CHOICES, bleu_tokenization, translation_metrics, translation_signatures
-from ..files import add_to_manifest
 from ..models import pipeline_translation
+from ..models.configuration_utils import check_choice
 from ..models.decoding import decode
 from ..models.modeling_utils import SeqModelsPreTrainedModel
 from ..models.pipeline_translation import CUSTOM_PIPELINES, SOURCE_TOKENIZER_DIR
 from ..paths import check_model_path
-from ..pretrained import load_pretrained
+from ..safe_loading import load_pretrained
 from ..tokenization import DEFAULT_SPECIAL_TOKENS, KINDS, load_tokenizer, save_tokenizer, train_tokenizer
 from ..training import finish_run, start_run, train
 from ..training_args import ATTENTION_PLOT, TEST_HYPOTHESES, TrainingArguments
@@ -112,16 +113,16 @@ class DataArguments(arguments.DataArguments):
 
     def __post_init__(self):
         super().__post_init__()
-        check_choice(self, "vocabulary", VOCABULARIES)
+        check_choice("--vocabulary", self.vocabulary, VOCABULARIES)
         for name in ("tokenizer_type", "source_tokenizer_type", "target_tokenizer_type"):
             if getattr(self, name) is not None:
-                check_choice(self, name, KINDS)
+                check_choice(f"--{name}", getattr(self, name), KINDS)
         if self.vocabulary == "joint" and self.tokenizer_types()[0] != self.tokenizer_types()[1]:
             raise ValueError(f"--vocabulary joint trains one tokenizer for both languages, but the source and target "
                              f"tokenizer types differ ({self.tokenizer_types()}): pass --vocabulary separate.")
         if self.bleu_tokenize is None:
             self.bleu_tokenize = bleu_tokenization(self.target_lang)
-        check_choice(self, "bleu_tokenize", BLEU_TOKENIZE_CHOICES)
+        check_choice("--bleu_tokenize", self.bleu_tokenize, BLEU_TOKENIZE_CHOICES)
         for name in ("max_source_length", "max_target_length"):
             check_at_least(self, name, 2, " (a token and the eos)")
         check_at_least(self, "vocab_size", len(DEFAULT_SPECIAL_TOKENS) + 1, " (more than the special tokens)")

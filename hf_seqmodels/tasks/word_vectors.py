@@ -15,7 +15,8 @@ from pathlib import Path
 from gensim.models import FastText, KeyedVectors, Word2Vec
 from tokenizers import pre_tokenizers
 
-from ..cli import check_at_least, check_choice, check_range
+from ..argument_checks import check_at_least, check_range
+from ..models.configuration_utils import check_choice
 from . import arguments
 
 MODELS = {"word2vec": Word2Vec, "fasttext": FastText}
@@ -57,7 +58,7 @@ class VectorsArguments:
     )
 
     def __post_init__(self):
-        check_choice(self, "model", tuple(MODELS))
+        check_choice("--model", self.model, tuple(MODELS))
         check_range(self, "sg", 0, 1)  # an integer: 0 or 1
         for name in ("vector_size", "window", "min_count", "epochs", "workers"):
             check_at_least(self, name, 1)

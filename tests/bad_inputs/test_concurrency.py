@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from hf_seqmodels import files
+from hf_seqmodels import atomic_folders
 from hf_seqmodels.cards import render_card, stage_hub_folder
 from hf_seqmodels.training import TrainingArguments, start_run
 
@@ -82,7 +82,7 @@ def test_a_second_run_into_a_running_ones_folders_is_refused(tmp_path, first_run
                    error=f"--staging_dir=.*out is in use by another run \\({holder}")
     assert_outcome(AREA, lambda: sorted(p.name for p in tmp_path.iterdir() if p != model_dir),
                    check=lambda names: names == [".other.lock", ".out-checkpoints.lock", ".out.lock"])
-    assert_outcome(AREA, lambda: files.holds_lock(tmp_path / "other"), check=lambda held: not held)  # released
+    assert_outcome(AREA, lambda: atomic_folders.holds_lock(tmp_path / "other"), check=lambda held: not held)  # released
 
 
 def test_a_run_that_ended_blocks_nobody(tmp_path, first_run, monkeypatch):

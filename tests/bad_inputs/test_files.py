@@ -12,7 +12,7 @@ import sys
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hf_seqmodels import files
+from hf_seqmodels import atomic_folders
 from hf_seqmodels.cards import prepare_hub_folder, render_card, stage_hub_folder
 from hf_seqmodels.checkpoints import Checkpoints
 from hf_seqmodels.training import TrainingArguments, start_run
@@ -171,8 +171,8 @@ def test_any_folder_name_is_saved_replaced_and_cleaned(tmp_path_factory, name):
 
     def replace_and_clean():
         save_version(run_accelerator, target, "new")
-        files.lock_folder(target, "--output_dir")
-        files.remove_temporaries_of(target)
+        atomic_folders.lock_folder(target, "--output_dir")
+        atomic_folders.remove_temporaries_of(target)
         return loaded_version(target), sorted(p.name for p in root.iterdir())
 
     assert_outcome(AREA, replace_and_clean,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from hf_seqmodels import files
+from hf_seqmodels import atomic_folders
 from hf_seqmodels.cards import render_card, stage_hub_folder
 from hf_seqmodels.cards.staging import STAGING_MARKER
 from hf_seqmodels.checkpoints import Checkpoints
@@ -130,7 +130,7 @@ def test_a_model_folder_is_old_or_new_whatever_the_kill(tmp_path, monkeypatch, e
     root, target = tmp_path / "runs", tmp_path / "runs" / "model"
     run_accelerator = accelerator(root)
     if exchange == "two renames":
-        monkeypatch.setattr(files, "_exchange", lambda a, b: False)
+        monkeypatch.setattr(atomic_folders, "_exchange", lambda a, b: False)
 
     def prepare():
         remove_hidden_folders(root)
@@ -141,8 +141,8 @@ def test_a_model_folder_is_old_or_new_whatever_the_kill(tmp_path, monkeypatch, e
 
     def judge(kill_at):
         if exchange == "two renames":  # the next run's start
-            files.lock_folder(target, "--output_dir")
-            files.remove_temporaries_of(target)
+            atomic_folders.lock_folder(target, "--output_dir")
+            atomic_folders.remove_temporaries_of(target)
         return loaded_version(target)
 
     kill_at_every_step(root, prepare, lambda: save_version(run_accelerator, target, "new"), judge,
@@ -158,7 +158,7 @@ def test_a_checkpoint_is_complete_or_absent_whatever_the_kill(tmp_path):
     checkpoints.save(run_accelerator, 1, state)
     files_of = lambda checkpoint: sorted(str(p.relative_to(checkpoint)) for p in checkpoint.rglob("*"))  # noqa: E731
     complete = files_of(folder / "step_1")
-    files.lock_folder(folder, "--checkpoint_dir")
+    atomic_folders.lock_folder(folder, "--checkpoint_dir")
 
     def prepare():
         remove_hidden_folders(folder)
@@ -187,8 +187,8 @@ def test_a_staged_hub_folder_is_old_or_new_whatever_the_kill(tmp_path):
 
     def judge(kill_at):
         staged = sorted(str(p.relative_to(staging)) for p in staging.rglob("*")
-                        if p.name not in (STAGING_MARKER, files.MANIFEST))
-        files.remove_temporaries_of(staging)  # what the next staging does first (this process holds the lock)
+                        if p.name not in (STAGING_MARKER, atomic_folders.MANIFEST))
+        atomic_folders.remove_temporaries_of(staging)  # what the next staging does first (this process holds the lock)
         leftovers = [p.name for p in tmp_path.glob(".hub.*") if p.name != ".hub.lock"]
         return staged == complete and not leftovers and (staging / "model.safetensors").read_text()
 
@@ -209,7 +209,7 @@ def test_the_users_files_beside_a_model_survive_every_kill(tmp_path, earlier):
         remove_hidden_folders(root)
         save_version(run_accelerator, target, "old")
         if earlier != "with a manifest":
-            (target / files.MANIFEST).unlink()
+            (target / atomic_folders.MANIFEST).unlink()
         if not (target / "notes.txt").exists():  # the first time
             write_user_files(target)
 
@@ -218,8 +218,8 @@ def test_the_users_files_beside_a_model_survive_every_kill(tmp_path, earlier):
 
     kill_at_every_step(root, prepare, lambda: save_version(run_accelerator, target, "new"), judge,
                        check=lambda found: found[0] in ("old", "new") and intact(found[1]))
-    assert intact(user_files(target)) and files.foreign(target) == sorted(["data", "link-to-notes", "notes.txt",
-                                                                           "step_1"])
+    assert intact(user_files(target)) and atomic_folders.foreign(target) == sorted(["data", "link-to-notes",
+                                                                                    "notes.txt", "step_1"])
 
 
 def test_the_users_files_beside_checkpoints_survive_every_kill_and_rotation(tmp_path):
@@ -230,7 +230,7 @@ def test_the_users_files_beside_checkpoints_survive_every_kill_and_rotation(tmp_
     state = training_state()
     folder.mkdir()
     write_user_files(folder)
-    files.lock_folder(folder, "--checkpoint_dir")
+    atomic_folders.lock_folder(folder, "--checkpoint_dir")
 
     def prepare():
         remove_hidden_folders(folder)

@@ -59,7 +59,7 @@ TRAINING = {
     "checkpointing 1.5": (["--checkpointing_steps", "1.5"], r"--checkpointing_steps .* got '1.5'"),
     "checkpointing superscript": (["--checkpointing_steps", "²"], r"--checkpointing_steps .* got '²'"),
     "checkpointing word": (["--checkpointing_steps", "often"], r"--checkpointing_steps .* got 'often'"),
-    "optimizer": (["--optimizer", "lbfgs"], r"--optimizer='lbfgs' is not supported; choose one of \('adamw', 'sgd', 'nt_asgd'\)"),
+    "optimizer": (["--optimizer", "lbfgs"], r"`--optimizer`='lbfgs' is not supported; .* of 'adamw', 'sgd', 'nt_asgd'"),
     "output_dir empty": (["--output_dir", ""], r"--output_dir must name a folder, got ''"),
     "output_dir blank": (["--output_dir", "  "], r"--output_dir must name a folder, got '  '"),
     **{f"scheduler {name}": (["--lr_scheduler_type", name], rf"--lr_scheduler_type='{name}' is not a SchedulerType "
@@ -68,9 +68,9 @@ TRAINING = {
     "accumulation 0": (["--gradient_accumulation_steps", "0"], r"--gradient_accumulation_steps must be at least 1"),
     "max tokens 0": (["--max_tokens", "0"], r"--max_tokens must be at least 1, got 0"),
     "mixed precision fp32": (["--mixed_precision", "fp32"],
-                             r"--mixed_precision='fp32' is not supported; choose one of \('no', 'fp16', 'bf16'\)"),
-    "report_to wandb": (["--report_to", "wandb"], r"--report_to='wandb' is not supported; choose one of \('none', "
-                                                  r"'tensorboard'\)"),
+                             r"`--mixed_precision`='fp32' is not supported; choose one of 'no', 'fp16', 'bf16'"),
+    "report_to wandb": (["--report_to", "wandb"], r"`--report_to`='wandb' is not supported; choose one of 'none', "
+                                                  r"'tensorboard'\."),
     "report_to trackio": (["--report_to", "trackio"], r"--report_to trackio is not supported: .* pass --report_to "
                                                       r"tensorboard"),
     "min_lr missing": (["--lr_scheduler_type", "cosine_with_min_lr"],
@@ -89,7 +89,7 @@ TRAINING = {
 # Options of one task's argument classes: (the tasks, the options, the message's pattern).
 LM, TRANSLATION = ("language_modeling",), ("translation",)
 TASK_OPTIONS = [
-    (TRANSLATION, "--vocabulary shared", r"--vocabulary='shared' is not supported; choose one of"),
+    (TRANSLATION, "--vocabulary shared", r"`--vocabulary`='shared' is not supported; choose one of"),
     (TRANSLATION, "--max_source_length 1", r"--max_source_length must be at least 2"),
     (TRANSLATION, "--max_target_length -1", r"--max_target_length must be at least 2"),
     (TRANSLATION, "--vocab_size 4", r"--vocab_size must be at least 5 \(more than the special tokens\)"),
@@ -99,23 +99,23 @@ TASK_OPTIONS = [
     (TRANSLATION, "--num_beams 0", r"--num_beams must be at least 1, got 0"),
     (TRANSLATION, "--eval_num_beams -1", r"--eval_num_beams must be at least 1"),
     (TRANSLATION, "--max_new_tokens 0", r"--max_new_tokens must be at least 1"),
-    (TRANSLATION, "--model_type recurrent", r"--model_type='recurrent' is not supported"),
+    (TRANSLATION, "--model_type recurrent", r"`--model_type`='recurrent' is not supported"),
     (TRANSLATION, "--train_file train.txt", r"--train_file=train.txt: a .txt file has one column"),
     (LM, "--block_size 1", r"--block_size must be at least 2 \(one input and one target\)"),
-    (LM, "--tokenizer_type sentencepiece", r"--tokenizer_type='sentencepiece' is not supp"),
+    (LM, "--tokenizer_type sentencepiece", r"`--tokenizer_type`='sentencepiece' is not supp"),
     (LM, "--vocab_size 0", r"--vocab_size must be at least 5"),
-    (LM, "--cell_type transformer", r"--cell_type='transformer' is not supported; choose one of"),
+    (LM, "--cell_type transformer", r"`--cell_type`='transformer' is not supported; choose one of"),
     (LM, "--hidden_size 0", r"--hidden_size must be at least 1, got 0"),
     (LM, "--embedding_size -4", r"--embedding_size must be at least 1, got -4"),
     (LM, "--num_layers 0", r"--num_layers must be at least 1"),
     (LM, "--dropout 1", r"--dropout must be a finite number in \[0, 1\), got 1.0"),
     (LM, "--embedding_dropout nan", r"--embedding_dropout .* got nan"),
     (LM, "--output_dropout -0.5", r"--output_dropout .* got -0.5"),
-    (LM, "--model_type attention_seq2seq", r"--model_type='attention_seq2seq' is not"),
-    (LABELLING, "--tokenizer_type chars", r"--tokenizer_type='chars' is not supported"),
-    (LABELLING, "--cell_type LSTM", r"--cell_type='LSTM' is not supported; choose one of"),
-    (LABELLING, "--model_type transformer --classifier_pooling last", r"--classifier_pooling='last' .* \('mean'"),
-    (LABELLING, "--classifier_pooling first", r"--classifier_pooling='first' is not supported"),
+    (LM, "--model_type attention_seq2seq", r"`--model_type`='attention_seq2seq' is not"),
+    (LABELLING, "--tokenizer_type chars", r"`--tokenizer_type`='chars' is not supported"),
+    (LABELLING, "--cell_type LSTM", r"`--cell_type`='LSTM' is not supported; choose one of"),
+    (LABELLING, "--model_type transformer --classifier_pooling last", r"`--classifier_pooling`='last' .* 'mean'"),
+    (LABELLING, "--classifier_pooling first", r"`--classifier_pooling`='first' is not supported"),
     (LABELLING, "--num_heads 0", r"--num_heads must be at least 1"),
     (LABELLING, "--model_type transformer --hidden_size 100 --num_heads 3", r"--hidden_size=100 .* of --num_heads=3"),
     (LABELLING, "--ffn_dim 0", r"--ffn_dim must be at least 1"),
@@ -127,7 +127,7 @@ TASK_OPTIONS = [
     (LABELLING, "--label_column_name x --text_column_name x", r"--text_column_name and --label_column_name are both"),
     (("token_classification",), "--crf_constrain_bio", r"--crf_constrain_bio constrains the CRF of --use_crf"),
     (("token_classification",), "--use_crf --model_name_or_path .", r"--use_crf adds a CRF to a new model"),
-    (LABELLING, "--model_type attention_seq2seq", r"--model_type='attention_seq2seq' is not supported"),
+    (LABELLING, "--model_type attention_seq2seq", r"`--model_type`='attention_seq2seq' is not supported"),
 ]
 
 # Options of tasks.arguments' shared classes, the same in every task.
@@ -141,7 +141,7 @@ SHARED = {
     "parquet file": (["--train_file", "train.parquet"], r"Unsupported data file --train_file=train.parquet: use one "
                                                          r"of \['.csv'"),
     "no extension": (["--validation_file", "valid"], r"Unsupported data file --validation_file=valid"),
-    "model_type": (["--model_type", "lstm"], r"--model_type='lstm' is not supported; choose one of"),
+    "model_type": (["--model_type", "lstm"], r"`--model_type`='lstm' is not supported; choose one of"),
     "overrides without =": (["--config_overrides", "dropout"], r"--config_overrides: 'dropout' is not 'field=value'"),
     "overrides unknown field": (["--config_overrides", "nope=1"], r"--config_overrides: 'nope=1' is not 'field=value'"),
     "overrides set by the script": (["--config_overrides", "vocab_size=3"],
@@ -194,7 +194,7 @@ DICT_CASES = {  # fields of the wrong type in a dict (compare.py's recipes), whi
                        r"--per_device_train_batch_size must be an integer of at least 1, got 2.5"),
     "seed True": ({"seed": True}, r"--seed must be an integer of at least 0, got True"),
     "checkpointing as a number": ({"checkpointing_steps": 500}, r"--checkpointing_steps .* got 500"),
-    "optimizer as a list": ({"optimizer": ["adamw"]}, r"--optimizer=\['adamw'\] is not supported"),
+    "optimizer as a list": ({"optimizer": ["adamw"]}, r"`--optimizer`=\['adamw'\] is not supported"),
     "output_dir None": ({"output_dir": None}, r"--output_dir must name a folder, got None"),
     "workers as text": ({"preprocessing_num_workers": "2"}, r"--preprocessing_num_workers must be an integer"),
 }

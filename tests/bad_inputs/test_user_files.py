@@ -1,6 +1,6 @@
 """The user's own files in the folders a run writes (area "files"), and the last raw errors of the scripts (issue
-42; area "scripts"). A run replaces or deletes only what it wrote (what the folder's `files.MANIFEST` lists, or for a
-folder of an older version the names a run writes): --overwrite_output_dir keeps every other file and folder, a
+42; area "scripts"). A run replaces or deletes only what it wrote (what the folder's `atomic_folders.MANIFEST` lists, or
+for a folder of an older version the names a run writes): --overwrite_output_dir keeps every other file and folder, a
 ``step_<n>/`` folder of the user's is never replaced, rotated or deleted, staging never takes the user's files; and
 each raw case ends in an error naming the option or file. The same cases killed at every step: test_kills.py."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 from transformers import AutoModelForCausalLM
 
-from hf_seqmodels import AttentionSeq2SeqConfig, AttentionSeq2SeqForConditionalGeneration, files
+from hf_seqmodels import AttentionSeq2SeqConfig, AttentionSeq2SeqForConditionalGeneration, atomic_folders
 from hf_seqmodels.cards import prepare_hub_folder, render_card, stage_hub_folder
 from hf_seqmodels.checkpoints import Checkpoints
 from hf_seqmodels.tasks import inference, labelling, text_classification
@@ -38,10 +38,10 @@ def test_overwrite_output_dir_keeps_the_users_files(run_clm, tmp_path):
         run_clm(out)
         write_user_files(out)
         if name == "older-version":
-            (out / files.MANIFEST).unlink()
+            (out / atomic_folders.MANIFEST).unlink()
         assert_outcome(AREA, lambda: run_clm(out, "--overwrite_output_dir", "--seed", "7")["arguments"]["seed"],
                        check=lambda seed: seed == 7)
-        assert_outcome(AREA, lambda: (user_files(out), files.foreign(out)),
+        assert_outcome(AREA, lambda: (user_files(out), atomic_folders.foreign(out)),
                        check=lambda found: intact(found[0]) and found[1] == USER_NAMES)
         assert_outcome(AREA, lambda: AutoModelForCausalLM.from_pretrained(out).config.model_type,
                        check=lambda model_type: model_type == "recurrent")
@@ -61,7 +61,7 @@ def test_a_checkpoint_dir_holding_the_users_step_folder_is_refused(run_clm, tmp_
 def test_rotation_deletes_only_the_runs_checkpoints(run_clm, tmp_path):
     checkpoints = tmp_path / "out-checkpoints"
     write_user_files(checkpoints)
-    files.delete_dir(checkpoints / "step_1")  # a step_1/ of the user's is refused: test above
+    atomic_folders.delete_dir(checkpoints / "step_1")  # a step_1/ of the user's is refused: test above
     assert_outcome(AREA, lambda: run_clm(tmp_path / "out", "--save_total_limit", "1")["steps"],
                    check=lambda steps: steps == 4)
     assert_outcome(AREA, lambda: sorted(p.name for p in checkpoints.iterdir()),
@@ -91,12 +91,12 @@ def test_a_users_file_of_a_name_the_run_writes_is_refused(tmp_path):
                          r"would .* move them out")
 
     def save_a_vocabulary():
-        with files.replacing(target) as temp:
+        with atomic_folders.replacing(target) as temp:
             (temp / "vocab.txt").write_text("the run's")
 
     assert_outcome(AREA, save_a_vocabulary, error=r"out holds vocab.txt, which no earlier run wrote, and the new one "
                                                   r"writes files of the same names: nothing was replaced")
-    (target / files.MANIFEST).write_text("{")
+    (target / atomic_folders.MANIFEST).write_text("{")
     assert_outcome(AREA, lambda: start(target, overwrite_output_dir=True),
                    error=r"\.hf_seqmodels-files\.json is damaged .* nothing is replaced")
     assert_outcome(AREA, lambda: ((target / "vocab.txt").read_text(), loaded_version(target)),
@@ -114,8 +114,8 @@ def test_staging_never_takes_the_users_files(tmp_path):
                          r"folder is uploaded whole")
     assert_outcome(AREA, lambda: user_files(staging), check=intact)
     for name in USER_NAMES:
-        files.delete_dir(staging / name) if (staging / name).is_dir() else (staging / name).unlink()
-    (staging / files.MANIFEST).unlink()
+        atomic_folders.delete_dir(staging / name) if (staging / name).is_dir() else (staging / name).unlink()
+    (staging / atomic_folders.MANIFEST).unlink()
     assert_outcome(AREA, lambda: stage_hub_folder(model_dir, staging, card), check=lambda names: names == staged)
 
 

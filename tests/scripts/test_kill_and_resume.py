@@ -20,9 +20,9 @@ from safetensors.torch import load_file
 from transformers import AutoModelForSeq2SeqLM
 
 import hf_seqmodels  # noqa: F401  (registers the Auto classes for the reload)
+from hf_seqmodels.checkpoint_format import pickle_files
 from hf_seqmodels.checkpoints import TOKENIZER_DIR as CHECKPOINT_TOKENIZER_DIR
 from hf_seqmodels.tasks.translation import load_tokenizers
-from hf_seqmodels.training_state import pickle_files
 from test_scripts_smoke import free_port  # tests/scripts is on sys.path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

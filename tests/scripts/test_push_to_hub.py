@@ -15,9 +15,9 @@ import sys
 import pytest
 from huggingface_hub import ModelCard
 
+from hf_seqmodels.atomic_folders import MANIFEST
 from hf_seqmodels.cards import load_check
 from hf_seqmodels.cards.staging import STAGING_MARKER
-from hf_seqmodels.files import MANIFEST
 from hf_seqmodels.paths import REPO_ROOT
 
 from hub_standin import HubStandIn  # tests/scripts is on sys.path (pytest rootdir-relative import)

@@ -213,7 +213,7 @@ def test_word_embeddings_through_the_script(tmp_path, tiny_bert):
 
 
 def test_bad_arguments_fail_early(tmp_path):
-    with pytest.raises(ValueError, match="--model_type='lstm' is not supported"):
+    with pytest.raises(ValueError, match="`--model_type`='lstm' is not supported"):
         script("run_classification").main(["--model_type", "lstm", "--output_dir", str(tmp_path)])
     with pytest.raises(ValueError, match="Column 'words' not found"):
         script("run_ner").main(["--text_column_name", "words", "--output_dir", str(tmp_path / "x"),

@@ -96,9 +96,9 @@ def test_plot_attention_needs_a_translation_model_folder(tmp_path, monkeypatch):
 
 
 def test_run_translation_rejects_bad_options(monkeypatch):
-    with pytest.raises(ValueError, match="--vocabulary='shared' is not supported"):
+    with pytest.raises(ValueError, match="`--vocabulary`='shared' is not supported"):
         run_script(RUN_TRANSLATION, ["--output_dir", "unused", "--vocabulary", "shared"], monkeypatch)
-    with pytest.raises(ValueError, match="--model_type='recurrent' is not supported"):
+    with pytest.raises(ValueError, match="`--model_type`='recurrent' is not supported"):
         run_script(RUN_TRANSLATION, ["--output_dir", "unused", "--model_type", "recurrent"], monkeypatch)
 
 

@@ -21,7 +21,7 @@ def test_every_task_names_model_types_alike(task):
                                            "transformer"):
         model_args = parser.parse_args_into_dataclasses(["--output_dir", "x", "--model_type", "vanilla_transformer"])[0]
     assert model_args.model_type == "transformer"
-    with pytest.raises(ValueError, match="--model_type='lstm' is not supported; choose one of"):
+    with pytest.raises(ValueError, match="`--model_type`='lstm' is not supported; choose one of"):
         parser.parse_args_into_dataclasses(["--output_dir", "x", "--model_type", "lstm"])
 
 
@@ -40,7 +40,7 @@ def test_config_from_model_type_fields_and_overrides(model_type, config_class):
 
 
 def test_translation_refuses_a_language_model_family():
-    with pytest.raises(ValueError, match="--model_type='recurrent' is not supported"):
+    with pytest.raises(ValueError, match="`--model_type`='recurrent' is not supported"):
         translation.ModelArguments(model_type="recurrent")
 
 

@@ -1,5 +1,5 @@
-"""A task's run in a comparison's fresh process (`tasks.spawned.run_in_process` of this module), followed by the
-process's peak memory, written to ``PEAK_MEMORY`` in the run's output folder: the GPU's peak allocation where the
+"""A task's run in a comparison's fresh process (`comparison.fresh_process.run_in_process` of this module), followed by
+the process's peak memory, written to ``PEAK_MEMORY`` in the run's output folder: the GPU's peak allocation where the
 run used one, else the process's peak resident memory."""
 
 import importlib
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import torch
 
-from ..files import add_to_manifest
+from ..atomic_folders import add_to_manifest
 
 PEAK_MEMORY = "peak_memory.json"
 

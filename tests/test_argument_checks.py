@@ -1,4 +1,4 @@
-"""Command-line helpers (hf_seqmodels.cli): the option checks, typed --config_overrides and the fields the scripts set
+"""hf_seqmodels.argument_checks: the option checks, typed --config_overrides and the fields the scripts set
 themselves."""
 
 import math
@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 
 import hf_seqmodels  # noqa: F401  (registers the model types)
-from hf_seqmodels.cli import check_at_least, check_choice, check_different, check_range, parse_config_overrides
+from hf_seqmodels.argument_checks import check_at_least, check_different, check_range, parse_config_overrides
 
 
 def test_config_overrides_are_typed_like_the_defaults():
@@ -34,12 +34,10 @@ def test_check_range_takes_finite_numbers_in_the_interval(value, allowed):
             check_range(arguments, "dropout", 0, 1, high_open=True)
 
 
-def test_check_at_least_and_check_choice_name_the_option_the_value_and_what_is_allowed():
+def test_check_at_least_and_check_different_name_the_option_the_value_and_what_is_allowed():
     with pytest.raises(ValueError, match=r"--num_beams must be at least 1, got 0\."):
         check_at_least(SimpleNamespace(num_beams=0), "num_beams", 1)
     with pytest.raises(ValueError, match=r"--num_beams must be an integer of at least 1, got 2.5\."):
         check_at_least(SimpleNamespace(num_beams=2.5), "num_beams", 1)
-    with pytest.raises(ValueError, match=r"--kind='x' is not supported; choose one of \('a', 'b'\)\."):
-        check_choice(SimpleNamespace(kind="x"), "kind", ("a", "b"))
     with pytest.raises(ValueError, match=r"--first and --second are both 'x'"):
         check_different(SimpleNamespace(first="x", second="x"), "first", "second")

@@ -7,8 +7,8 @@ naming them, where transformers' ``from_pretrained`` logs a table and initialise
 
 from pathlib import Path
 
+from .checkpoint_format import PICKLE_SUFFIXES
 from .models.configuration_utils import check_config_file
-from .training_state import PICKLE_SUFFIXES
 
 
 def load_pretrained(auto_class, name_or_path, new_head: bool = False, **kwargs):

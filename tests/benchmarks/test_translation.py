@@ -1,4 +1,4 @@
-"""The ``translation`` entry (``benchmarks.beam_speed``): on a fake clock, the searches take turns on every sentence
+"""The ``translation`` entry (``benchmarks.translation``): on a fake clock, the searches take turns on every sentence
 and the headline baseline is the fastest per-sentence search; on its smoke results, the searches that share
 ``generate()``'s semantics find its best hypotheses, every speed is a median with its quartiles, and the
 decoder-call accounting is filled in."""
@@ -7,11 +7,11 @@ import statistics
 
 import pytest
 
-from benchmarks import beam_speed
-from benchmarks.beam_speed import (
+from benchmarks import translation
+from benchmarks.common import Rounds, Settings
+from benchmarks.translation import (
     BASELINES, FASTEST, PER_SENTENCE, batch_positions, fastest_per_sentence, summarize, turns_by_sentence,
 )
-from benchmarks.common import Rounds, Settings
 
 
 def test_batch_positions_spread_a_round_s_batches_evenly():
@@ -63,10 +63,10 @@ def test_the_headline_baseline_is_the_fastest_per_sentence_search():
         for baseline in BASELINES:  # and over each per-sentence search on its own
             expected = statistics.median(theirs / mine for theirs, mine in zip(seconds[baseline], seconds[ours]))
             assert summary[f"{key}_vs_{baseline}"]["ratio"] == round(expected, 3)
-    sizes = beam_speed.SMOKE
-    rows = beam_speed.table_rows("m", rounds, sizes, 4, 2)
+    sizes = translation.SMOKE
+    rows = translation.table_rows("m", rounds, sizes, 4, 2)
     roles = {row["search"]: row["role"] for row in rows}
-    descriptions = beam_speed.searches(sizes, 4)
+    descriptions = translation.searches(sizes, 4)
     assert roles[descriptions["ours_batch1"][0]] == "headline baseline"
     assert [roles[descriptions[name][0]] for name in PER_SENTENCE].count("headline baseline") == 1
 
@@ -112,7 +112,7 @@ def test_translation_speeds_are_medians_of_rounds(smoke_entries):
 def test_the_per_hypothesis_search_can_be_left_out(data_dir):
     """``--set baselines=beams_batched,ours_batch1,generate_batch1`` (the GPU run: the per-hypothesis search on many
     sentences takes minutes) times every other search, the headline baseline among them."""
-    entry = beam_speed.run(Settings(smoke=True, overrides={"baselines": ",".join(PER_SENTENCE)}))
+    entry = translation.run(Settings(smoke=True, overrides={"baselines": ",".join(PER_SENTENCE)}))
     assert [row["role"] for row in entry["rows"]].count("second baseline") == 0
     for summary in entry["summary"].values():
         assert summary[FASTEST] in PER_SENTENCE and summary["sorted_speedup_vs_beams_batched"]["ratio"] > 0
@@ -123,4 +123,4 @@ def test_the_per_hypothesis_search_can_be_left_out(data_dir):
                                        (*PER_SENTENCE, "hand_batched"), ()])
 def test_baselines_hold_every_per_sentence_search(baselines):
     with pytest.raises(ValueError, match="baselines="):
-        beam_speed.check_baselines(baselines)
+        translation.check_baselines(baselines)

@@ -7,11 +7,12 @@ included) with the state carried through ``eval_batch_size`` rows. Training stop
 spent; evaluation, saving and samples come on top. The table (protocol, tokens scored, test perplexity, minutes,
 device, seed, command) goes to ``results/ptb_lm.json``.
 
-    python -m benchmarks.ptb_lm                       # 10 minutes a variant, every variant
-    python -m benchmarks.ptb_lm --minutes 2 --variants lstm,lstm-awd --out /tmp/ptb
-    python -m benchmarks.ptb_lm --smoke --out /tmp/ptb    # seconds: a few hundred lines, tiny models
+    python -m hf_seqmodels.comparison.ptb_lm                           # 10 minutes a variant, every variant
+    python -m hf_seqmodels.comparison.ptb_lm --minutes 2 --variants lstm,lstm-awd --out /tmp/ptb
+    python -m hf_seqmodels.comparison.ptb_lm --smoke --out /tmp/ptb    # seconds: a few hundred lines, tiny models
 
-Its own command, not an entry of ``benchmarks/run.py`` (a run takes the budget times the variants).
+Its own command, not a suite of ``scripts/compare.py`` (its variants train one after another, each in this
+process, and its table is its own).
 """
 
 import argparse
@@ -22,9 +23,9 @@ from pathlib import Path
 
 import torch
 
-from hf_seqmodels.comparison.recipes import PTB_AWD, PTB_PLAIN
-from hf_seqmodels.tasks import language_modeling as lm
-from hf_seqmodels.training import TrainingArguments
+from ..tasks import language_modeling as lm
+from ..training import TrainingArguments
+from .recipes import PTB_AWD, PTB_PLAIN
 
 TRAIN_SHARE = 0.85  # of the budget; the rest is left for the final validation and test passes and saving
 # With a full softmax, 90% of a step is the 10,000-word output layer, and 10 minutes on 2 CPU cores give 2.4 epochs.
@@ -76,8 +77,8 @@ def run_variant(name: str, minutes: float, seed: int, smoke: bool) -> dict:
 
 
 def command_of(name: str, minutes: float, seed: int, smoke: bool) -> str:
-    return shlex.join(["python", "-m", "benchmarks.ptb_lm", "--variants", name, "--minutes", str(minutes), "--seed",
-                       str(seed), *(["--smoke"] if smoke else [])])
+    return shlex.join(["python", "-m", "hf_seqmodels.comparison.ptb_lm", "--variants", name, "--minutes", str(minutes),
+                       "--seed", str(seed), *(["--smoke"] if smoke else [])])
 
 
 def main(argv: list[str] | None = None) -> dict:

@@ -1,5 +1,6 @@
-"""Word vectors from a file (word2vec, GloVe, fastText) as the start of a model's input embeddings, and the switch
-that freezes those embeddings.
+"""A model's input embeddings started from pretrained vectors: word vectors from a file (word2vec, GloVe, fastText),
+or the rows of a pretrained model's embeddings that `pretrained_rows` matches by token; and the switch that freezes
+those embeddings.
 
 Formats (``--word_vectors_format``; ``auto`` tells them apart by the first line):
 

@@ -2,7 +2,7 @@
 # The quality runs on one GPU, all at once (the models are small: a GPU has room for all of them, and 16 CPU cores
 # feed them). Training times in the tables therefore include the contention between the runs.
 #
-#   bash benchmarks/quality_gpu.sh OUT_DIR [SECONDS]
+#   bash scripts/quality_gpu.sh OUT_DIR [SECONDS]
 #
 # OUT_DIR gets translation_bleu.{json,md} (attention GRU and LSTM), transformer-*/results.json (three Transformer
 # recipes on Multi30k), sentiment.* and ner.* (scripts/compare.py --full) and logs/. Every run stops after SECONDS
@@ -18,8 +18,8 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} TOKENIZERS_PARALLELISM=false PYTHON
 # run NAME COMMAND...: in the background, logged, killed after $seconds.
 run() { local name=$1; shift; timeout "$seconds" "$@" >"$out/logs/$name.log" 2>&1 & }
 
-run rnn-bleu python -m benchmarks.translation_bleu --cells gru lstm --jobs 2 --time_budget_minutes "$minutes" \
-    --out "$out" -- --num_train_epochs 10 $extra
+run rnn-bleu python -m hf_seqmodels.comparison.translation_bleu --cells gru lstm --jobs 2 \
+    --time_budget_minutes "$minutes" --out "$out" -- --num_train_epochs 10 $extra
 # transformer NAME CONFIG_OVERRIDES LEARNING_RATE: one Transformer recipe through run_translation.py.
 transformer() {
     run "transformer-$1" python scripts/run_translation.py --model_type transformer \

@@ -11,9 +11,9 @@ way's mean ± sample standard deviation over the seeds, then every run. The rows
 (with the same number of steps), so that seeds can be added run by run. Seed 42's folders have no suffix: its
 teacher-forced model is the one the speed benchmarks time.
 
-    python -m benchmarks.multi30k_training_options                  # 600 steps each, seed 42 (about 9 minutes)
-    python -m benchmarks.multi30k_training_options --seeds 43 44    # two more seeds
-    python -m benchmarks.multi30k_training_options --smoke --out /tmp/t   # seconds: tiny data and model
+    python -m hf_seqmodels.comparison.multi30k_training_options          # 600 steps each, seed 42 (about 9 minutes)
+    python -m hf_seqmodels.comparison.multi30k_training_options --seeds 43 44              # two more seeds
+    python -m hf_seqmodels.comparison.multi30k_training_options --smoke --out /tmp/t       # seconds: tiny data, model
 """
 
 import argparse
@@ -28,15 +28,16 @@ from pathlib import Path
 
 import torch
 
-from hf_seqmodels.averaging import average_checkpoints, last_checkpoints
-from hf_seqmodels.provenance import provenance
-from hf_seqmodels.tasks import translation
-from hf_seqmodels.tasks.arguments import DataArguments
-from hf_seqmodels.tasks.inference import load_translator
+from ..averaging import average_checkpoints, last_checkpoints
+from ..paths import REPO_ROOT
+from ..provenance import provenance
+from ..tasks import translation
+from ..tasks.arguments import DataArguments
+from ..tasks.inference import load_translator
+from .aggregate import mean_sd
+from .report import mean_sd_cell
+from .translation_bleu import FOLDER_SEED, seed_folder
 
-from .common import FOLDER_SEED, mean_sd, seed_folder
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
 STEPS, CHECKPOINT_EVERY, AVERAGED = 600, 50, 5
 AVERAGED_ROW = f"teacher forcing, last {AVERAGED} checkpoints averaged"
 TRAININGS = {
@@ -123,7 +124,7 @@ def markdown(table: dict) -> str:
              "|---|---|---|---|---|---|"]
     for name in dict.fromkeys(row["row"] for row in rows):
         runs = [row for row in rows if row["row"] == name]
-        cells = [mean_sd([row[key] for row in runs]) if key in runs[0] else "" for key in
+        cells = [mean_sd_cell(mean_sd([row[key] for row in runs]), digits=2) if key in runs[0] else "" for key in
                  ("test_bleu", "test_chrf", "eval_bleu", "minutes")]
         lines.append(f"| {name} | {', '.join(str(row['seed']) for row in runs)} | {' | '.join(cells)} |")
     lines += ["", "Every run:", "", "| training | seed | test BLEU | test chrF | validation BLEU (greedy) | steps | "
@@ -162,7 +163,7 @@ def main(argv: list[str] | None = None) -> dict:
     rows = [row for row in earlier if row["seed"] not in args.seeds] + rows
     order = [*TRAININGS, AVERAGED_ROW]
     rows.sort(key=lambda row: (order.index(row["row"]), row["seed"]))
-    command = shlex.join(["python", "-m", "benchmarks.multi30k_training_options",
+    command = shlex.join(["python", "-m", "hf_seqmodels.comparison.multi30k_training_options",
                           *(sys.argv[1:] if argv is None else argv)])
     table = {
         "title": "Multi30k En->De: teacher forcing, scheduled sampling, checkpoint averaging (attention GRU)",

@@ -1,4 +1,4 @@
-"""benchmarks.translation_bleu end to end on a tiny budget (two models at once), so that it cannot rot."""
+"""hf_seqmodels.comparison.translation_bleu end to end on a tiny budget (two models at once), so that it cannot rot."""
 
 import json
 import subprocess
@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def tiny_run(out: Path, *arguments: str) -> dict:
     done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.translation_bleu", *arguments, "--config_overrides",
+        [sys.executable, "-m", "hf_seqmodels.comparison.translation_bleu", *arguments, "--config_overrides",
          "embedding_size=8,hidden_size=8", "--out", str(out), "--", "--max_train_samples", "32", "--max_eval_samples",
          "4", "--max_train_steps", "2", "--vocab_size", "200", "--max_new_tokens", "4"],
         cwd=ROOT, capture_output=True, text=True, timeout=600,

@@ -1,4 +1,4 @@
-"""A task for `test_spawned`: its run writes what its process sees to ``output`` (a JSON file), then marks the
+"""A task for `test_fresh_process`: its run writes what its process sees to ``output`` (a JSON file), then marks the
 module, which a later run must not see."""
 
 import importlib

@@ -1,5 +1,7 @@
-"""Command-line helpers shared by the scripts: range and choice checks of the options (each message names the
-``--option``, the value seen and what is allowed) and typed ``--config_overrides``."""
+"""The checks of the scripts' options (the tasks' and the training's argument dataclasses): range checks (each
+message names the ``--option``, the value seen and what is allowed) and typed ``--config_overrides``. A choice is
+checked by `models.configuration_utils.check_choice`, called with the option's name (``"--optimizer"``), as the
+configs call it with a field's."""
 
 import math
 
@@ -38,13 +40,6 @@ def check_range(arguments, name: str, low: float, high: float = math.inf, *, low
         opening, closing = "(" if low_open or low == -math.inf else "[", ")" if high_open or high == math.inf else "]"
         interval = f"{opening}{low}, {high}{closing}"
         raise ValueError(f"--{name} must be a finite number in {interval}{why}, got {value!r}.")
-
-
-def check_choice(arguments, name: str, choices: tuple) -> None:
-    """Raise a ValueError naming ``--name`` unless that option of ``arguments`` is one of ``choices``."""
-    value = getattr(arguments, name)
-    if not isinstance(value, (str, type(None))) or value not in choices:
-        raise ValueError(f"--{name}={value!r} is not supported; choose one of {choices}.")
 
 
 def check_different(arguments, first: str, second: str) -> None:

@@ -1,4 +1,4 @@
-"""benchmarks/multi30k_training_options.py's plumbing, in seconds: two tiny trainings and their averaged
+"""hf_seqmodels/comparison/multi30k_training_options.py's plumbing, in seconds: two tiny trainings and their averaged
 checkpoints write the table; a run of another seed adds its rows to it."""
 
 import json
@@ -6,7 +6,7 @@ import statistics
 
 import sacrebleu
 
-from benchmarks import multi30k_training_options as options
+from hf_seqmodels.comparison import multi30k_training_options as options
 from hf_seqmodels.data import load_text_dataset
 from hf_seqmodels.tasks.inference import load_translator
 from hf_seqmodels.tasks.translation import translate

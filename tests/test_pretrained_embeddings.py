@@ -1,4 +1,4 @@
-"""hf_seqmodels.word_vectors: every format reads back what gensim wrote, a malformed file is refused naming its
+"""hf_seqmodels.pretrained_embeddings: every format reads back what gensim wrote, a malformed file is refused naming its
 line, tokens take the vector of the same word (else of its lowercase form) with the coverage counted, and
 --freeze_embeddings / --unfreeze_embeddings_after_epochs decide whether the train loop changes the embeddings."""
 
@@ -13,10 +13,10 @@ from transformers import AutoModelForSeq2SeqLM, AutoModelForSequenceClassificati
 
 from hf_seqmodels import RecurrentConfig, RecurrentForCausalLM
 from hf_seqmodels.cards import render_card
+from hf_seqmodels.pretrained_embeddings import detect_format, load_word_vectors, read_word_vectors, vectors_dimension
 from hf_seqmodels.tasks import labelling, translation
 from hf_seqmodels.tokenization import train_tokenizer
 from hf_seqmodels.training import TrainingArguments, make_accelerator, train
-from hf_seqmodels.word_vectors import detect_format, load_word_vectors, read_word_vectors, vectors_dimension
 
 from tests.cards.runs import ARGUMENTS, RUN
 
@@ -183,7 +183,7 @@ def test_options_that_cannot_go_together_are_refused(tmp_path, reference):
         labelling.ModelArguments(word_vectors=path, embeddings_from=str(tmp_path))
     with pytest.raises(ValueError, match="--word_vectors .*: no such file"):
         labelling.ModelArguments(word_vectors=str(tmp_path / "missing.vec"))
-    with pytest.raises(ValueError, match="--word_vectors_format='fasttext'"):
+    with pytest.raises(ValueError, match="`--word_vectors_format`='fasttext'"):
         labelling.ModelArguments(word_vectors=path, word_vectors_format="fasttext")
     with pytest.raises(ValueError, match="--unfreeze_embeddings_after_epochs needs --freeze_embeddings"):
         TrainingArguments(output_dir=str(tmp_path), unfreeze_embeddings_after_epochs=1)

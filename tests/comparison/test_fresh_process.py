@@ -1,16 +1,16 @@
-"""`tasks.spawned.run_in_process`: each run is a fresh process with the caller's environment variables and working
-directory of the moment it starts (not those of the forkserver's start) and its command line, the caller's code (the package from the
-caller's sys.path, whatever the working directory), the threads asked for, its output in the log, and nothing left
-by an earlier run."""
+"""`comparison.fresh_process.run_in_process`: each run is a fresh process with the caller's environment variables and
+working directory of the moment it starts (not those of the forkserver's start) and its command line, the caller's code
+(the package from the caller's sys.path, whatever the working directory), the threads asked for, its output in the log,
+and nothing left by an earlier run."""
 
 import concurrent.futures
 import json
 import sys
 
 import hf_seqmodels
-from hf_seqmodels.tasks.spawned import run_in_process
+from hf_seqmodels.comparison.fresh_process import run_in_process
 
-PROBE = "tests.tasks.spawned_probe"
+PROBE = "tests.comparison.fresh_process_probe"
 THREADS, RUNS_PER_THREAD = 4, 40
 
 

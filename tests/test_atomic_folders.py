@@ -1,5 +1,5 @@
-"""hf_seqmodels.files: folders replaced whole (atomic exchange, or two renames put right by the next start), failed
-saves that keep the previous folder, the per-folder lock, the removal of what killed runs left, and checkpoint
+"""hf_seqmodels.atomic_folders: folders replaced whole (atomic exchange, or two renames put right by the next start),
+failed saves that keep the previous folder, the per-folder lock, the removal of what killed runs left, and checkpoint
 rotation that keeps the best one (also through a whole training run)."""
 
 import errno
@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from transformers import default_data_collator
 
-from hf_seqmodels import RecurrentConfig, RecurrentForCausalLM, files
+from hf_seqmodels import RecurrentConfig, RecurrentForCausalLM, atomic_folders
 from hf_seqmodels.training import TrainingArguments, make_accelerator, train
 
 
@@ -36,18 +36,18 @@ TREES = st.dictionaries(st.sampled_from(["a.json", "b.txt", "sub/c.bin", "sub/de
 @given(old=st.none() | TREES, new=TREES, exchange=st.booleans())
 def test_replace_dir_puts_exactly_the_new_folder_in_place(tmp_path_factory, old, new, exchange):
     root = tmp_path_factory.mktemp("replace")
-    target, temp = root / "model", files.temp_path(root / "model")
+    target, temp = root / "model", atomic_folders.temp_path(root / "model")
     if old is not None:
         target.mkdir()
         write_tree(target, old)
     temp.mkdir()
     write_tree(temp, new)
-    original = files._exchange
-    files._exchange = original if exchange else (lambda a, b: False)
+    original = atomic_folders._exchange
+    atomic_folders._exchange = original if exchange else (lambda a, b: False)
     try:
-        files.replace_dir(temp, target)
+        atomic_folders.replace_dir(temp, target)
     finally:
-        files._exchange = original
+        atomic_folders._exchange = original
     assert read_tree(target) == new and [p.name for p in root.iterdir()] == ["model"]
 
 
@@ -56,15 +56,15 @@ def test_the_exchange_is_atomic_on_linux(tmp_path):
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     (tmp_path / "a" / "from_a").write_text("")
-    assert files._exchange(tmp_path / "a", tmp_path / "b")
+    assert atomic_folders._exchange(tmp_path / "a", tmp_path / "b")
     assert [p.name for p in (tmp_path / "b").iterdir()] == ["from_a"] and not any((tmp_path / "a").iterdir())
     with pytest.raises(FileNotFoundError):
-        files._exchange(tmp_path / "a", tmp_path / "missing")
+        atomic_folders._exchange(tmp_path / "a", tmp_path / "missing")
 
 
 def test_a_failed_save_keeps_the_previous_folder_and_says_so(tmp_path):
     target = tmp_path / "model"
-    with files.replacing(target) as temp:
+    with atomic_folders.replacing(target) as temp:
         (temp / "weights").write_text("old")
     for existed, kept in ((True, "the previous .*model is kept unchanged"),
                           (False, ".*new-model was not created \\(what is beside it is untouched\\)")):
@@ -72,14 +72,14 @@ def test_a_failed_save_keeps_the_previous_folder_and_says_so(tmp_path):
             target = tmp_path / "new-model"
         with pytest.raises(OSError, match=f"Saving .*model failed \\(.*No space left on device\\); {kept} and the "
                                           f"partial copy .* was removed. Free disk space") as error:
-            with files.replacing(target) as temp:
+            with atomic_folders.replacing(target) as temp:
                 (temp / "weights").write_text("half")
                 raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         assert error.value.errno == errno.ENOSPC
         assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]  # no temporary folder left
     assert (tmp_path / "model" / "weights").read_text() == "old"
     with pytest.raises(KeyError):  # not a file-system error: passed on as it is, the copy removed all the same
-        with files.replacing(tmp_path / "model"):
+        with atomic_folders.replacing(tmp_path / "model"):
             raise KeyError("x")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]
 
@@ -89,17 +89,17 @@ def test_temporaries_are_removed_only_under_the_lock_and_an_old_folder_is_put_ba
         (tmp_path / name).mkdir()
     (tmp_path / ".model.old-123" / "weights").write_text("old")
     target = tmp_path / "model"
-    assert files.remove_temporaries_of(target) == []  # not locked: another run may be writing them
-    files.lock_folder(target, "--output_dir")
-    assert [p.name for p in files.remove_temporaries_of(target)] == [".model.tmp-123"]
+    assert atomic_folders.remove_temporaries_of(target) == []  # not locked: another run may be writing them
+    atomic_folders.lock_folder(target, "--output_dir")
+    assert [p.name for p in atomic_folders.remove_temporaries_of(target)] == [".model.tmp-123"]
     assert (target / "weights").read_text() == "old"  # killed between the two renames: the old folder is back
     assert sorted(p.name for p in tmp_path.iterdir()) == [".model.lock", ".other.tmp-5", ".step_3.tmp", "model"]
-    assert files.remove_temporaries(tmp_path, "step_*") == []  # tmp_path itself is not locked
+    assert atomic_folders.remove_temporaries(tmp_path, "step_*") == []  # tmp_path itself is not locked
 
 
 HOLD_LOCK = """
 import sys
-from hf_seqmodels.files import lock_folder
+from hf_seqmodels.atomic_folders import lock_folder
 lock_folder(sys.argv[1], "--output_dir")
 print("locked", flush=True)
 sys.stdin.read()
@@ -114,13 +114,13 @@ def test_the_lock_names_the_process_that_holds_it_and_dies_with_it(tmp_path):
         assert holder.stdout.readline() == "locked\n"
         with pytest.raises(BlockingIOError, match=f"--output_dir={folder} is in use by another run \\(process "
                                                   f"{holder.pid} on host .*, started .*; lock file .*out.lock\\)"):
-            files.lock_folder(tmp_path / "elsewhere" / ".." / "out", "--output_dir")
+            atomic_folders.lock_folder(tmp_path / "elsewhere" / ".." / "out", "--output_dir")
     finally:
         holder.kill()
         holder.wait()
-    files.lock_folder(folder, "--output_dir")  # the holder is gone: its lock went with it
-    files.lock_folder(folder, "--output_dir")  # held already by this process: nothing to do
-    assert files.holds_lock(tmp_path / "out")
+    atomic_folders.lock_folder(folder, "--output_dir")  # the holder is gone: its lock went with it
+    atomic_folders.lock_folder(folder, "--output_dir")  # held already by this process: nothing to do
+    assert atomic_folders.holds_lock(tmp_path / "out")
 
 
 @settings(max_examples=200, deadline=None)
@@ -131,7 +131,7 @@ def test_rotation_keeps_the_newest_and_the_best(tmp_path_factory, count, limit, 
     for folder in folders:
         folder.mkdir()
     keep = root / f"step_{best}" if best is not None else None
-    deleted = files.rotate(folders, limit, keep)
+    deleted = atomic_folders.rotate(folders, limit, keep)
     left = [folder for folder in folders if folder.exists()]
     assert left == [folder for folder in folders if folder not in deleted]
     assert len(left) == (count if count <= limit else 2 if limit == 1 and keep in folders[:-1] else limit)

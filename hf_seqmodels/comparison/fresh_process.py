@@ -16,7 +16,7 @@ from multiprocessing import connection, forkserver
 from pathlib import Path
 
 # What the server imports once: every module a comparison runs in its processes.
-PRELOADED = ("hf_seqmodels.comparison.measured", "hf_seqmodels.tasks.language_modeling",
+PRELOADED = ("hf_seqmodels.comparison.peak_memory", "hf_seqmodels.tasks.language_modeling",
              "hf_seqmodels.tasks.text_classification", "hf_seqmodels.tasks.token_classification",
              "hf_seqmodels.tasks.translation", "hf_seqmodels.tasks.word_vectors")
 # compare.py starts and awaits runs from several threads; one thread at a time changes PYTHONPATH, starts a process

@@ -1,15 +1,16 @@
 """Translation quality: test2016 BLEU and chrF of the attention GRU and LSTM on Multi30k English -> German, each
 trained by ``scripts/run_translation.py`` with its defaults within a stated time budget, for one or more seeds.
 
-    python -m benchmarks.translation_bleu                          # GRU and LSTM, 9 training minutes each, seed 42
-    python -m benchmarks.translation_bleu --cells gru --time_budget_minutes 30 -- --num_train_epochs 8
-    OMP_NUM_THREADS=1 python -m benchmarks.translation_bleu --jobs 2 --time_budget_minutes 30 --seeds 43 44 -- \
-        --num_train_epochs 3                                       # two more seeds of the README's 3-epoch row
-    python -m benchmarks.translation_bleu --out /tmp/b -- --max_train_samples 500 --max_train_steps 5  # smoke
+    python -m hf_seqmodels.comparison.translation_bleu      # GRU and LSTM, 9 training minutes each, seed 42
+    python -m hf_seqmodels.comparison.translation_bleu --cells gru --time_budget_minutes 30 -- --num_train_epochs 8
+    OMP_NUM_THREADS=1 python -m hf_seqmodels.comparison.translation_bleu --jobs 2 --time_budget_minutes 30 \
+        --seeds 43 44 -- --num_train_epochs 3              # two more seeds of the README's 3-epoch row
+    python -m hf_seqmodels.comparison.translation_bleu --out /tmp/b -- --max_train_samples 500 \
+        --max_train_steps 5                                # smoke
 
 Each model and seed gets its own folder under ``--out`` (replacing that of an earlier run): seed 42's is
-``multi30k-attention-<cell>``, the folder the speed benchmarks time (``translation_model.BLEU_MODEL_DIR``), another
-seed's ``multi30k-attention-<cell>-seed<seed>``. The raw results (``translation_bleu.json``, one row per model and
+``multi30k-attention-<cell>``, the folder the speed benchmarks time (``BLEU_MODEL_DIR`` of
+``benchmarks/translation_model.py``), another seed's ``multi30k-attention-<cell>-seed<seed>``. The raw results (``translation_bleu.json``, one row per model and
 seed) keep the rows of the seeds not run this time, so that seeds can be added run by run; the table
 (``translation_bleu.md``) gives each model's mean and sample standard deviation over its seeds, then every run.
 Arguments after ``--`` go to run_translation.py unchanged. Numbers depend on the machine and on what else runs on it:
@@ -27,13 +28,19 @@ from pathlib import Path
 
 import torch
 
-from hf_seqmodels.provenance import cpu_name
+from ..paths import REPO_ROOT
+from ..provenance import cpu_name
+from .aggregate import mean_sd
+from .report import mean_sd_cell
 
-from .common import FOLDER_SEED, mean_sd, seed_folder
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
 RUN_TRANSLATION = REPO_ROOT / "scripts" / "run_translation.py"
 CELLS = ("rnn", "gru", "lstm")  # in the order of the tables
+FOLDER_SEED = 42  # run_translation.py's default seed: its runs keep the folder names the speed benchmarks read
+
+
+def seed_folder(folder: Path, seed: int) -> Path:
+    """Where a training run of ``seed`` goes: ``folder`` itself for ``FOLDER_SEED``, else ``<folder>-seed<seed>``."""
+    return folder if seed == FOLDER_SEED else folder.with_name(f"{folder.name}-seed{seed}")
 
 
 def main():
@@ -66,7 +73,7 @@ def main():
         return {"cell_type": cell, "seed": seed,
                 **{k: v for k, v in results.items() if k not in ("eval_history", "arguments")},
                 "config_overrides": results["arguments"]["config_overrides"], "machine": machine,
-                "command": shlex.join(["python", "-m", "benchmarks.translation_bleu", *sys.argv[1:]])}
+                "command": shlex.join(["python", "-m", "hf_seqmodels.comparison.translation_bleu", *sys.argv[1:]])}
 
     runs = [(cell, seed) for seed in args.seeds for cell in args.cells]
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
@@ -98,9 +105,9 @@ def markdown(rows: list[dict]) -> str:
     for cell in dict.fromkeys(row["cell_type"] for row in rows):
         runs = [row for row in rows if row["cell_type"] == cell]
         lines.append(f"| attention {cell.upper()} | {', '.join(str(row['seed']) for row in runs)} | "
-                     + " | ".join(mean_sd([row[key] for row in runs]) for key in ("test_bleu", "test_chrf",
-                                                                                  "eval_bleu", "epochs"))
-                     + f" | {mean_sd([row['train_runtime_s'] / 60 for row in runs])} |")
+                     + " | ".join(mean_sd_cell(mean_sd([row[key] for row in runs]), digits=2)
+                                  for key in ("test_bleu", "test_chrf", "eval_bleu", "epochs"))
+                     + f" | {mean_sd_cell(mean_sd([row['train_runtime_s'] / 60 for row in runs]), digits=2)} |")
     lines += ["", "| model | seed | params | epochs | train min | test BLEU | test chrF | beams | valid BLEU "
               "(greedy) | wall min | machine |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
