@@ -16,6 +16,7 @@ from transformers import (
     default_data_collator,
     get_scheduler,
 )
+from transformers.trainer_pt_utils import LabelSmoother
 
 from hf_seqmodels import (
     AttentionSeq2SeqConfig,
@@ -27,7 +28,15 @@ from hf_seqmodels import (
 from hf_seqmodels.data import TokenBatchSampler
 from hf_seqmodels.files import MANIFEST
 from hf_seqmodels.tokenization import train_tokenizer
-from hf_seqmodels.training import TRACKER_PACKAGES, evaluate_loss, make_accelerator, save_model, start_run, train
+from hf_seqmodels.training import (
+    TRACKER_PACKAGES,
+    evaluate_loss,
+    make_accelerator,
+    save_model,
+    smoothed_loss,
+    start_run,
+    train,
+)
 from hf_seqmodels.training_args import METRIC_SCHEDULERS, MIN_LR_SCHEDULERS, TrainingArguments, check_earlier_run
 
 VOCAB = 12
@@ -213,6 +222,30 @@ def test_label_smoothing_factor(tmp_path):
                              logging_steps=1, label_smoothing_factor=eps)
     results = train(make_accelerator(args), model, data, data, default_data_collator, args)
     assert results["train_loss"] == pytest.approx(expected.item(), rel=1e-5)
+
+
+@pytest.mark.parametrize("shift", [False, True])
+def test_smoothed_loss_is_label_smoothers(shift):
+    """The fused loss over the labelled positions has the value and the gradient of transformers' LabelSmoother over
+    every position, on an attention GRU's logits of a batch with padded targets."""
+    torch.manual_seed(0)
+    config = AttentionSeq2SeqConfig(vocab_size=VOCAB, embedding_size=8, hidden_size=8, pad_token_id=0,
+                                    bos_token_id=1, eos_token_id=2, decoder_start_token_id=1)
+    model = AttentionSeq2SeqForConditionalGeneration(config).eval()  # no dropout: both losses see the same logits
+    source = torch.randint(3, VOCAB, (3, 5))
+    labels = torch.randint(3, VOCAB, (3, 6))
+    labels[0, 4:], labels[2, 1:] = -100, -100
+    losses, gradients = [], []
+    for compute in (lambda out: smoothed_loss(out.logits, labels, 0.1, shift),
+                    lambda out: LabelSmoother(0.1)(out, labels, shift_labels=shift)):
+        model.zero_grad()
+        loss = compute(model(input_ids=source, labels=labels))
+        loss.backward()
+        losses.append(loss.detach())
+        gradients.append({name: parameter.grad.clone() for name, parameter in model.named_parameters()})
+    torch.testing.assert_close(losses[0], losses[1])
+    for name, gradient in gradients[1].items():
+        torch.testing.assert_close(gradients[0][name], gradient, msg=name)
 
 
 @pytest.mark.parametrize("options, message", [
