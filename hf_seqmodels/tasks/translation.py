@@ -529,13 +529,14 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Tra
         return scores
 
     train_rows = tokenized["train"]
-    source_lengths = [len(ids) for ids in train_rows["input_ids"]]
+    source_lengths, target_lengths = ([len(ids) for ids in train_rows[column]] for column in ("input_ids", "labels"))
     if training_args.max_tokens is None:
-        sampler = LengthGroupedSampler(source_lengths, training_args.per_device_train_batch_size,
-                                       seed=training_args.seed)
+        # Target lengths break the ties of source lengths: the main job's batches then pad a fifth of their target
+        # positions instead of a third (the decoder, attention, output layer and loss run over the padding).
+        sampler = LengthGroupedSampler(list(zip(source_lengths, target_lengths)),
+                                       training_args.per_device_train_batch_size, seed=training_args.seed)
     else:
-        sampler = TokenBatchSampler(source_lengths, [len(ids) for ids in train_rows["labels"]],
-                                    training_args.max_tokens, seed=training_args.seed)
+        sampler = TokenBatchSampler(source_lengths, target_lengths, training_args.max_tokens, seed=training_args.seed)
     collator = DataCollatorForSeq2Seq(tokenizers.source, label_pad_token_id=-100)
     results = train(accelerator, model, train_rows, tokenized["validation"], collator, training_args,
                     evaluate_fn=validation_bleu, train_sampler=sampler, tokenizer=tokenizers, checkpoints=checkpoints)
