@@ -253,10 +253,12 @@ class LengthGroupedSampler(EpochSeededSampler):
 
     Rows are shuffled, cut into groups of ``batch_size * group_batches``, each group is sorted by length; the
     result is cut into batches, and the batches are shuffled (the one short batch, if any, stays last so that the
-    DataLoader's batches are these).
+    DataLoader's batches are these). A length may be a tuple, compared in order: translation pairs sort by
+    ``(source length, target length)``, so that rows of one source length line up by their targets too.
     """
 
-    def __init__(self, lengths: list[int], batch_size: int, seed: int = 0, group_batches: int = 50):
+    def __init__(self, lengths: list[int] | list[tuple[int, ...]], batch_size: int, seed: int = 0,
+                 group_batches: int = 50):
         super().__init__(seed)
         self.lengths, self.batch_size, self.group_batches = lengths, batch_size, group_batches
 

@@ -34,8 +34,8 @@ from accelerate.logging import get_logger
 from accelerate.utils import set_seed
 from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
+from torch.nn import functional as F
 from transformers import PreTrainedModel, PreTrainedTokenizerBase, get_scheduler
-from transformers.trainer_pt_utils import LabelSmoother
 
 from .atomic_folders import lock_folders, remove_temporaries_of, replacing, unlock_folders
 from .checkpoint_format import TrainingState
@@ -111,11 +111,12 @@ def train(
 
     Returns:
         ``steps``, ``resumed_from_step`` (0 for a new run), ``epochs`` (fractional), ``train_runtime_s``,
-        ``stopped_by_time_budget``, ``train_tokens`` (the input tokens of the batches trained on, padding not
+        ``evaluation_runtime_s`` (the part of ``train_runtime_s`` spent evaluating), ``stopped_by_time_budget``,
+        ``train_tokens`` (the input tokens of the batches trained on, padding not
         counted, summed over processes), ``train_loss`` (mean over the last logging window), the final
         ``learning_rate``, the ``gradient_accumulation_steps`` and ``mixed_precision`` it ran with, the final
         ``eval_loss`` and ``eval_perplexity``, and ``eval_history`` (one entry per evaluation, with its
-        ``learning_rate``); with ``metric_for_best_model``
+        ``learning_rate`` and its seconds, ``evaluation_s``); with ``metric_for_best_model``
         the ``eval_*`` values are those of the best evaluation, whose step is ``best_step``.
     """
     loop = TrainingLoop(accelerator, model, train_dataset, eval_dataset, collate_fn, args, evaluate_fn, train_sampler,
@@ -157,7 +158,6 @@ class TrainingLoop:
             self.best = BestModel(args.metric_for_best_model, args.greater_is_better, self.unwrapped)
         self.state = TrainingState(self.unwrapped, self.optimizer, self.scheduler,
                                    {"best_model": self.best} if self.best is not None else {})
-        self.label_smoother = LabelSmoother(args.label_smoothing_factor) if args.label_smoothing_factor > 0 else None
         self.shifts_labels = self.unwrapped.can_generate() and not self.unwrapped.config.is_encoder_decoder
 
         self.checkpoints = checkpoints or Checkpoints.for_run(args)
@@ -208,8 +208,8 @@ class TrainingLoop:
             self.train_tokens += (batch["attention_mask"].sum() if "attention_mask" in batch
                                   else batch["input_ids"].numel())
             loss = outputs.loss
-            if self.label_smoother is not None:
-                loss = self.label_smoother(outputs, batch["labels"], shift_labels=self.shifts_labels)
+            if args.label_smoothing_factor > 0:
+                loss = smoothed_loss(outputs.logits, batch["labels"], args.label_smoothing_factor, self.shifts_labels)
             accelerator.backward(loss)
             if args.max_grad_norm > 0 and accelerator.sync_gradients:
                 accelerator.clip_grad_norm_(self.model.parameters(), args.max_grad_norm)
@@ -248,6 +248,7 @@ class TrainingLoop:
         """The validation loss and perplexity (and ``evaluate_fn``'s metrics) at this step, logged; the best model
         and a metric scheduler take them. Returns the entry of ``eval_history``."""
         accelerator, args, step = self.accelerator, self.args, self.step
+        start = time.monotonic()
         loss = evaluate_with_averages(self.optimizer, self.model, lambda: evaluate_loss(
             accelerator, self.model, self.eval_dataset, self.collate_fn, args.per_device_eval_batch_size))
         entry = {"step": step, "epoch": step / self.steps_per_epoch, "eval_loss": loss,
@@ -265,6 +266,7 @@ class TrainingLoop:
                                  f"{metric!r}, which is not among the evaluation's metrics {sorted(entry)}.")
             self.scheduler.step(entry[metric])
         entry["learning_rate"] = self.scheduler.get_last_lr()[0]
+        entry["evaluation_s"] = time.monotonic() - start
         accelerator.log({key: value for key, value in entry.items() if key != "step"}, step=step)
         return entry
 
@@ -298,6 +300,7 @@ class TrainingLoop:
             "resumed_from_step": self.resumed_from_step,
             "epochs": self.step / self.steps_per_epoch,
             "train_runtime_s": time.monotonic() - self.start,
+            "evaluation_runtime_s": sum(entry["evaluation_s"] for entry in self.history),
             "stopped_by_time_budget": self.stopped_by_time_budget,
             "train_tokens": int(accelerator.reduce(self.train_tokens, reduction="sum")),
             "stopped_early": self.stopped_early,
@@ -517,11 +520,17 @@ def check_mixed_precision(model: torch.nn.Module, accelerator: Accelerator) -> N
 
 
 def make_optimizer(model: torch.nn.Module, args: TrainingArguments) -> torch.optim.Optimizer:
+    """``--optimizer``'s optimizer of the trainable parameters. AdamW runs torch's fused kernel where every parameter
+    allows it (floating point, on a CPU or a GPU): one pass over each tensor instead of a dozen, a quarter of the
+    time of the default per-parameter loop on a CPU, with the same update up to float rounding."""
     if args.optimizer == "nt_asgd":
         return NTASGD(model.parameters(), lr=args.learning_rate, weight_decay=args.weight_decay, nonmono=args.nonmono)
     if args.optimizer == "sgd":
         return torch.optim.SGD(model.parameters(), lr=args.learning_rate, weight_decay=args.weight_decay)
-    return torch.optim.AdamW(model.parameters(), lr=args.learning_rate, weight_decay=args.weight_decay)
+    fused = all(parameter.is_floating_point() and parameter.device.type in ("cpu", "cuda")
+                for parameter in model.parameters())
+    return torch.optim.AdamW(model.parameters(), lr=args.learning_rate, weight_decay=args.weight_decay,
+                             fused=fused or None)
 
 
 def make_scheduler(optimizer: torch.optim.Optimizer, args: TrainingArguments, max_steps: int):
@@ -555,6 +564,19 @@ def evaluate_loss(accelerator: Accelerator, model: PreTrainedModel, dataset, col
     model.train(was_training)
     totals = accelerator.reduce(totals, reduction="sum")
     return (totals[0] / totals[1]).item()
+
+
+def smoothed_loss(logits: torch.Tensor, labels: torch.Tensor, factor: float, shift: bool) -> torch.Tensor:
+    """The label-smoothed cross-entropy of transformers' ``LabelSmoother`` (``(1 - factor) * NLL + factor * mean over
+    the vocabulary of -log p``, averaged over the labels that are not -100), in one fused ``cross_entropy`` over the
+    labelled positions only: ``LabelSmoother`` materialises ``-log_softmax`` of every position, padding included, and
+    its backward scatters into a tensor of that size (a sixth of an update of the main job on a CPU).
+    ``shift``: position ``t`` predicts label ``t + 1`` (causal LMs). Labels that are all -100 give NaN, as
+    ``LabelSmoother``'s 0 / 0 does."""
+    if shift:
+        logits, labels = logits[..., :-1, :], labels[..., 1:]
+    kept = labels != -100
+    return F.cross_entropy(logits[kept].float(), labels[kept], label_smoothing=factor)
 
 
 def _require_rows(dataset, name: str, options: str) -> None:

@@ -123,6 +123,23 @@ def test_length_grouped_sampler():
     assert padding(first) < padding(shuffled) / 5
 
 
+
+def test_length_grouped_sampler_breaks_ties_by_the_second_length():
+    """Pairs sorted by (source, target) length: the same source lengths in every position as by source length alone
+    (the same source padding), and less target padding."""
+    generator = torch.Generator().manual_seed(0)
+    source, target = (torch.randint(1, high, (2000,), generator=generator).tolist() for high in (10, 30))
+    by_source = list(LengthGroupedSampler(source, batch_size=16, seed=3))
+    by_both = list(LengthGroupedSampler(list(zip(source, target)), batch_size=16, seed=3))
+    assert sorted(by_both) == list(range(2000))
+    assert [source[i] for i in by_both] == [source[i] for i in by_source]
+
+    def padding(order):
+        batches = [[target[i] for i in order[b : b + 16]] for b in range(0, len(order), 16)]
+        return sum(len(batch) * max(batch) - sum(batch) for batch in batches)
+
+    assert padding(by_both) < padding(by_source) * 0.8
+
 def test_token_batch_sampler():
     """Every batch within the budget (padding counted: rows x (longest source + longest target)), every pair once per
     epoch, the same batches for a seed and epoch and a new order for the next epoch, few rows alone."""

@@ -4,6 +4,7 @@ else, empty datasets) fail early."""
 
 import json
 import math
+import time
 
 import datasets
 import pytest
@@ -16,6 +17,7 @@ from transformers import (
     default_data_collator,
     get_scheduler,
 )
+from transformers.trainer_pt_utils import LabelSmoother
 
 from hf_seqmodels import (
     AttentionSeq2SeqConfig,
@@ -27,7 +29,16 @@ from hf_seqmodels import (
 from hf_seqmodels.atomic_folders import MANIFEST
 from hf_seqmodels.data import TokenBatchSampler
 from hf_seqmodels.tokenization import train_tokenizer
-from hf_seqmodels.training import TRACKER_PACKAGES, evaluate_loss, make_accelerator, save_model, start_run, train
+from hf_seqmodels.training import (
+    TRACKER_PACKAGES,
+    evaluate_loss,
+    make_accelerator,
+    make_optimizer,
+    save_model,
+    smoothed_loss,
+    start_run,
+    train,
+)
 from hf_seqmodels.training_args import METRIC_SCHEDULERS, MIN_LR_SCHEDULERS, TrainingArguments, check_earlier_run
 
 VOCAB = 12
@@ -176,6 +187,20 @@ def test_empty_datasets_raise_before_training(tmp_path):
         evaluate_loss(accelerator, tiny_model(), blocks(0), default_data_collator, batch_size=3)
 
 
+def test_evaluation_seconds_are_recorded(tmp_path):
+    """Each evaluation's seconds (evaluate_fn's included) and their sum, a part of train_runtime_s."""
+    def slow_score(model):
+        time.sleep(0.2)
+        return {"eval_score": 1.0}
+
+    args = TrainingArguments(output_dir=str(tmp_path / "out"), per_device_train_batch_size=4, num_train_epochs=2)
+    results = train(make_accelerator(args), tiny_model(), blocks(8), blocks(4), default_data_collator, args,
+                    evaluate_fn=slow_score)
+    seconds = [entry["evaluation_s"] for entry in results["eval_history"]]
+    assert len(seconds) == 2 and min(seconds) >= 0.2
+    assert results["evaluation_runtime_s"] == pytest.approx(sum(seconds))
+    assert results["train_runtime_s"] > results["evaluation_runtime_s"]
+
 def test_early_stopping_keeps_the_best_evaluated_model(tmp_path):
     """Scores 1, 3, 2, 2.5 over epochs 1-4 with patience 2: stop after epoch 4 with the weights of epoch 2."""
     scores, weights = iter([1.0, 3.0, 2.0, 2.5, 0.0]), []
@@ -213,6 +238,47 @@ def test_label_smoothing_factor(tmp_path):
                              logging_steps=1, label_smoothing_factor=eps)
     results = train(make_accelerator(args), model, data, data, default_data_collator, args)
     assert results["train_loss"] == pytest.approx(expected.item(), rel=1e-5)
+
+
+@pytest.mark.parametrize("shift", [False, True])
+def test_smoothed_loss_is_label_smoothers(shift):
+    """The fused loss over the labelled positions has the value and the gradient of transformers' LabelSmoother over
+    every position, on an attention GRU's logits of a batch with padded targets."""
+    torch.manual_seed(0)
+    config = AttentionSeq2SeqConfig(vocab_size=VOCAB, embedding_size=8, hidden_size=8, pad_token_id=0,
+                                    bos_token_id=1, eos_token_id=2, decoder_start_token_id=1)
+    model = AttentionSeq2SeqForConditionalGeneration(config).eval()  # no dropout: both losses see the same logits
+    source = torch.randint(3, VOCAB, (3, 5))
+    labels = torch.randint(3, VOCAB, (3, 6))
+    labels[0, 4:], labels[2, 1:] = -100, -100
+    losses, gradients = [], []
+    for compute in (lambda out: smoothed_loss(out.logits, labels, 0.1, shift),
+                    lambda out: LabelSmoother(0.1)(out, labels, shift_labels=shift)):
+        model.zero_grad()
+        loss = compute(model(input_ids=source, labels=labels))
+        loss.backward()
+        losses.append(loss.detach())
+        gradients.append({name: parameter.grad.clone() for name, parameter in model.named_parameters()})
+    torch.testing.assert_close(losses[0], losses[1])
+    for name, gradient in gradients[1].items():
+        torch.testing.assert_close(gradients[0][name], gradient, msg=name)
+
+
+def test_adamw_is_fused_and_steps_as_the_loop():
+    """make_optimizer's AdamW runs torch's fused kernel and moves the weights as torch's per-parameter AdamW does."""
+    args = TrainingArguments(output_dir="out", learning_rate=1e-2, weight_decay=0.1)
+    models = [tiny_model(), tiny_model()]
+    optimizers = [make_optimizer(models[0], args),
+                  torch.optim.AdamW(models[1].parameters(), lr=1e-2, weight_decay=0.1, foreach=False)]
+    assert optimizers[0].param_groups[0]["fused"]
+    batch = default_data_collator(list(blocks(4)))
+    for _ in range(3):
+        for model, optimizer in zip(models, optimizers):
+            model.eval()(**batch).loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+    for (name, fused), looped in zip(models[0].named_parameters(), models[1].parameters()):
+        torch.testing.assert_close(fused, looped, msg=name)
 
 
 @pytest.mark.parametrize("options, message", [

@@ -17,10 +17,12 @@ DOCS = REPO_ROOT / "docs" / "peers.md"
 DOCS_BEGIN, DOCS_END = "<!-- peers table: rendered from results/peers.json -->", "<!-- end of peers table -->"
 
 
-def train_tokens_per_second(run: dict) -> float:
+def train_tokens_per_second(run: dict, without_validation: bool = False) -> float:
     """Source tokens (pieces and eos) of the updates trained on over the training loop's seconds: updates x batch
-    size x the mean source tokens of a training pair, the same count for every toolkit."""
-    return run["train"]["steps"] * run["batch_size"] * run["mean_source_tokens"] / run["train"]["train_s"]
+    size x the mean source tokens of a training pair, the same count for every toolkit. ``without_validation``:
+    over the loop's seconds less its validations' (``validation_s``)."""
+    seconds = run["train"]["train_s"] - (run["train"]["validation_s"] if without_validation else 0)
+    return run["train"]["steps"] * run["batch_size"] * run["mean_source_tokens"] / seconds
 
 
 def sentences_per_second(decoded: dict) -> float:

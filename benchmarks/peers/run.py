@@ -4,6 +4,8 @@ sacreBLEU call and a paired bootstrap against ours, training tokens/s, beam-5 de
     bash benchmarks/peers/setup.sh                        # once: .venv-peers/joeynmt and .venv-peers/eole
     python -m benchmarks.peers.run                        # the main job's budget (3 epochs of updates), seeds 1 2 3
     python -m benchmarks.peers.run --updates 300 --seeds 1 --label "pipeline check: ..."   # a short budget
+    python -m benchmarks.peers.run --toolkits ours eole --updates 100 --warmup_steps 50 --timing_rounds 3
+        # training speed only: short runs taking turns, the median tokens/s of each (results/peers_timing.json)
 
 Run it in our environment (.venv): it trains ours with scripts/run_translation.py and calls the peers' own commands
 in their environments, one toolkit at a time. Everything a run writes goes under ``--work`` (models, logs,
@@ -16,6 +18,7 @@ import dataclasses
 import json
 import os
 import shlex
+import statistics
 import sys
 from pathlib import Path
 
@@ -85,6 +88,31 @@ def run_toolkit(name: str, recipe: Recipe, data: peers_data.PreparedData, work: 
             "decode": {"select": select, "best_batch_size": best, "test": test, "batch1": batch1}}, translations
 
 
+def timing(recipe: Recipe, data: peers_data.PreparedData, args: argparse.Namespace) -> dict:
+    """Training speed alone: every toolkit trains the recipe ``--timing_rounds`` times, the toolkits taking turns
+    (ours, eole, ours, eole, ...), so that a machine whose load changes slows each alike; nothing is decoded. Each
+    run's record (with the load average before it) and, per toolkit, the median tokens/s over the rounds, with and
+    without the validations inside the training loop (each toolkit validates differently: ours decodes the
+    validation set greedily and scores BLEU, eole computes its loss only)."""
+    stats, seed, runs = data.stats()["train"], args.seeds[0], []
+    for round_ in range(args.timing_rounds):
+        for name in args.toolkits:
+            print(f"[peers] timing round {round_ + 1}/{args.timing_rounds}: {name}", flush=True)
+            load = os.getloadavg()[0]
+            trained = toolkits.train(name, recipe, data, args.work / "timing" / name / f"round{round_}", seed)
+            runs.append({"toolkit": name, "round": round_, "seed": seed, "batch_size": recipe.batch_size,
+                         "mean_source_tokens": stats["source_tokens"] / stats["sentences"], "load_before": load,
+                         "train": trained})
+    medians = {}
+    for name in args.toolkits:
+        mine = [run for run in runs if run["toolkit"] == name]
+        medians[name] = {key: statistics.median(report.train_tokens_per_second(run, without) for run in mine)
+                         for key, without in (("train_tokens_per_s", False),
+                                              ("train_tokens_per_s_without_validation", True))}
+    return {"label": args.label, "recipe": dataclasses.asdict(recipe), "rounds": args.timing_rounds,
+            "median": medians, "runs": runs}
+
+
 def score(runs: list[dict], translations: dict[str, list[str]], references: list[str]) -> dict:
     """One paired bootstrap over a seed's toolkits (the first is the baseline); each run gets its ``scores``."""
     compared = paired_bootstrap(translations, references)
@@ -108,6 +136,10 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--batch1_sentences", type=int, default=100, help="test sentences decoded at batch 1")
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)),
                         help="OMP_NUM_THREADS of every command (default: the cores this process may use)")
+    parser.add_argument("--timing_rounds", type=int, default=None,
+                        help="training speed only: train every toolkit this many times, taking turns, decode "
+                             "nothing, and write --out/peers_timing.json (the median tokens/s of each) instead of "
+                             "the comparison")
     parser.add_argument("--label", default="full run: the main job's budget",
                         help="what the run is, printed above its table (say when it is a short check)")
     parser.add_argument("--work", type=Path, default=toolkits.REPO_ROOT / "outputs" / "peers",
@@ -116,7 +148,7 @@ def main(argv: list[str] | None = None) -> dict:
                         help="peers.{json,md,png}; when it is the repository's results/, docs/peers.md's table is "
                              "rewritten too")
     args = parser.parse_args(argv)
-    for name in ("select_sentences", "batch1_sentences", "updates", "warmup_steps", "threads"):
+    for name in ("select_sentences", "batch1_sentences", "updates", "warmup_steps", "threads", "timing_rounds"):
         if getattr(args, name) is not None and getattr(args, name) < 1:
             parser.error(f"--{name} must be at least 1, got {getattr(args, name)}.")
     if min(args.batch_sizes) < 1:
@@ -135,6 +167,13 @@ def main(argv: list[str] | None = None) -> dict:
     if args.warmup_steps is not None:
         recipe = dataclasses.replace(recipe, warmup_steps=args.warmup_steps)
     recipe.check()
+    if args.timing_rounds is not None:
+        timed = {**timing(recipe, data, args), "machine": provenance([args.seeds[0]], ["train"])["machine"],
+                 "threads": args.threads}
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "peers_timing.json").write_text(json.dumps(timed, indent=2) + "\n")
+        print(json.dumps(timed["median"], indent=2))
+        return timed
     rows = {"select": subset(data, "validation", args.select_sentences, "select"),
             "batch1": subset(data, "test", args.batch1_sentences, "batch1"),
             "test": data.folder / peers_data.SPLITS["test"]}

@@ -101,6 +101,11 @@ def joeynmt_train_seconds(text: str) -> float:
     return seconds_between(text, "Train config:", "Training ended")
 
 
+def joeynmt_validation_seconds(text: str) -> float:
+    """The greedy decoding of its validations (its own "Generation took" timer; their loss and BLEU not counted)."""
+    return sum(map(float, re.findall(r"Generation took ([\d.]+)\[sec\]", text)))
+
+
 def joeynmt_parameters(text: str) -> int:
     return int(logged_number(text, r"Total params: (\d+)"))
 
@@ -112,6 +117,11 @@ def joeynmt_decode_seconds(text: str) -> float:
 def eole_train_seconds(text: str) -> float:
     """From the start of the training loop to the saving of the last checkpoint (its validation included)."""
     return seconds_between(text, "Start training loop", "Saving optimizer and weights")
+
+
+def eole_validation_seconds(text: str) -> float:
+    """Its validations (the loss of the validation set), by its own timer."""
+    return sum(map(float, re.findall(r"valid stats calculation\s+took: ([\d.]+) s", text)))
 
 
 def eole_parameters(text: str) -> int:
@@ -142,7 +152,8 @@ def version(name: str) -> dict:
 
 def train(name: str, recipe: Recipe, data: peers_data.PreparedData, folder: Path, seed: int) -> dict:
     """Train ``name`` on the recipe into ``folder``: ``train_s`` (the training loop, as its logs time it),
-    ``wall_s`` and ``peak_rss_mb`` of the command, ``parameters``, ``command``."""
+    ``validation_s`` (the part of it spent validating), ``wall_s`` and ``peak_rss_mb`` of the command,
+    ``parameters``, ``command``."""
     folder.mkdir(parents=True, exist_ok=True)
     log = folder / "train.log"
     if name == "ours":
@@ -153,7 +164,8 @@ def train(name: str, recipe: Recipe, data: peers_data.PreparedData, folder: Path
         results = json.loads((model_dir / "results.json").read_text())
         # run_translation.py trains its tokenizer itself: the same file as the one that cut the peers' pieces?
         same = (model_dir / "tokenizer.json").read_bytes() == (data.tokenizer_dir / "tokenizer.json").read_bytes()
-        return {**run, "train_s": results["train_runtime_s"], "parameters": results["num_parameters"],
+        return {**run, "train_s": results["train_runtime_s"], "validation_s": results["evaluation_runtime_s"],
+                "parameters": results["num_parameters"],
                 "steps": results["steps"], "train_tokens_counted": results["train_tokens"],
                 "test_bleu_own_run": results.get("test_bleu"), "tokenizer_is_the_pieces": same}
     if name == "joeynmt":
@@ -161,15 +173,15 @@ def train(name: str, recipe: Recipe, data: peers_data.PreparedData, folder: Path
         config.write_text(yaml.safe_dump(joeynmt_config(recipe, data, folder / "model", seed, batch_size=64)))
         run = run_command([str(peer_program(name)), "-m", "joeynmt", "train", str(config), "--skip-test"], log)
         text = log.read_text(encoding="utf-8")
-        return {**run, "train_s": joeynmt_train_seconds(text), "parameters": joeynmt_parameters(text),
-                "steps": recipe.updates}
+        return {**run, "train_s": joeynmt_train_seconds(text), "validation_s": joeynmt_validation_seconds(text),
+                "parameters": joeynmt_parameters(text), "steps": recipe.updates}
     if name == "eole":
         config = folder / "train.yaml"
         config.write_text(yaml.safe_dump(eole_config(recipe, data, folder / "model", seed)))
         run = run_command([str(peer_program(name, "eole")), "train", "-config", str(config)], log)
         text = log.read_text(encoding="utf-8")
-        return {**run, "train_s": eole_train_seconds(text), "parameters": eole_parameters(text),
-                "steps": recipe.updates}
+        return {**run, "train_s": eole_train_seconds(text), "validation_s": eole_validation_seconds(text),
+                "parameters": eole_parameters(text), "steps": recipe.updates}
     raise ValueError(f"Unknown toolkit {name!r}; valid options: {TOOLKITS}.")
 
 

@@ -65,8 +65,8 @@ from . import arguments
 __all__ = ["ModelArguments", "DataArguments", "GenerationArguments", "ARGUMENTS", "TRAINING_DEFAULTS", "run",
            "CUSTOM_PIPELINES", "TEST_HYPOTHESES", "marian_config", "TranslationTokenizers", "train_tokenizers",
            "load_tokenizers",
-           "check_language_columns", "tokenize_pairs", "batches_by_length", "decoding_loop", "translate",
-           "translation_scores",
+           "check_language_columns", "tokenize_pairs", "train_sampler", "batches_by_length", "decoding_loop",
+           "translate", "translation_scores",
            "is_degenerate", "implausible_bleu_warning",
            "load_translation_model", "show_examples", "attention_matrix", "attention_figure",
            "save_attention_plot"]
@@ -499,6 +499,18 @@ def make_model(model_args: ModelArguments, generation_args: GenerationArguments,
     return model
 
 
+def train_sampler(train_rows: datasets.Dataset, training_args: TrainingArguments):
+    """The order of the training pairs: batches of ``--per_device_train_batch_size`` pairs of similar lengths
+    (`LengthGroupedSampler`), or of at most ``--max_tokens`` tokens (`TokenBatchSampler`)."""
+    source_lengths, target_lengths = ([len(ids) for ids in train_rows[column]] for column in ("input_ids", "labels"))
+    if training_args.max_tokens is not None:
+        return TokenBatchSampler(source_lengths, target_lengths, training_args.max_tokens, seed=training_args.seed)
+    # Target lengths break the ties of source lengths: the main job's batches then pad a fifth of their target
+    # positions instead of a third (the decoder, attention, output layer and loss run over the padding).
+    return LengthGroupedSampler(list(zip(source_lengths, target_lengths)), training_args.per_device_train_batch_size,
+                                seed=training_args.seed)
+
+
 def run(model_args: ModelArguments, data_args: DataArguments, training_args: TrainingArguments,
         generation_args: GenerationArguments) -> dict:
     """Train and evaluate a translation model, save it with its tokenizers and ``results.json`` to
@@ -529,17 +541,10 @@ def run(model_args: ModelArguments, data_args: DataArguments, training_args: Tra
                                        prefix="eval_", num_beams=generation_args.eval_num_beams, **decode)
         return scores
 
-    train_rows = tokenized["train"]
-    source_lengths = [len(ids) for ids in train_rows["input_ids"]]
-    if training_args.max_tokens is None:
-        sampler = LengthGroupedSampler(source_lengths, training_args.per_device_train_batch_size,
-                                       seed=training_args.seed)
-    else:
-        sampler = TokenBatchSampler(source_lengths, [len(ids) for ids in train_rows["labels"]],
-                                    training_args.max_tokens, seed=training_args.seed)
     collator = DataCollatorForSeq2Seq(tokenizers.source, label_pad_token_id=-100)
-    results = train(accelerator, model, train_rows, tokenized["validation"], collator, training_args,
-                    evaluate_fn=validation_bleu, train_sampler=sampler, tokenizer=tokenizers, checkpoints=checkpoints)
+    results = train(accelerator, model, tokenized["train"], tokenized["validation"], collator, training_args,
+                    evaluate_fn=validation_bleu, train_sampler=train_sampler(tokenized["train"], training_args),
+                    tokenizer=tokenizers, checkpoints=checkpoints)
 
     model = accelerator.unwrap_model(model)
     if "test" in raw and accelerator.is_main_process:
