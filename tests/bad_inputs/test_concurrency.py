@@ -64,6 +64,7 @@ def start(output_dir, **options):
     return start_run(TrainingArguments(output_dir=str(output_dir), **options))
 
 
+@pytest.mark.slow
 def test_a_second_run_into_a_running_ones_folders_is_refused(tmp_path, first_run):
     holder = f"process {first_run.process.pid} on host {socket.gethostname()}, started 20"
     for output_dir, options, option in [
@@ -85,6 +86,7 @@ def test_a_second_run_into_a_running_ones_folders_is_refused(tmp_path, first_run
     assert_outcome(AREA, lambda: files.holds_lock(tmp_path / "other"), check=lambda held: not held)  # released
 
 
+@pytest.mark.slow
 def test_a_run_that_ended_blocks_nobody(tmp_path, first_run, monkeypatch):
     first_run.kill()  # SIGKILL: no clean-up ran, the lock file is left behind
     assert_outcome(AREA, lambda: start(tmp_path / "out"), check=lambda started: started[1].resume_from is None)
@@ -97,12 +99,14 @@ def test_a_run_that_ended_blocks_nobody(tmp_path, first_run, monkeypatch):
                    check=lambda started: json.loads((tmp_path / ".third.lock").read_text())["pid"] == os.getpid())
 
 
+@pytest.mark.slow
 def test_the_processes_of_one_launch_are_one_run(tmp_path, first_run, monkeypatch):
     """Under a launcher the other processes (RANK > 0) join the run of process 0, which holds the lock."""
     monkeypatch.setenv("RANK", "1")
     assert_outcome(AREA, lambda: start(tmp_path / "out"), check=lambda started: started[1].resume_from is None)
 
 
+@pytest.mark.slow
 def test_two_training_runs_started_together_into_one_folder(tmp_path, data_dir):
     """run_clm.py twice at once into one folder: one trains and saves, the other is refused with a clear error
     (the folder is in use, or, if the first has already finished, not empty); the folder then holds the complete

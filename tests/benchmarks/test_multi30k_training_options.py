@@ -4,6 +4,7 @@ checkpoints write the table; a run of another seed adds its rows to it."""
 import json
 import statistics
 
+import pytest
 import sacrebleu
 
 from benchmarks import multi30k_training_options as options
@@ -12,6 +13,7 @@ from hf_seqmodels.tasks.inference import load_translator
 from hf_seqmodels.tasks.translation import translate
 
 
+@pytest.mark.slow
 def test_smoke_run_writes_three_rows(data_dir, tmp_path):
     table = options.main(["--smoke", "--work_dir", str(tmp_path / "runs"), "--out", str(tmp_path)])
     assert json.loads((tmp_path / "multi30k_training_options.json").read_text()) == table
@@ -33,6 +35,7 @@ def test_smoke_run_writes_three_rows(data_dir, tmp_path):
     assert "| teacher forcing, last 5 checkpoints averaged |" in (tmp_path / "multi30k_training_options.md").read_text()
 
 
+@pytest.mark.slow
 def test_another_seed_adds_its_rows_and_the_table_gives_mean_and_sd(data_dir, tmp_path):
     first = options.main(["--smoke", "--work_dir", str(tmp_path / "runs"), "--out", str(tmp_path)])
     second = options.main(["--smoke", "--seeds", "43", "--work_dir", str(tmp_path / "runs"), "--out", str(tmp_path)])

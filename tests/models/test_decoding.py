@@ -319,6 +319,7 @@ RUN_SAVED_GENERATE = REMOTE_CODE_SCRIPT[: REMOTE_CODE_SCRIPT.index("for case in"
 )
 
 
+@pytest.mark.slow
 def test_saved_folder_decodes_with_our_loop_where_the_package_is_not_installed(tmp_path):
     """``save_pretrained`` writes ``custom_generate/``; a process that cannot import hf_seqmodels loads the folder
     with ``trust_remote_code=True``, and its ``generate()`` gives GenerationMixin's beams with fewer rows."""
