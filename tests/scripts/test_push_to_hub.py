@@ -136,6 +136,7 @@ def test_bad_model_folders_are_refused_before_staging(tmp_path):
     assert not staging.exists()
 
 
+@pytest.mark.slow
 def test_dry_run_never_deletes_a_folder_of_the_users(trained, tmp_path):
     """--staging_dir naming a folder of the user's that holds a README.md and a config.json (what staging writes)
     is refused, and nothing in it changes; a bad --repo_id is refused before anything is staged."""
