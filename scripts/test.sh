@@ -8,6 +8,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/venv.sh
-# Two workers (pytest-xdist), one torch thread each: the machines have 2 cores and most tests are small.
+# Two workers (pytest-xdist), one torch thread each: the machines have 2 cores and most tests are small. The tests
+# marked slow come first (tests/conftest.py) and an idle worker takes half of the other's queue
+# (worksteal), so the two end together.
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 OMP_NUM_THREADS=1
-exec "$venv/bin/python" -m pytest -x -q -n 2 "$@"  # pyproject's testpaths: tests/
+exec "$venv/bin/python" -m pytest -x -q -n 2 --dist worksteal "$@"  # pyproject's testpaths: tests/

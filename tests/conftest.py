@@ -14,7 +14,12 @@ torch.set_num_threads(1)
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests marked ``cuda`` need a GPU: skipped where torch sees none (CI, this suite on a CPU machine)."""
+    """Tests marked ``slow`` run first (each group in the collection's order), so that with ``--dist worksteal``
+    (scripts/test.sh) the long tests are shared out between the workers from the start and both end on short ones,
+    not one of them alone on a long one. A module fixture that trains is used by slow tests only (else it would be
+    made again for the others). Tests marked ``cuda`` need a GPU: skipped where torch sees none (CI, this suite on
+    a CPU machine)."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # a stable sort
     if torch.cuda.is_available():
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU (torch.cuda.is_available() is False)")

@@ -106,6 +106,7 @@ sys.stdin.read()
 """
 
 
+@pytest.mark.slow
 def test_the_lock_names_the_process_that_holds_it_and_dies_with_it(tmp_path):
     folder = tmp_path / "out"
     holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(folder)], stdin=subprocess.PIPE,

@@ -6,6 +6,7 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
 import torch
 
 import hf_seqmodels
@@ -84,6 +85,7 @@ def test_auto_map_names_every_auto_class_of_the_family(tmp_path):
             assert name == class_name and (folder / f"{module}.py").is_file(), auto_map[auto_name]
 
 
+@pytest.mark.slow
 def test_every_auto_class_loads_from_the_saved_code(tmp_path):
     """For each family a saved head loads through every Auto class in its auto_map, without the package; the
     classes built on the saved base model get its weights (the Transformer's encoder-only heads and the

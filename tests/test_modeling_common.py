@@ -462,6 +462,7 @@ class ModelTesterMixin:
             assert type(loaded) is model_class, f"{head.auto_class.__name__} loaded {type(loaded).__name__}"
             assert_same_model(loaded, model, collate(tester.get_examples(config), config.pad_token_id))
 
+    @pytest.mark.slow
     def test_trust_remote_code(self, tester, tmp_path):
         """Every head loads from its saved folder alone, in a process where ``import hf_seqmodels`` fails."""
         self.check_remote_code(tester, tmp_path, sys.executable)
@@ -471,6 +472,7 @@ class ModelTesterMixin:
         all save the same code files checks one of them."""
         return True
 
+    @pytest.mark.slow
     def test_trust_remote_code_under_the_other_transformers(self, tester, tmp_path):
         """A folder saved under this transformers loads, computes and generates the same under the other end of
         the range pyproject.toml allows (the cache changed its name between them), with only its saved code."""
@@ -606,6 +608,7 @@ class ModelTesterMixin:
                 optimizer.step()
             assert losses[-1] < losses[0], f"{model_class.__name__}: {losses}"
 
+    @pytest.mark.slow
     def test_trainer(self, tester, tmp_path):
         """transformers.Trainer trains a few steps, evaluates and predicts on a tiny in-memory data set."""
         for model_class in filter(takes_labels, tester.all_model_classes):

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import datasets
+import pytest
 import torch
 from safetensors.torch import load_file
 
@@ -23,6 +24,7 @@ def train(output: Path, data: list[str]) -> None:
                     *data, *TINY], check=True, env=env, cwd=REPO_ROOT, capture_output=True)
 
 
+@pytest.mark.slow
 def test_the_same_seed_gives_the_same_tokenizer_and_weights(tmp_path, data_dir):
     rows = datasets.load_dataset("json", data_files=str(data_dir / "sst2" / "train.jsonl.gz"), split="train[:300]")
     rows.select(range(200)).to_json(tmp_path / "train.jsonl")

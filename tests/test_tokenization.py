@@ -70,6 +70,7 @@ for kind in REPRODUCIBLE_KINDS:
 """
 
 
+@pytest.mark.slow
 def test_the_same_texts_give_byte_identical_tokenizer_files(tmp_path, data_dir):
     """Trained in two processes (hash maps iterate in another order in each), every reproducible kind writes the same
     files."""

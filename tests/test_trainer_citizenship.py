@@ -50,6 +50,7 @@ def trainer_for(model, config, dataset, output_dir, **changes) -> Trainer:
 
 
 @pytest.mark.parametrize("tester, model_class", HEADS, ids=[cls.__name__ for _, cls in HEADS])
+@pytest.mark.slow
 def test_trainer_trains_saves_and_resumes(tester, model_class, tmp_path):
     config = tester.get_config(model_class)
     model = make_model(model_class, config)

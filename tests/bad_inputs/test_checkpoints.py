@@ -554,6 +554,7 @@ def run_clm(data_dir, monkeypatch):
     return run
 
 
+@pytest.mark.slow
 def test_run_clm_refuses_pickled_or_incomplete_checkpoints(run_clm, tmp_path):
     run_clm(tmp_path / "first")
     checkpoint = tmp_path / "first-checkpoints" / "step_2"

@@ -2,8 +2,8 @@
 refused before it writes anything, with the pid, host and start time of the first; a run that ended, however it
 ended, blocks nobody; the processes of one launch are one run.
 
-The first run is a real process: a child that calls `training.start_run` and waits, or two run_clm.py runs started
-together into one folder.
+The first run is a real process: a forked child that calls `training.start_run` and waits, or two run_clm.py runs
+started together into one folder.
 """
 
 import json
@@ -28,29 +28,36 @@ from .outcomes import assert_outcome
 AREA = "concurrency"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RUN_CLM = REPO_ROOT / "scripts" / "run_clm.py"
-START_AND_WAIT = """
-import sys
-from hf_seqmodels.training import TrainingArguments, start_run
-start_run(TrainingArguments(output_dir=sys.argv[1], checkpoint_dir=sys.argv[2]))
-print("started", flush=True)
-sys.stdin.read()
-"""
 
 
 class FirstRun:
-    """A process that has started a run into ``output_dir`` (and ``checkpoint_dir``) and holds it until killed."""
+    """A process that has started a run into ``output_dir`` (and ``checkpoint_dir``) and holds it until killed: a
+    fork of this one, which starts without importing torch and transformers again."""
 
     def __init__(self, output_dir: Path, checkpoint_dir: Path):
-        env = {**os.environ, "OMP_NUM_THREADS": "1"}
-        env.pop("RANK", None)
-        self.process = subprocess.Popen([sys.executable, "-c", START_AND_WAIT, str(output_dir), str(checkpoint_dir)],
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
-                                        cwd=REPO_ROOT)
-        assert self.process.stdout.readline() == "started\n"
+        read_end, write_end = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:  # the child: never returns into pytest
+            try:
+                os.close(read_end)
+                os.environ.pop("RANK", None)
+                start_run(TrainingArguments(output_dir=str(output_dir), checkpoint_dir=str(checkpoint_dir)))
+                os.write(write_end, b"started")
+                while True:
+                    signal.pause()
+            finally:
+                os._exit(1)
+        os.close(write_end)
+        started = os.read(read_end, 16)  # b"" when the child ended before
+        os.close(read_end)
+        assert started == b"started", "the first run did not start"
+        self.running = True
 
     def kill(self) -> None:
-        self.process.send_signal(signal.SIGKILL)
-        self.process.communicate()  # waits for it and closes its pipes
+        if self.running:
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+            self.running = False
 
 
 @pytest.fixture
@@ -65,7 +72,7 @@ def start(output_dir, **options):
 
 
 def test_a_second_run_into_a_running_ones_folders_is_refused(tmp_path, first_run):
-    holder = f"process {first_run.process.pid} on host {socket.gethostname()}, started 20"
+    holder = f"process {first_run.pid} on host {socket.gethostname()}, started 20"
     for output_dir, options, option in [
         (tmp_path / "out", {}, "--output_dir"),
         (tmp_path / "out", {"overwrite_output_dir": True}, "--output_dir"),
@@ -103,6 +110,7 @@ def test_the_processes_of_one_launch_are_one_run(tmp_path, first_run, monkeypatc
     assert_outcome(AREA, lambda: start(tmp_path / "out"), check=lambda started: started[1].resume_from is None)
 
 
+@pytest.mark.slow
 def test_two_training_runs_started_together_into_one_folder(tmp_path, data_dir):
     """run_clm.py twice at once into one folder: one trains and saves, the other is refused with a clear error
     (the folder is in use, or, if the first has already finished, not empty); the folder then holds the complete

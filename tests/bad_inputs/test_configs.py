@@ -242,6 +242,7 @@ def load_config_file(folder):
 
 
 @pytest.mark.parametrize("config_class", BASES, ids=class_name)
+@pytest.mark.slow
 def test_unknown_keys(config_class, tmp_path):
     """Kept as attributes by the config (transformers' configs keep them, and its tests set some on every config);
     refused in a config.json our loaders read."""

@@ -123,6 +123,7 @@ def kill_at_every_step(root: Path, prepare: Callable[[], None], save: Callable[[
 
 @pytest.mark.parametrize("exchange", ["renameat2", "two renames"])
 @pytest.mark.parametrize("earlier", ["old", None])
+@pytest.mark.slow
 def test_a_model_folder_is_old_or_new_whatever_the_kill(tmp_path, monkeypatch, exchange, earlier):
     """save_model over an earlier model (or none) killed at every step: the folder loads as the old or the new
     model (or is absent when there was none). Without renameat2, a kill between the two renames leaves no folder
@@ -198,6 +199,7 @@ def test_a_staged_hub_folder_is_old_or_new_whatever_the_kill(tmp_path):
 
 
 @pytest.mark.parametrize("earlier", ["with a manifest", "of an older version (no manifest)"])
+@pytest.mark.slow
 def test_the_users_files_beside_a_model_survive_every_kill(tmp_path, earlier):
     """save_model over an earlier model whose folder also holds files of the user's (a file, nested folders, a
     folder named like a checkpoint, a link), killed at every step: the folder is the old or the new model, with

@@ -8,6 +8,7 @@ import runpy
 import sys
 from pathlib import Path
 
+import pytest
 from transformers import AutoModelForCausalLM
 
 from hf_seqmodels import AttentionSeq2SeqConfig, AttentionSeq2SeqForConditionalGeneration, atomic_folders
@@ -30,6 +31,7 @@ SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 USER_NAMES = ["data", "link-to-notes", "notes.txt", "step_1"]  # what write_user_files writes at the top
 
 
+@pytest.mark.slow
 def test_overwrite_output_dir_keeps_the_users_files(run_clm, tmp_path):
     """run_clm.py --overwrite_output_dir over its earlier run, whose folder also holds the user's files: the run's
     files are replaced, the user's kept; the same for a folder of an older version (no manifest)."""

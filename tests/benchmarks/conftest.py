@@ -1,7 +1,9 @@
 """The benchmark runner's smoke run (every entry at tiny sizes, in a subprocess as a user runs it), made once for
 all the test files that check an entry's results, and the fake clock the timing tests measure with."""
 
+import fcntl
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -23,9 +25,19 @@ def run_benchmarks(out: Path, *args: str) -> dict:
 
 @pytest.fixture(scope="session")
 def smoke_run(tmp_path_factory) -> tuple[Path, dict]:
-    """The output folder of the smoke run of every entry, and its results."""
-    out = tmp_path_factory.mktemp("benchmarks")
-    return out, run_benchmarks(out)
+    """The output folder of the smoke run of every entry, and its results. Made once per session: under
+    pytest-xdist the first worker that needs it runs it, under a lock in the folder the workers share, and the other
+    reads its results file."""
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent  # this session's folder, holding each worker's own
+    out = shared / "benchmarks-smoke-run"
+    with open(shared / "benchmarks-smoke-run.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (out / "benchmarks.json").is_file():  # written last, by a complete run
+            out.mkdir(exist_ok=True)
+            run_benchmarks(out)
+    return out, json.loads((out / "benchmarks.json").read_text())
 
 
 @pytest.fixture(scope="session")

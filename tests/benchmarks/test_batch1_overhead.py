@@ -3,9 +3,12 @@ median of per-round ratios with its quartiles, and the time split and the profil
 
 import math
 
+import pytest
+
 from benchmarks import batch1_overhead
 
 
+@pytest.mark.slow
 def test_batch1_overhead_outputs_agree(smoke_entries):
     entry = smoke_entries["batch1_overhead"]
     assert {row["mode"] for row in entry["rows"]} >= {"greedy"}

@@ -5,9 +5,12 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from .conftest import ROOT
 
 
+@pytest.mark.slow
 def test_gradient_checkpointing_memory_smoke(tmp_path):
     command = [sys.executable, "-m", "benchmarks.gradient_checkpointing_memory", "--smoke", "--out", str(tmp_path)]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)

@@ -44,6 +44,7 @@ def test_provenance_and_entry_structure(smoke_run):
         assert entry["title"] in markdown
 
 
+@pytest.mark.slow
 def test_only_keeps_other_entries(smoke_run, tmp_path):
     _, data = smoke_run
     (tmp_path / "benchmarks.json").write_text(json.dumps(data))

@@ -5,9 +5,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_smoke_run_writes_ratios_and_provenance(tmp_path):
     out = tmp_path / "benchmarks_transformer.json"
     command = [sys.executable, "-m", "benchmarks.transformer_vs_marian", "--smoke", "--out", str(out)]

@@ -109,6 +109,7 @@ def test_translation_speeds_are_medians_of_rounds(smoke_entries):
                 assert headline["quartiles"][0] <= headline["ratio"] <= headline["quartiles"][1]
 
 
+@pytest.mark.slow
 def test_the_per_hypothesis_search_can_be_left_out(data_dir):
     """``--set baselines=beams_batched,ours_batch1,generate_batch1`` (the GPU run: the per-hypothesis search on many
     sentences takes minutes) times every other search, the headline baseline among them."""

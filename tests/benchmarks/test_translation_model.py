@@ -133,6 +133,7 @@ def test_encode_texts_ends_every_sentence_with_one_eos(saved_folder):
         words + [plain.eos_token_id]]
 
 
+@pytest.mark.slow
 def test_run_times_a_saved_folder(saved_folder, tmp_path):
     folder, _ = saved_folder
     entries = run_benchmarks(tmp_path, "--only", "translation", "batch1_overhead", "--set",

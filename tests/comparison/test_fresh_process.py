@@ -7,6 +7,8 @@ import concurrent.futures
 import json
 import sys
 
+import pytest
+
 import hf_seqmodels
 from hf_seqmodels.comparison.fresh_process import run_in_process
 
@@ -37,6 +39,7 @@ def test_a_run_that_raises_exits_1_with_its_traceback_in_the_log(tmp_path, monke
     assert not (tmp_path / "out.json").exists()
 
 
+@pytest.mark.slow
 def test_runs_started_and_awaited_from_several_threads_each_get_their_own_exit_code(tmp_path):
     # Unserialised, a thread's Process.start() could read another run's exit status as that thread did: 255 for one.
     def runs(thread: int) -> list[int]:

@@ -2,8 +2,11 @@
 checkpoints write the table; a run of another seed adds its rows to it."""
 
 import json
+import shutil
 import statistics
+from pathlib import Path
 
+import pytest
 import sacrebleu
 
 from hf_seqmodels.comparison import multi30k_training_options as options
@@ -12,8 +15,17 @@ from hf_seqmodels.tasks.inference import load_translator
 from hf_seqmodels.tasks.translation import translate
 
 
-def test_smoke_run_writes_three_rows(data_dir, tmp_path):
-    table = options.main(["--smoke", "--work_dir", str(tmp_path / "runs"), "--out", str(tmp_path)])
+@pytest.fixture(scope="module")
+def first_seed(data_dir, tmp_path_factory) -> tuple[dict, Path]:
+    """One smoke run of seed 42 (two trainings and an averaging: seconds), which both tests read: its table and the
+    folder of its --out (its --work_dir is ``<folder>/runs``)."""
+    folder = tmp_path_factory.mktemp("multi30k_training_options")
+    return options.main(["--smoke", "--work_dir", str(folder / "runs"), "--out", str(folder)]), folder
+
+
+@pytest.mark.slow
+def test_smoke_run_writes_three_rows(first_seed):
+    table, tmp_path = first_seed
     assert json.loads((tmp_path / "multi30k_training_options.json").read_text()) == table
     forced, sampled, averaged = table["rows"]
     assert forced["steps"] == sampled["steps"] == 2 * options.AVERAGED
@@ -33,8 +45,11 @@ def test_smoke_run_writes_three_rows(data_dir, tmp_path):
     assert "| teacher forcing, last 5 checkpoints averaged |" in (tmp_path / "multi30k_training_options.md").read_text()
 
 
-def test_another_seed_adds_its_rows_and_the_table_gives_mean_and_sd(data_dir, tmp_path):
-    first = options.main(["--smoke", "--work_dir", str(tmp_path / "runs"), "--out", str(tmp_path)])
+@pytest.mark.slow
+def test_another_seed_adds_its_rows_and_the_table_gives_mean_and_sd(first_seed, tmp_path):
+    first, first_folder = first_seed
+    results = "multi30k_training_options.json"
+    shutil.copyfile(first_folder / results, tmp_path / results)  # seed 42's, to which this run adds seed 43's
     second = options.main(["--smoke", "--seeds", "43", "--work_dir", str(tmp_path / "runs"), "--out", str(tmp_path)])
     assert [(row["row"], row["seed"]) for row in second["rows"]] == [
         (name, seed) for name in [*options.TRAININGS, options.AVERAGED_ROW] for seed in (42, 43)]

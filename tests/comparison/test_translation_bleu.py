@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -19,6 +21,7 @@ def tiny_run(out: Path, *arguments: str) -> dict:
     return json.loads((out / "translation_bleu.json").read_text())
 
 
+@pytest.mark.slow
 def test_tiny_run_writes_one_row_per_cell_and_seed(tmp_path):
     """Two models at once; then another seed of one of them, added to the rows already there."""
     results = tiny_run(tmp_path, "--cells", "gru", "lstm", "--jobs", "2")

@@ -153,6 +153,7 @@ def test_a_config_saved_before_the_fields_loads_with_a_full_softmax(tmp_path):
     assert loaded.config.adaptive_softmax_cutoffs is None and type(loaded.lm_head) is torch.nn.Linear
 
 
+@pytest.mark.slow
 def test_a_saved_folder_loads_and_generates_from_its_own_code(tmp_path):
     """In a process where ``import hf_seqmodels`` fails (the common tests' remote-code script)."""
     model = lm(**ADAPTIVE)

@@ -115,6 +115,7 @@ CANARIES = {
 
 
 @pytest.mark.parametrize("name", CANARIES)
+@pytest.mark.slow
 def test_generate_solves_a_learned_task_through_the_cache(name):
     torch.manual_seed(0)
     model, make_batch, steps, learning_rate = CANARIES[name]()

@@ -182,6 +182,7 @@ REFUSALS_SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_saved_code_refuses_a_bad_config_json(tmp_path):
     """The checks travel with a saved folder: trust_remote_code loads a folder's own configuration_utils.py."""
     edits = {  # name: (the key to remove, the keys to set, what the error must say; None: it loads)

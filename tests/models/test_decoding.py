@@ -322,6 +322,7 @@ RUN_SAVED_GENERATE = REMOTE_CODE_SCRIPT[: REMOTE_CODE_SCRIPT.index("for case in"
 )
 
 
+@pytest.mark.slow
 def test_saved_folder_decodes_with_our_loop_where_the_package_is_not_installed(tmp_path):
     """``save_pretrained`` writes ``custom_generate/``, each code file once (at most 10 for an attention
     seq2seq); a process that cannot import hf_seqmodels loads the folder with ``trust_remote_code=True``, its

@@ -733,6 +733,7 @@ def test_exported_program_gives_the_eager_outputs(model_class, variant, padded):
     torch.testing.assert_close(got.encoder_last_hidden_state, expected.encoder_last_hidden_state, rtol=0, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_strict_export_gives_the_eager_outputs():
     """torch.export in strict mode (Dynamo traces the Python code): LSTM encoder and Bahdanau decoder, padded."""
     model = spread(AttentionSeq2SeqForConditionalGeneration(tiny_config("lstm", "bahdanau")))

@@ -588,6 +588,7 @@ def test_exported_program_gives_the_eager_outputs(cell_type, padded, model_class
         torch.testing.assert_close(got.final_state, expected.final_state, rtol=0, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_strict_export_gives_the_eager_outputs():
     """torch.export in strict mode (Dynamo traces the Python code) of a bidirectional LSTM on a padded batch."""
     config = RecurrentModelTester("lstm").get_config(RecurrentModel)

@@ -25,6 +25,7 @@ def folders(tmp_path) -> list[str]:
     return ["--results_dir", str(tmp_path / "results"), "--output_dir", str(tmp_path / "outputs")]
 
 
+@pytest.mark.slow
 def test_sentiment_suite_with_two_seeds(tmp_path):
     compare = script("compare")
     results_dir, output_dir = tmp_path / "results", tmp_path / "outputs"
@@ -77,6 +78,7 @@ def test_sentiment_suite_with_two_seeds(tmp_path):
         for name in ("accuracy", "f1")}
 
 
+@pytest.mark.slow
 def test_update_replaces_only_the_rerun_models(tmp_path):
     compare = script("compare")
     compare.main(["sentiment", "--models", "RNN,GRU", "--seed", "7", *TINY, *folders(tmp_path)])

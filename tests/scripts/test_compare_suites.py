@@ -4,6 +4,7 @@ run's own figures, and compares them by paired bootstrap; the language models ru
 
 import json
 
+import pytest
 from sacrebleu.metrics import BLEU
 from test_run_classification_ner import script  # tests/scripts is on sys.path
 
@@ -28,6 +29,7 @@ def run_suite(suite: str, tmp_path) -> tuple[dict, str]:
     return saved, (results_dir / f"{suite}.md").read_text()
 
 
+@pytest.mark.slow
 def test_translation_suite(tmp_path, data_dir):
     saved, table = run_suite("translation", tmp_path)
     runs = {run["name"]: run for run in saved["runs"]}
@@ -51,6 +53,7 @@ def test_translation_suite(tmp_path, data_dir):
     assert marian.endswith(f"| {bleu['mean']:.2f} ± {bleu['ci']:.2f} (p = {bleu['p_value']:.3f}) |")
 
 
+@pytest.mark.slow
 def test_lm_suite(tmp_path, data_dir):
     saved, table = run_suite("lm", tmp_path)
     for run in saved["runs"]:

@@ -64,6 +64,7 @@ def start(output_dir: Path, *extra: str, log: Path) -> subprocess.Popen:
                                  *extra], stdout=stream, stderr=subprocess.STDOUT, env=env, cwd=REPO_ROOT)
 
 
+@pytest.mark.slow
 def test_kill_9_then_resume(data_dir, tmp_path):
     output_dir, checkpoint_dir = tmp_path / "out", tmp_path / "out-checkpoints"
     first_log, resumed_log = tmp_path / "first.log", tmp_path / "resumed.log"
@@ -137,6 +138,7 @@ OTHER_SCRIPTS = {  # script -> its tiny options, and the training slice that wou
 
 
 @pytest.mark.parametrize("name", OTHER_SCRIPTS)
+@pytest.mark.slow
 def test_other_scripts_resume_with_the_checkpoint_tokenizer(name, data_dir, tmp_path, monkeypatch):
     """run_clm, run_classification and run_ner resume with the tokenizer of the checkpoint: even on another slice
     of the data, whose own tokenizer would have another vocabulary (and so a model the checkpoint cannot fill)."""
@@ -160,6 +162,7 @@ def test_other_scripts_resume_with_the_checkpoint_tokenizer(name, data_dir, tmp_
     assert tokenizer_file(tmp_path / "resumed") == tokenizer_file(tmp_path / "first") == expected
 
 
+@pytest.mark.slow
 def test_two_processes_resume_to_the_weights_of_an_uninterrupted_run(data_dir, tmp_path):
     """Under ``accelerate launch`` with 2 processes (gloo on the CPU), each process saves and restores its own
     random states (``rng_state_<i>``; dropout draws differ per process): resuming at step 2 of 4 ends with exactly

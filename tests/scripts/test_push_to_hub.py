@@ -51,6 +51,7 @@ def staged(trained, tmp_path_factory):
     return staging, stdout.getvalue()
 
 
+@pytest.mark.slow
 def test_dry_run_stages_a_folder_that_loads_without_our_package(trained, staged):
     staging, printed = staged
     names = set(digests(staging))
@@ -70,6 +71,7 @@ def test_dry_run_stages_a_folder_that_loads_without_our_package(trained, staged)
     assert "RecurrentForSequenceClassification (2, 2)" in printed and "nothing uploaded" in printed
 
 
+@pytest.mark.slow
 def test_load_check_really_blocks_our_package(staged, tmp_path):
     """Without the remote code (config.json's auto_map removed) the folder must not load: proof that the check does
     not quietly fall back on the installed hf_seqmodels."""
@@ -81,6 +83,7 @@ def test_load_check_really_blocks_our_package(staged, tmp_path):
         load_check(staging, "AutoModelForSequenceClassification")
 
 
+@pytest.mark.slow
 def test_upload_to_a_local_hub_stand_in(trained, tmp_path):
     staging = tmp_path / "hub"
     with HubStandIn() as hub:
@@ -133,6 +136,7 @@ def test_bad_model_folders_are_refused_before_staging(tmp_path):
     assert not staging.exists()
 
 
+@pytest.mark.slow
 def test_dry_run_never_deletes_a_folder_of_the_users(trained, tmp_path):
     """--staging_dir naming a folder of the user's that holds a README.md and a config.json (what staging writes)
     is refused, and nothing in it changes; a bad --repo_id is refused before anything is staged."""

@@ -28,6 +28,7 @@ def test_the_docs_list_the_walkthroughs():
 
 
 @pytest.mark.parametrize("suite", recipes())
+@pytest.mark.slow
 def test_recipe_runs_in_smoke_size(suite, tmp_path):
     compare = script("compare")
     results_dir = tmp_path / "results"

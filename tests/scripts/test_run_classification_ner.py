@@ -117,6 +117,7 @@ def test_wnut17_with_entity_f1_on_the_test_split(tmp_path):
     assert {"eval_seqeval_f1", "test_seqeval_f1", "test_accuracy"} <= set(results)
 
 
+@pytest.mark.slow
 def test_sst2_with_a_bidirectional_gru(tmp_path, data_dir):
     output = tmp_path / "sst2"
     results = script("run_classification").main(
@@ -146,6 +147,7 @@ def test_sst2_with_a_bidirectional_gru(tmp_path, data_dir):
     assert results["test_rows"] == 24 and results["test_accuracy"] == pytest.approx(correct / 24)
 
 
+@pytest.mark.slow
 def test_upos_with_a_bilstm(tmp_path, data_dir):
     output = tmp_path / "upos"
     results = script("run_ner").main(

@@ -67,6 +67,7 @@ def test_adaptive_softmax_run_saves_and_reloads_it(data_dir, tmp_path, monkeypat
     torch.testing.assert_close(log_probs.exp().sum(-1), torch.ones(1, 3))
 
 
+@pytest.mark.slow
 def test_adaptive_softmax_with_tied_embeddings_is_refused(tmp_path):
     with pytest.raises(ValueError, match="tie_word_embeddings=False"):
         run_clm()(["--output_dir", str(tmp_path / "lm"), "--adaptive_softmax_cutoffs", "50", "200"])

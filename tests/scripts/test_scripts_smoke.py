@@ -57,6 +57,7 @@ def accelerate_launch(launch_options: list[str], output_dir: Path) -> subprocess
     return subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_run_clm_under_accelerate_launch_with_two_processes(data_dir, tmp_path):
     """Data-parallel on CPU with gloo, through the README's multi-GPU configuration file with two processes.
     `accelerate launch --cpu --num_processes 2` would start ONE process (huggingface/accelerate#2741: multi-CPU goes
@@ -69,6 +70,7 @@ def test_run_clm_under_accelerate_launch_with_two_processes(data_dir, tmp_path):
     check_clm_output(tmp_path / "lm", num_processes=2)
 
 
+@pytest.mark.slow
 def test_fsdp_launch_is_refused_with_the_way_out(data_dir, tmp_path):
     done = accelerate_launch(["--use_fsdp", "--num_processes", "2", "--mixed_precision", "no"], tmp_path / "lm")
     assert done.returncode != 0

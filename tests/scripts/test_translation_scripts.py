@@ -35,6 +35,7 @@ def run_script(path: Path, arguments: list[str], monkeypatch) -> None:
 
 
 @pytest.mark.parametrize("name", MODELS)
+@pytest.mark.slow
 def test_run_translation(name, data_dir, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     output_dir = tmp_path / name

@@ -213,6 +213,7 @@ def test_generate_refuses_bad_options(arguments, message, language_model_dir, mo
         run_script(GENERATE, [str(language_model_dir), "--prompt", "the market", *arguments], monkeypatch)
 
 
+@pytest.mark.slow
 def test_demo_translates_and_draws_the_attention(translator, translator_dir):
     pytest.importorskip("gradio")
     from hf_seqmodels.tasks.inference import translation_demo
