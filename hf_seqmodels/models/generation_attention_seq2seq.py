@@ -11,8 +11,10 @@ from transformers.utils import is_tracing
 
 from .cache import RecurrentCache, recurrent_cache, replays_step
 from .configuration_attention_seq2seq import AttentionSeq2SeqConfig
-from .masks import check_tensor, padding_or_none, prepare_padding_mask
-from .modeling_utils import CACHE_NAME, cache_argument, cache_field, check_token_inputs, output_cache
+from .modeling_utils import (
+    CACHE_NAME, cache_argument, cache_field, check_tensor, check_token_inputs, output_cache, padding_or_none,
+    prepare_padding_mask,
+)
 
 
 @dataclass

@@ -10,7 +10,7 @@ from transformers import initialization as init
 from transformers.utils import is_tracing
 
 from .crf import LinearChainCRF, bio_constraints, gather_to_front
-from .masks import check_tensor
+from .modeling_utils import check_tensor
 from .pipeline_token_classification import CUSTOM_PIPELINES as CRF_PIPELINES
 
 _CLASS_ID_DTYPES = (torch.long, torch.int)

@@ -1,4 +1,6 @@
-"""Padding masks and input checks shared by every family.
+"""The masks and positions of the Transformer's attention, and ``carry_over_padding`` (what a causal LM outputs at
+padded positions). The padding masks every family checks and reads (``prepare_padding_mask``, ``padding_or_none``,
+``check_no_empty_rows``) are in ``modeling_utils.py``, with the other input checks.
 
 One convention throughout the package: a mask is a tensor of shape ``(batch, length)`` where ``True`` (or 1)
 means "a real token: attend to it / keep it" and ``False`` (or 0) means padding.
@@ -6,83 +8,11 @@ means "a real token: attend to it / keep it" and ``False`` (or 0) means padding.
 During generation with a ``StaticCache`` (``generate(cache_implementation="static")``, what ``torch.compile``
 compiles), the masks span the cache's whole buffer, and the number of cached positions stays a tensor: a compiled
 decoding step then has the same inputs and shapes at every step (``chunk_positions``).
-
-The checks that read tensor values (token ids in range, a mask of 0s and 1s, no empty row) run in eager mode only:
-while ``torch.compile``, ``torch.export`` or ``torch.fx`` trace a graph the values are unknown, and a branch on them
-would break the graph. The traced code is the code that ran (and checked) eagerly.
 """
 
 import torch
 from transformers.cache_utils import Cache
 from transformers.utils import is_tracing
-
-
-def check_tensor(value, name: str) -> None:
-    """Raise a TypeError naming the argument unless ``value`` is a tensor (a list or an array is not converted: its
-    dtype and device would be guesses)."""
-    if not isinstance(value, torch.Tensor):
-        raise TypeError(f"`{name}` must be a torch.Tensor, got {type(value).__name__}: pass tensors, e.g. "
-                        "tokenizer(texts, return_tensors='pt').")
-
-
-def check_input_ids(input_ids: torch.Tensor, vocab_size: int, name: str = "input_ids") -> None:
-    """Raise a clear error for token ids outside ``[0, vocab_size)`` instead of an index error inside torch."""
-    if input_ids.dtype not in (torch.int64, torch.int32):
-        raise ValueError(f"`{name}` must hold integer token ids, got dtype {input_ids.dtype}.")
-    if input_ids.numel() == 0:
-        raise ValueError(f"`{name}` is empty (shape {tuple(input_ids.shape)}): pass at least one token per sequence.")
-    if is_tracing(input_ids):
-        return
-    low, high = torch.stack(torch.aminmax(input_ids)).tolist()  # one wait for a GPU, not two
-    if low < 0 or high >= vocab_size:
-        raise ValueError(
-            f"`{name}` holds token ids in [{low}, {high}] but the model's vocabulary has {vocab_size} entries "
-            f"(valid ids: 0..{vocab_size - 1}). Use the tokenizer the model was trained with, or set "
-            f"`vocab_size` in the config to the tokenizer's size."
-        )
-
-
-def prepare_padding_mask(
-    attention_mask: torch.Tensor | None,
-    batch_size: int,
-    length: int,
-    past_length: int | None = None,
-    name: str = "attention_mask",
-) -> torch.Tensor | None:
-    """Validate ``attention_mask`` (the argument ``name``) against the inputs and return it as a bool
-    ``(batch, length)`` tensor.
-
-    The mask has exactly ``length`` columns (a Transformer passes its cached positions plus the new ones). With
-    ``past_length``, the positions a recurrent model already consumed from a cache, it may also cover those:
-    ``length`` or ``past_length + length`` columns, of which the last ``length`` are returned.
-    Returns ``None`` when there is no mask, meaning every position is a real token.
-    """
-    if attention_mask is None:
-        return None
-    check_tensor(attention_mask, name)
-    widths = (length, past_length + length) if past_length else (length,)  # no hashing: sizes may be symbolic
-    # Each width compared with `!=`, not `in`: under torch.compile a static cache's length is symbolic, and `in`
-    # asks for a proof of equality that it cannot give.
-    if (attention_mask.dim() != 2 or attention_mask.shape[0] != batch_size
-            or all(attention_mask.shape[1] != width for width in widths)):
-        expected = " or ".join(f"({batch_size}, {width})" for width in widths)
-        raise ValueError(
-            f"`{name}` has shape {tuple(attention_mask.shape)}, expected {expected}: one entry per position, "
-            "1 for a token and 0 for padding" + (", the cached positions included or not" if len(widths) > 1 else "")
-            + "."
-        )
-    if attention_mask.dtype != torch.bool and not is_tracing(attention_mask):
-        if bool((not_binary := (attention_mask != 0) & (attention_mask != 1)).any()):
-            raise ValueError(f"`{name}` must hold 1 for a token and 0 for padding, got the values "
-                             f"{attention_mask[not_binary].unique()[:5].tolist()}.")
-    # During generation the mask covers the cached prefix too; the current chunk is its last `length` columns.
-    return attention_mask[:, -length:].bool()
-
-
-def padding_or_none(mask: torch.Tensor | None) -> torch.Tensor | None:
-    """``mask``, or ``None`` when it marks no padding, which lets the kernels take their fast paths (not while a
-    graph is traced: the mask then stays, which gives the same results)."""
-    return None if mask is not None and not is_tracing(mask) and bool(mask.all()) else mask
 
 
 def carry_over_padding(outputs: torch.Tensor, attention_mask: torch.Tensor | None,
@@ -109,18 +39,6 @@ def carry_over_padding(outputs: torch.Tensor, attention_mask: torch.Tensor | Non
     last_real = torch.where(mask, positions, -1).cummax(dim=1).values
     filled = outputs.gather(1, last_real.clamp(min=0)[..., None].expand_as(outputs))
     return torch.where((mask | (last_real < 0))[..., None], outputs, filled)
-
-
-def check_no_empty_rows(mask: torch.Tensor, name: str = "attention_mask") -> None:
-    """Raise if a row of ``mask`` has no real token: a sequence made only of padding has no result."""
-    if is_tracing(mask):
-        return
-    empty = (~mask.any(dim=1)).nonzero().flatten()
-    if empty.numel():
-        raise ValueError(
-            f"Rows {empty.tolist()} of `{name}` are all padding: every sequence needs at least one real token. "
-            f"Drop empty sequences from the batch."
-        )
 
 
 def cached_length(cache: Cache | None) -> int | torch.Tensor:

@@ -15,9 +15,9 @@ from .generation_attention_seq2seq import (
     AttentionSeq2SeqEncoderOutput, AttentionSeq2SeqGenerationMixin, AttentionSeq2SeqLMOutput,
     AttentionSeq2SeqModelOutput, as_encoder_output, check_decoder_inputs, decoder_cache, model_output, run_decoder,
 )
-from .masks import check_no_empty_rows, padding_or_none, prepare_padding_mask
 from .modeling_utils import (
-    EncoderDecoderMixin, SeqModelsPreTrainedModel, check_token_inputs, head_output, takes_cache,
+    EncoderDecoderMixin, SeqModelsPreTrainedModel, check_no_empty_rows, check_token_inputs, head_output,
+    padding_or_none, prepare_padding_mask, takes_cache,
     keep_logits_positions, lm_loss, lm_output_layers, output_layer_into,
 )
 from .recurrent_layers import RecurrentStack, State

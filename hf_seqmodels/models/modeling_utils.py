@@ -1,7 +1,12 @@
 """What the models of every family share, in the shape of transformers' `modeling_utils`: the `PreTrainedModel`
-base (which writes a saved folder's `custom_generate/`), the name of the cache argument, the one check of a model's
-token inputs, the language-model output layer and loss, and the encoder-decoders' decoder inputs and vocabulary
-resizing. A family's modeling file imports this and layers, never another family."""
+base (which writes a saved folder's `custom_generate/`), the name of the cache argument, the checks of a model's token
+inputs and padding masks (a mask is ``(batch, length)``, True or 1 = a real token, False or 0 = padding), the
+language-model output layer and loss, and the encoder-decoders' decoder inputs and vocabulary resizing. A family's
+modeling file imports this and layers, never another family.
+
+The checks that read tensor values (token ids in range, a mask of 0s and 1s, no empty row) run in eager mode only:
+while ``torch.compile``, ``torch.export`` or ``torch.fx`` trace a graph the values are unknown, and a branch on them
+would break the graph. The traced code is the code that ran (and checked) eagerly."""
 
 import functools
 import inspect
@@ -23,8 +28,6 @@ from transformers.modeling_outputs import CausalLMOutputWithPast, ModelOutput
 from transformers.modeling_utils import safe_open
 from transformers.models.bart.modeling_bart import shift_tokens_right
 from transformers.utils import is_tracing
-
-from .masks import check_input_ids, check_tensor
 
 # The name under which transformers passes the decoding cache: ``past_key_values`` up to 5.23, ``cache`` from 5.24.
 # generate() hands the cache to ``forward`` under that name and reads it back from the output under that name, and
@@ -233,6 +236,86 @@ def check_generate_input(inputs: torch.Tensor | None, name: str) -> None:
         shape = "(batch, length)" if dims == 2 else "(batch, length, size)"
         raise ValueError(f"`{name}` has shape {tuple(inputs.shape)} but generate() takes a batch, {shape}: add the "
                          f"batch dimension (`{name}[None]` for one sequence).")
+
+
+def check_tensor(value, name: str) -> None:
+    """Raise a TypeError naming the argument unless ``value`` is a tensor (a list or an array is not converted: its
+    dtype and device would be guesses)."""
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"`{name}` must be a torch.Tensor, got {type(value).__name__}: pass tensors, e.g. "
+                        "tokenizer(texts, return_tensors='pt').")
+
+
+def check_input_ids(input_ids: torch.Tensor, vocab_size: int, name: str = "input_ids") -> None:
+    """Raise a clear error for token ids outside ``[0, vocab_size)`` instead of an index error inside torch."""
+    if input_ids.dtype not in (torch.int64, torch.int32):
+        raise ValueError(f"`{name}` must hold integer token ids, got dtype {input_ids.dtype}.")
+    if input_ids.numel() == 0:
+        raise ValueError(f"`{name}` is empty (shape {tuple(input_ids.shape)}): pass at least one token per sequence.")
+    if is_tracing(input_ids):
+        return
+    low, high = torch.stack(torch.aminmax(input_ids)).tolist()  # one wait for a GPU, not two
+    if low < 0 or high >= vocab_size:
+        raise ValueError(
+            f"`{name}` holds token ids in [{low}, {high}] but the model's vocabulary has {vocab_size} entries "
+            f"(valid ids: 0..{vocab_size - 1}). Use the tokenizer the model was trained with, or set "
+            f"`vocab_size` in the config to the tokenizer's size."
+        )
+
+
+def prepare_padding_mask(
+    attention_mask: torch.Tensor | None,
+    batch_size: int,
+    length: int,
+    past_length: int | None = None,
+    name: str = "attention_mask",
+) -> torch.Tensor | None:
+    """Validate ``attention_mask`` (the argument ``name``) against the inputs and return it as a bool
+    ``(batch, length)`` tensor.
+
+    The mask has exactly ``length`` columns (a Transformer passes its cached positions plus the new ones). With
+    ``past_length``, the positions a recurrent model already consumed from a cache, it may also cover those:
+    ``length`` or ``past_length + length`` columns, of which the last ``length`` are returned.
+    Returns ``None`` when there is no mask, meaning every position is a real token.
+    """
+    if attention_mask is None:
+        return None
+    check_tensor(attention_mask, name)
+    widths = (length, past_length + length) if past_length else (length,)  # no hashing: sizes may be symbolic
+    # Each width compared with `!=`, not `in`: under torch.compile a static cache's length is symbolic, and `in`
+    # asks for a proof of equality that it cannot give.
+    if (attention_mask.dim() != 2 or attention_mask.shape[0] != batch_size
+            or all(attention_mask.shape[1] != width for width in widths)):
+        expected = " or ".join(f"({batch_size}, {width})" for width in widths)
+        raise ValueError(
+            f"`{name}` has shape {tuple(attention_mask.shape)}, expected {expected}: one entry per position, "
+            "1 for a token and 0 for padding" + (", the cached positions included or not" if len(widths) > 1 else "")
+            + "."
+        )
+    if attention_mask.dtype != torch.bool and not is_tracing(attention_mask):
+        if bool((not_binary := (attention_mask != 0) & (attention_mask != 1)).any()):
+            raise ValueError(f"`{name}` must hold 1 for a token and 0 for padding, got the values "
+                             f"{attention_mask[not_binary].unique()[:5].tolist()}.")
+    # During generation the mask covers the cached prefix too; the current chunk is its last `length` columns.
+    return attention_mask[:, -length:].bool()
+
+
+def padding_or_none(mask: torch.Tensor | None) -> torch.Tensor | None:
+    """``mask``, or ``None`` when it marks no padding, which lets the kernels take their fast paths (not while a
+    graph is traced: the mask then stays, which gives the same results)."""
+    return None if mask is not None and not is_tracing(mask) and bool(mask.all()) else mask
+
+
+def check_no_empty_rows(mask: torch.Tensor, name: str = "attention_mask") -> None:
+    """Raise if a row of ``mask`` has no real token: a sequence made only of padding has no result."""
+    if is_tracing(mask):
+        return
+    empty = (~mask.any(dim=1)).nonzero().flatten()
+    if empty.numel():
+        raise ValueError(
+            f"Rows {empty.tolist()} of `{name}` are all padding: every sequence needs at least one real token. "
+            f"Drop empty sequences from the batch."
+        )
 
 
 def check_token_inputs(

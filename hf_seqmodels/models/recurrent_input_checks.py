@@ -6,8 +6,7 @@ from transformers.cache_utils import Cache
 
 from .cache import RecurrentCache, recurrent_cache
 from .configuration_recurrent import RecurrentConfig
-from .masks import check_no_empty_rows, padding_or_none, prepare_padding_mask
-from .modeling_utils import check_token_inputs
+from .modeling_utils import check_no_empty_rows, check_token_inputs, padding_or_none, prepare_padding_mask
 
 
 def check_inputs(

@@ -12,14 +12,13 @@ from torch import nn
 from transformers.cache_utils import Cache, DynamicCache, EncoderDecoderCache, StaticCache
 from transformers.modeling_outputs import ModelOutput, Seq2SeqModelOutput
 
-from .modeling_utils import cache_field, check_token_inputs, output_cache
-from .masks import (
-    build_attention_mask,
-    cached_length,
+from .masks import build_attention_mask, cached_length, known_length, pad_columns
+from .modeling_utils import (
+    cache_field,
     check_no_empty_rows,
     check_tensor,
-    known_length,
-    pad_columns,
+    check_token_inputs,
+    output_cache,
     padding_or_none,
     prepare_padding_mask,
 )
