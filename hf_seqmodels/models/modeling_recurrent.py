@@ -288,12 +288,6 @@ class RecurrentForCausalLM(RecurrentLMSteps, RecurrentGenerationMixin, Recurrent
         embedding size where it differs from the hidden size."""
         return dropped if self.projection is None else self.projection(dropped)
 
-    def get_output_embeddings(self):
-        return self.lm_head
-
-    def set_output_embeddings(self, new_embeddings):
-        self.lm_head = new_embeddings
-
     def resize_token_embeddings(self, *args, **kwargs):
         if isinstance(self.lm_head, AdaptiveSoftmaxHead):
             raise ValueError("An adaptive softmax cannot be resized: its clusters are ranges of ids ordered by "
