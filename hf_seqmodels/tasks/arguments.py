@@ -21,6 +21,9 @@ from transformers import AutoConfig, HfArgumentParser, PretrainedConfig, PreTrai
 
 from ..argument_checks import check_at_least, parse_config_overrides
 from ..data import check_file_formats, first_rows, load_text_dataset
+from ..models.configuration_attention_seq2seq import AttentionSeq2SeqConfig
+from ..models.configuration_recurrent import RecurrentConfig
+from ..models.configuration_transformer import TransformerConfig
 from ..models.configuration_utils import check_choice
 from ..pretrained_embeddings import FORMATS as VECTOR_FORMATS, load_word_vectors, vectors_dimension
 
@@ -28,7 +31,9 @@ from ..pretrained_embeddings import FORMATS as VECTOR_FORMATS, load_word_vectors
 # Transformer's fields, which `translation.marian_config` turns into transformers' MarianConfig.
 MODEL_TYPES = {"recurrent": "recurrent", "attention_seq2seq": "attention_seq2seq", "transformer": "transformer",
                "marian": "transformer"}
-OLD_MODEL_TYPES = {"vanilla_transformer": "transformer"}  # old spelling -> what to write instead
+# A family's former model_type (configuration_utils.CheckedConfig.former_model_types) -> what to write instead.
+OLD_MODEL_TYPES = {former: config.model_type for config in (RecurrentConfig, AttentionSeq2SeqConfig, TransformerConfig)
+                   for former in config.former_model_types}
 
 
 def model_type_field(default: str, choices: tuple[str, ...]):
