@@ -73,6 +73,8 @@ def main():
         return {"cell_type": cell, "seed": seed,
                 **{k: v for k, v in results.items() if k not in ("eval_history", "arguments")},
                 "config_overrides": results["arguments"]["config_overrides"], "machine": machine,
+                # the saved model's configuration: what a card of this run states (family, sizes, attention)
+                "config": json.loads((folder / "config.json").read_text()),
                 "command": shlex.join(["python", "-m", "hf_seqmodels.comparison.translation_bleu", *sys.argv[1:]])}
 
     runs = [(cell, seed) for seed in args.seeds for cell in args.cells]
