@@ -17,7 +17,7 @@ from hf_seqmodels.cards.results import IDENTITY
 from hf_seqmodels.paths import REPO_ROOT
 from hf_seqmodels.provenance import provenance
 
-from .runs import BENCHMARKS
+from .runs import BENCHMARKS, TRANSLATION_ARGUMENTS
 
 ROWS = json.loads((REPO_ROOT / "results" / "translation_bleu.json").read_text())["rows"]
 COMMAND = ("python -m hf_seqmodels.comparison.translation_bleu --cells gru --time_budget_minutes 30 -- "
@@ -36,6 +36,7 @@ def rows_with_main_job(config: dict, command: str = COMMAND) -> list[dict]:
     base = next(row for row in rows if (row["cell_type"], row["seed"]) == ("gru", 43))
     record = provenance([42], ["validation", "test"])
     record["argv"] = ["python", "scripts/run_translation.py", "--seed", "42", "--num_train_epochs", "3"]
+    record["commit"] = "0123456789abcdef" * 2 + "01234567"  # also outside a git checkout
     rows[index] = {**copy.deepcopy(base), "seed": 42, "config": config, "command": command, "provenance": record,
                    "test_bleu": 35.25, "test_chrf": 59.75}
     return rows
@@ -47,6 +48,18 @@ def test_model_is_read_from_the_rows_config(tmp_path):
                            "GRU decoder of 2 layer(s), 512 units, 256-dimensional embeddings, Bahdanau")):
         text = str(render_card(main_job_run(rows_with_main_job(saved_config(tmp_path, **fields))), model_name=MAIN_JOB))
         assert words in text
+
+
+def test_training_table_from_the_rows_arguments_else_its_recorded_command(tmp_path):
+    rows = rows_with_main_job(saved_config(tmp_path))
+    text = str(render_card(main_job_run(rows), model_name=MAIN_JOB))  # seed 43's row: no arguments
+    commit = next(row for row in rows if row.get("config"))["provenance"]["commit"]
+    assert (f"| arguments | not recorded in the results; the training command: `python scripts/run_translation.py "
+            f"--seed 42 --num_train_epochs 3` at commit {commit}, the script's defaults there |") in text
+    for row in rows:
+        row["arguments"] = {**TRANSLATION_ARGUMENTS, "seed": row["seed"]}
+    text = str(render_card(main_job_run(rows), model_name=MAIN_JOB))
+    assert "| optimizer | adamw (lr 0.002" in text and "| seed | 42 |" in text and "not recorded" not in text
 
 
 def test_a_row_without_config_gets_no_card():
@@ -111,7 +124,7 @@ def test_speed_only_when_the_entry_timed_this_very_model(tmp_path):
     commit = BENCHMARKS["entries"]["translation"]["provenance"]["commit"][:7]
     assert f"entry `translation`, code `{commit}`" in text
     assert "timed the trained model in `results/multi30k-attention-gru`" in text
-    for change in ({"date": "2026-01-01T00:00:00+00:00"}, {"commit": "0" * 40}, {"hidden_size": 512},
+    for change in ({"date": "2026-01-01T00:00:00+00:00"}, {"commit": "f" * 40}, {"hidden_size": 512},
                    {"vocab_size": 8000}, {"cell_types": ["lstm"]}):
         assert "## Speed" not in str(render_card(run, model_name=MAIN_JOB, benchmarks=timing(run, **change))), change
     other = main_job_run(rows_with_main_job(saved_config(tmp_path, attention_type="bahdanau")))
