@@ -73,8 +73,10 @@ def run_scores(run: dict, split: str = "eval") -> list[tuple[Metric, float]]:
 
 
 def seed_summary(run: dict) -> str:
-    """For a run loaded from a suite (`load_run`): a paragraph and table of each test score of its task as the
-    suite's row states it over the model's seeds (``mean ± sd (n=3)``); empty for a run of its own."""
+    """For a run loaded from a suite (`load_run`), or the main job's (`main_job.main_job_run`): a paragraph and
+    table of each test score of its task as its `SUITE_ROW` states it over the model's seeds (``mean ± sd (n=3)``),
+    naming the command that trained them (``trained_by``, else the suite's) and how the seeds were chosen
+    (``match``, where given); empty for a run of its own."""
     row = run.get(SUITE_ROW)
     if row is None:
         return ""
