@@ -14,7 +14,6 @@ import shlex
 
 from ..comparison.aggregate import mean_sd
 from ..comparison.translation_bleu import FOLDER_SEED, build_parser
-from .figures import load
 from .results import IDENTITY, SUITE_ROW
 
 MAIN_JOB_FILE = "results/translation_bleu.json"
