@@ -5,6 +5,7 @@ quotes no measured figure."""
 
 import json
 import re
+import statistics
 import subprocess
 
 import pytest
@@ -36,17 +37,47 @@ def test_every_figures_block_is_current(name):
         f"{name} has stale figures: run `python -m hf_seqmodels.cards` and commit the result")
 
 
-@pytest.mark.parametrize("block_name, old, new", [
-    ("speed", "9.131x", "9.593x"),        # the upper quartile for the median
-    ("quality", "31.36 ± 0.84", "32.27 ± 0.84"),  # a bootstrap score for the mean over seeds
-    ("quality", "35.42 ± 0.33", "35.70 ± 0.33"),  # one seed's value for the mean
-    ("quality", "26.69 ± 0.68", "24.89 ± 0.68"),
-])
-def test_a_changed_figure_fails(block_name, old, new):
-    readme = text_of("README.md")
-    assert old in block(readme, block_name)
-    changed = readme.replace(old, new, 1)
-    assert stale_blocks(changed, DOCUMENTS["README.md"], "README.md") == [block_name]
+def results(file: str) -> dict:
+    return json.loads(text_of(file))
+
+
+def suite_row(suite: str, name: str) -> dict:
+    return next(row for row in results(f"results/{suite}.json")["rows"] if row["name"] == name)
+
+
+def main_job_gru() -> list[dict]:
+    return [row for row in results("results/translation_bleu.json")["rows"] if row["cell_type"] == "gru"]
+
+
+def changed_figures() -> list[tuple[str, str, str, str]]:
+    """(document, block, a figure as rendered, a neighbouring figure of the same results that it must not be):
+    each a mistake the test once let through."""
+    ours = results(BENCH)["entries"]["translation"]["summary"][GRU]["custom_sorted_speedup_vs_beams_batched"]
+    suite, en_zh = suite_row("translation", "Attention GRU"), suite_row("en_zh", "Attention GRU")
+    seed = next(run for run in results("results/translation.json")["runs"] if run["name"] == "Attention GRU")
+    gru = main_job_gru()
+    mean, sd = statistics.fmean(row["test_bleu"] for row in gru), statistics.stdev(row["test_bleu"] for row in gru)
+    one_seed = max((row["test_bleu"] for row in gru), key=lambda value: abs(value - mean))
+    lstm = next(row for row in results("results/gpu/translation_bleu.json")["rows"] if row["cell_type"] == "lstm")
+    return [
+        ("README.md", "speed", f"{ours['ratio']}x (IQR", f"{ours['quartiles'][1]}x (IQR"),  # the upper quartile
+        ("README.md", "quality", f"{suite['test_bleu']['mean']:.2f} ± {suite['test_bleu']['sd']:.2f}",
+         f"{seed['test_bleu']:.2f} ± {suite['test_bleu']['sd']:.2f}"),  # one run's score for the mean over seeds
+        ("README.md", "quality", f"{mean:.2f} ± {sd:.2f}", f"{one_seed:.2f} ± {sd:.2f}"),  # one seed's value
+        ("README.md", "quality", f"{en_zh['test_bleu']['mean']:.2f} ± {en_zh['test_bleu']['sd']:.2f}",
+         f"{en_zh['eval_bleu']['mean']:.2f} ± {en_zh['test_bleu']['sd']:.2f}"),  # the validation mean
+        ("docs/results.md", "gpu-quality", f"attention LSTM | not recorded | {lstm['epochs']:g} |",
+         f"attention LSTM | not recorded | {lstm['epochs'] + 2:g} |"),  # epochs it did not run
+    ]
+
+
+@pytest.mark.parametrize("document, block_name, old, new", changed_figures(),
+                         ids=["upper-quartile", "one-run", "one-seed", "validation-mean", "epochs"])
+def test_a_changed_figure_fails(document, block_name, old, new):
+    text = text_of(document)
+    assert old != new and old in block(text, block_name)
+    changed = text.replace(old, new, 1)
+    assert stale_blocks(changed, DOCUMENTS[document], document) == [block_name]
 
 
 def test_a_changed_results_file_makes_the_text_stale(monkeypatch):

@@ -1,6 +1,7 @@
 """What a card says about the model and its training, in words: one sentence on the architecture, the family tag
 and the hyperparameter table, all from the run."""
 
+import shlex
 from pathlib import Path
 
 from .catalog import BASE_MODELS, base_model_of
@@ -89,8 +90,16 @@ def family_tag(run: dict) -> str:
 
 
 def hyperparameters(run: dict) -> list[tuple[str, str]]:
-    """The card's training table: (hyperparameter, value) rows from the run's arguments and training facts."""
-    args = run.get("arguments", {})
+    """The card's training table: (hyperparameter, value) rows from the run's arguments and training facts; for a
+    run that records no arguments, the training command its provenance recorded at run time instead."""
+    if "arguments" not in run:
+        argv = (run.get("provenance") or {}).get("argv")
+        commit = (run.get("provenance") or {}).get("commit")
+        command = (f"`{shlex.join(['python', *argv[1:]])}` at commit {commit}, the script's defaults there"
+                   if argv and commit else "not recorded")
+        return [("arguments", f"not recorded in the results; the training command: {command}"),
+                ("trained", trained(run)), ("seed", str(run.get("seed")))]
+    args = run["arguments"]
     rows = [
         ("optimizer", f"{args.get('optimizer')} (lr {args.get('learning_rate')}, weight decay "
                       f"{args.get('weight_decay')}, {args.get('lr_scheduler_type')} schedule, "
@@ -100,8 +109,7 @@ def hyperparameters(run: dict) -> list[tuple[str, str]]:
         ("budget", f"{args.get('num_train_epochs')} epoch(s)"
                    + (f", at most {args['max_train_steps']} steps" if args.get("max_train_steps") else "")
                    + (f", at most {args['time_budget_minutes']} min" if args.get("time_budget_minutes") else "")),
-        ("trained", f"{run['steps']} steps ({run['epochs']:.2f} epochs) in {run['train_runtime_s'] / 60:.1f} min"
-                    + (" (stopped by the time budget)" if run.get("stopped_by_time_budget") else "")),
+        ("trained", trained(run)),
         ("seed", str(args.get("seed"))),
     ]
     if "max_source_length" in args:  # translation
@@ -117,6 +125,12 @@ def hyperparameters(run: dict) -> list[tuple[str, str]]:
     if args.get("word_vectors") or args.get("freeze_embeddings"):
         rows.append(("input embeddings", describe_embeddings(run)))
     return rows
+
+
+def trained(run: dict) -> str:
+    """How long the run trained: steps, epochs and minutes, and whether the time budget stopped it."""
+    return (f"{run['steps']} steps ({run['epochs']:.2f} epochs) in {run['train_runtime_s'] / 60:.1f} min"
+            + (" (stopped by the time budget)" if run.get("stopped_by_time_budget") else ""))
 
 
 def describe_embeddings(run: dict) -> str:

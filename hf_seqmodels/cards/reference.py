@@ -1,19 +1,17 @@
 """The cards of the reference models this repository trains, in the top-level ``model_cards/``: for each
 ``compare.py`` suite, its best model of each of our families (by the suite's metric, mean over its seeds), plus the
 translation suite's other attention variants; each the card of the model's first seed, rendered from the suite's
-results file by `render_card` with the checkout's benchmarks, and an index (``README.md``).
-
-The main job's own results file (``results/translation_bleu.json``) records no model configuration nor arguments,
-so its card cannot be rendered from it: the same recipe (``run_translation.py``'s defaults) is the translation
-suite's "Attention GRU".
+results file by `render_card` with the checkout's benchmarks; the main job's card (`main_job`), from its row of
+``results/translation_bleu.json``, where that row states its model; and an index (``README.md``).
 """
 
 import re
 
 from ..paths import REPO_ROOT
 from .figures import load
+from .main_job import CELL, COMMAND, MAIN_JOB, MAIN_JOB_FILE, NoMainJobCard, main_job_run
 from .render import render_card
-from .results import TRANSFORMER_MODEL_TYPES, format_metric, load_benchmarks, load_run
+from .results import SUITE_ROW, TRANSFORMER_MODEL_TYPES, format_metric, load_benchmarks, load_run
 from .tables import SUITES
 
 MODEL_CARDS = REPO_ROOT / "model_cards"
@@ -63,14 +61,23 @@ def reference_cards() -> dict[str, str]:
         index.append(f"| [{card_name}]({card_name}.md) | `compare.py {suite}` | {name} | {family_of(run)} | "
                      f"{metric} {format_metric(row['mean'], percent)} ± {format_metric(row['sd'], percent)} "
                      f"(n={row['n']}) | {run['seed']} |")
+    try:
+        run = main_job_run(load(MAIN_JOB_FILE)["rows"])
+        cards[f"{MAIN_JOB}.md"] = str(render_card(run, model_name=MAIN_JOB, benchmarks=benchmarks)) + "\n"
+        row = run[SUITE_ROW]["test_bleu"]
+        main_job = (f"The main job's card, [{MAIN_JOB}]({MAIN_JOB}.md), is rendered from its own row of "
+                    f"`{MAIN_JOB_FILE}` (the {CELL.upper()} of seed {run['seed']}, `{COMMAND}`): test_bleu "
+                    f"{format_metric(row['mean'], False)}"
+                    + ("" if row["sd"] is None else f" ± {format_metric(row['sd'], False)}")
+                    + f" (n={row['n']}) over the seeds of its recipe ({', '.join(map(str, run[SUITE_ROW]['seeds']))}).")
+    except NoMainJobCard as error:
+        main_job = str(error)
     cards["README.md"] = (
-        "# Reference model cards\n\nRendered by `python -m hf_seqmodels.cards` from the suites' results files "
-        "(`hf_seqmodels/cards/reference.py`; `tests/cards/test_reference.py` fails when one is stale): each suite's "
-        "best model of each of our families, and the translation suite's other attention variants. Each card is "
-        "the model's first seed; the suite's mean ± sd over its seeds stands in the card and below. The main job's "
-        "recipe (`run_translation.py`'s defaults) is the translation suite's Attention GRU, under that suite's "
-        "budget: the main job's own results file, `results/translation_bleu.json`, records no model configuration "
-        "nor arguments to render a card from.\n\n"
+        "# Reference model cards\n\nRendered by `python -m hf_seqmodels.cards` from the results files "
+        "(`hf_seqmodels/cards/reference.py`, `main_job.py`; `tests/cards/test_reference.py` fails when one is "
+        "stale): the main job's model, each suite's best model of each of our families, and the translation suite's "
+        "other attention variants. Each suite card is the model's first seed; the suite's mean ± sd over its seeds "
+        f"stands in the card and below.\n\n{main_job}\n\n"
         "| card | suite | model | family | test score over the seeds | seed of the card |\n"
         "|---|---|---|---|---|---|\n" + "\n".join(index) + "\n")
     return cards

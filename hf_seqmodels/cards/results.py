@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 from ..models.configuration_transformer import TransformerConfig
 from ..paths import REPO_ROOT
+from ..provenance import RECORDED
 from .catalog import TASKS, Metric
 
 DEFAULT_BENCHMARKS = REPO_ROOT / "results" / "benchmarks.json"
@@ -72,8 +73,10 @@ def run_scores(run: dict, split: str = "eval") -> list[tuple[Metric, float]]:
 
 
 def seed_summary(run: dict) -> str:
-    """For a run loaded from a suite (`load_run`): a paragraph and table of each test score of its task as the
-    suite's row states it over the model's seeds (``mean ± sd (n=3)``); empty for a run of its own."""
+    """For a run loaded from a suite (`load_run`), or the main job's (`main_job.main_job_run`): a paragraph and
+    table of each test score of its task as its `SUITE_ROW` states it over the model's seeds (``mean ± sd (n=3)``),
+    naming the command that trained them (``trained_by``, else the suite's) and how the seeds were chosen
+    (``match``, where given); empty for a run of its own."""
     row = run.get(SUITE_ROW)
     if row is None:
         return ""
@@ -86,8 +89,10 @@ def seed_summary(run: dict) -> str:
     if not lines:
         return ""
     seeds = ", ".join(str(seed) for seed in row["seeds"])
-    return (f"\nThe same recipe trained once per seed ({seeds}) by `scripts/compare.py {row['suite']}`, test split, "
-            "mean ± sample standard deviation over the seeds (this model is one of those runs):\n\n"
+    trained_by = row.get("trained_by") or f"`scripts/compare.py {row['suite']}`"
+    return (f"\nThe same recipe trained once per seed ({seeds}) by {trained_by}, test split, "
+            "mean ± sample standard deviation over the seeds (this model is one of those runs)"
+            f"{row.get('match', '')}:\n\n"
             "| metric | over the seeds |\n|---|---|\n" + "".join(lines))
 
 
@@ -178,11 +183,40 @@ IDENTITY = {
 }
 
 
-def timed_is(entry: dict, family: str, config: dict) -> bool:
-    """Whether the model an entry of ``benchmarks.json`` timed (its ``sizes``) is a model like ``config``: the
-    fields `IDENTITY` names for ``family``, all recorded and equal."""
+def timed_is(entry: dict, family: str, config: dict, run: dict | None = None) -> bool:
+    """Whether the model an entry of ``benchmarks.json`` timed is a model like ``config``: the fields `IDENTITY`
+    names for ``family``, all recorded in the entry's ``sizes`` and equal; or (`timed_run`) the very model of
+    ``run``."""
     sizes = entry.get("sizes", {})
-    return all(sizes.get(sized, object()) == config.get(field) for field, sized in IDENTITY[family].items())
+    if all(sizes.get(sized, object()) == config.get(field) for field, sized in IDENTITY[family].items()):
+        return True
+    return run is not None and timed_run(entry, family, config, run)
+
+
+def timed_run(entry: dict, family: str, config: dict, run: dict) -> bool:
+    """Whether an entry timed the trained model of ``run`` itself: the model it names under the run's label
+    (``summary[label]["model"]``, from the folder's results.json) records the training run's commit and start
+    date (its provenance, taken at run time) and test BLEU, all the run's own, and every `IDENTITY` field the
+    entry's ``sizes`` records (one value, or one per model of ``cell_types``) is the one of ``config``."""
+    sizes, own = entry.get("sizes", {}), run.get("provenance") or {}
+    label = benchmark_model(family, config, sizes) if "attention_type" in sizes else None
+    origin = entry.get("summary", {}).get(label, {}).get("model") or {}
+    trained = origin.get("trained_at") or {}
+    if own.get("recorded") != RECORDED or not own.get("date") or origin.get("test_bleu") != run.get("test_bleu"):
+        return False
+    if any(trained.get(key) != own.get(key) for key in ("commit", "date")):
+        return False
+    cells = sizes.get("cell_types", [config.get("cell_type")])
+    if config.get("cell_type") not in cells:
+        return False
+    index = cells.index(config.get("cell_type"))
+    for field, sized in IDENTITY[family].items():
+        value = sizes.get(sized, config.get(field))
+        if isinstance(value, list):
+            value = value[index] if len(value) == len(cells) else None
+        if value != config.get(field):
+            return False
+    return True
 
 
 class Figure(NamedTuple):
@@ -216,12 +250,14 @@ def benchmark_model(family: str, config: dict, sizes: dict) -> str:
     return {"transformer_lm": "transformer LM", "transformer_seq2seq": "transformer encoder-decoder"}[family]
 
 
-def benchmark_figure(benchmarks: dict, family: str, measure: str, config: dict) -> Figure | None:
+def benchmark_figure(benchmarks: dict, family: str, measure: str, config: dict,
+                     run: dict | None = None) -> Figure | None:
     """Figure ``measure`` (see `MEASURES`) that ``python -m benchmarks.run`` took on ``family`` for a model like
-    ``config``, from its results; None where the benchmarks did not measure it on such a model (`timed_is`)."""
+    ``config`` (or ``run``'s own model), from its results; None where the benchmarks did not measure it on such a
+    model (`timed_is`)."""
     where = MEASURES[family, measure]
     entry = benchmarks.get("entries", {}).get(where.entry)
-    if entry is None or not timed_is(entry, family, config):
+    if entry is None or not timed_is(entry, family, config, run):
         return None
     model = benchmark_model(family, config, entry["sizes"])
     summary = entry.get("summary", {})

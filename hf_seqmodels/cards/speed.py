@@ -1,7 +1,7 @@
 """A card's Speed section: what ``python -m benchmarks.run`` measured on a model of this card's family, sizes and
-attention (`results.timed_is`; none on any other model), one sentence a finding, each naming its entry and the
-entry's own code commit; every figure is the median over interleaved rounds (a ratio: of the per-round ratios), as
-the benchmarks report it.
+attention, or on this very trained model (`results.timed_is`; none on any other model), one sentence a finding,
+each naming its entry, the entry's own code commit and the model it timed; every figure is the median over
+interleaved rounds (a ratio: of the per-round ratios), as the benchmarks report it.
 
 Each sentence names the measures it quotes as format fields (``{beam_speedup}``, keys of `MEASURES` for the
 family) plus ``{model}``, the label of the model the benchmark measured; a sentence is stated only when every figure
@@ -53,21 +53,25 @@ def speed_lines(run: dict, benchmarks: dict) -> list[str]:
     lines = []
     for sentence in SENTENCES.get(family, ()):
         measures = [field for _, field, _, _ in Formatter().parse(sentence) if field not in (None, "model")]
-        figures = [benchmark_figure(benchmarks, family, measure, config) for measure in measures]
+        figures = [benchmark_figure(benchmarks, family, measure, config, run) for measure in measures]
         if figures and None not in figures:
             values = {measure: figure.value for measure, figure in zip(measures, figures)}
-            sources = "; ".join(dict.fromkeys(entry_source(benchmarks, figure.entry) for figure in figures))
+            sources = "; ".join(dict.fromkeys(entry_source(benchmarks, figure.entry, figure.model)
+                                              for figure in figures))
             lines.append(f"{sentence.format(model=figures[0].model, **values)} ({sources})")
     return lines
 
 
-def entry_source(benchmarks: dict, name: str) -> str:
-    """Which entry a figure comes from: the commit of the code it ran (the entry's own), its device and date."""
+def entry_source(benchmarks: dict, name: str, model: str) -> str:
+    """Which entry a figure comes from: the commit of the code it ran (the entry's own), its device and date, and
+    the folder of the trained model it timed as ``model`` where it names one (otherwise it timed its own copy)."""
     entry = benchmarks["entries"][name]
     record = entry.get("provenance") or {}
     commit = run_commit(entry)
     device = record.get("device") or entry.get("device")
     when = (record.get("date") or entry.get("ran_at") or "")[:10]
+    folder = ((entry.get("summary", {}).get(model) or {}).get("model") or {}).get("model_dir")
     return ", ".join([f"entry `{name}`", f"code `{commit}`" if commit else "code commit not recorded",
-                      *([device] if device else []), *([when] if when else [])])
+                      *([device] if device else []), *([when] if when else []),
+                      f"timed the trained model in `{folder}`" if folder else "timed its own copy"])
 

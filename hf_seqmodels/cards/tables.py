@@ -73,9 +73,10 @@ def headline_rows() -> tuple:
     """Our loop against the entry's headline baseline: the fastest per-sentence search where the entry chose one
     (``per_sentence_fastest``), else the per-sentence search with its beams batched."""
     summary = load(BENCH)["entries"]["translation"]["summary"][GRU]
-    if FASTEST not in summary:
+    if FASTEST not in summary:  # a run from before the searches took turns on every sentence (docs/decoding.md)
         return (speed_row("our decoding loop, batched beam 5, vs the per-sentence search with its beams batched "
-                          "(same outputs)", OUR_LOOP, TRANSLATION, TIMED_MODEL),)
+                          "(same outputs; a run that took turns by whole passes)", OUR_LOOP, TRANSLATION,
+                          TIMED_MODEL),)
     which = f" (`{summary[FASTEST]}`)" if isinstance(summary[FASTEST], str) else ""
     return (speed_row(f"our decoding loop, batched beam 5, vs the fastest per-sentence search{which} (same outputs)",
                       ratio(TRANSLATION, f"custom_sorted_speedup_vs_{FASTEST}"), TRANSLATION, TIMED_MODEL),

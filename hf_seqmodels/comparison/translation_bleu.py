@@ -43,7 +43,8 @@ def seed_folder(folder: Path, seed: int) -> Path:
     return folder if seed == FOLDER_SEED else folder.with_name(f"{folder.name}-seed{seed}")
 
 
-def main():
+def build_parser() -> argparse.ArgumentParser:
+    """This command's options (a row's ``command`` is read back with them: `hf_seqmodels.cards.main_job`)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cells", nargs="+", default=["gru", "lstm"], choices=CELLS)
     parser.add_argument("--seeds", nargs="+", type=int, default=[FOLDER_SEED], help="a run per model and seed")
@@ -53,7 +54,11 @@ def main():
     parser.add_argument("--jobs", type=int, default=1, help="models trained at once (their times then include the "
                                                               "contention)")
     parser.add_argument("extra", nargs="*", help="arguments for run_translation.py (after --)")
-    args = parser.parse_args()
+    return parser
+
+
+def main():
+    args = build_parser().parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
 
@@ -71,7 +76,7 @@ def main():
         subprocess.run(command, check=True, cwd=REPO_ROOT)
         results = json.loads((folder / "results.json").read_text())
         return {"cell_type": cell, "seed": seed,
-                **{k: v for k, v in results.items() if k not in ("eval_history", "arguments")},
+                **{k: v for k, v in results.items() if k != "eval_history"},
                 "config_overrides": results["arguments"]["config_overrides"], "machine": machine,
                 # the saved model's configuration: what a card of this run states (family, sizes, attention)
                 "config": json.loads((folder / "config.json").read_text()),

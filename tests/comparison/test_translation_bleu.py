@@ -31,6 +31,7 @@ def test_tiny_run_writes_one_row_per_cell_and_seed(tmp_path):
         assert row["config_overrides"] == f"cell_type={row['cell_type']},embedding_size=8,hidden_size=8"
         saved = json.loads((tmp_path / f"multi30k-attention-{row['cell_type']}" / "config.json").read_text())
         assert row["config"] == saved and saved["cell_type"] == row["cell_type"] and saved["hidden_size"] == 8
+        assert row["arguments"]["seed"] == 42 and row["arguments"]["config_overrides"] == row["config_overrides"]
         # the row's provenance is its training run's: the run_translation.py command, the seed, the splits
         assert row["provenance"]["argv"][1].endswith("scripts/run_translation.py")
         assert row["provenance"]["seeds"] == [42] and row["provenance"]["split"] == ["validation", "test"]
