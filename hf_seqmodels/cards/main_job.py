@@ -5,9 +5,11 @@ reference cards are.
 
 The card states the model from the row's ``config`` (the saved config.json) only; a row without one gets no card
 (`NoMainJobCard` says why). Its mean ± sd is over the rows of the same cell whose recipe (`recipe`) is the card's:
-the same ``config_overrides``, the same run_translation.py arguments as the row's ``command`` passes them (the time
-budget and the arguments after ``--``; the seeds, ``--jobs`` and ``--out`` do not count), and, where both rows
-record them, the same sacreBLEU signatures and model configuration. A row without a ``command`` does not count.
+the same ``config_overrides``, the same run_translation.py arguments as the row's ``command`` passes them (those
+after ``--``; the seeds, ``--jobs`` and ``--out`` do not count), the same number of epochs and updates as the rows
+record them (so ``--num_train_epochs 3``, the default, and no such argument are one recipe), the time budget only
+where it stopped a run, and, where both rows record them, the same sacreBLEU signatures and model configuration. A
+row without a ``command`` does not count.
 """
 
 import shlex
@@ -22,8 +24,9 @@ CELL = "gru"
 COMMAND = "python -m hf_seqmodels.comparison.translation_bleu"
 SIGNATURES = ("bleu_signature", "chrf_signature")
 MATCH = ("; a seed counts when its row has the same `config_overrides`, the same run_translation.py arguments in its "
-         "`command` (the time budget and those after `--`) and, where both rows record them, the same sacreBLEU "
-         "signatures and model configuration")
+         "`command` (those after `--`), the same epochs and updates, the same time budget where one stopped a run "
+         "and, where both rows record them, the same sacreBLEU signatures and model configuration")
+EPOCHS = "--num_train_epochs"  # compared as the epochs each row records, not as typed
 
 
 class NoMainJobCard(ValueError):
@@ -31,13 +34,29 @@ class NoMainJobCard(ValueError):
 
 
 def recipe(row: dict) -> tuple | None:
-    """What a row's training was given: its ``config_overrides``, time budget and run_translation.py arguments,
-    read from its ``command`` with translation_bleu's own options; None for a row without a command."""
+    """What a row's training was given and did: its ``config_overrides`` and run_translation.py arguments, read from
+    its ``command`` with translation_bleu's own options, its epochs and updates, and its time budget where that
+    stopped it; None for a row without a command."""
     if not row.get("command"):
         return None
     words = shlex.split(row["command"])
     args, unknown = build_parser().parse_known_args(words[words.index("-m") + 2:] if "-m" in words else words[1:])
-    return row.get("config_overrides"), args.time_budget_minutes, tuple(args.extra), tuple(unknown)
+    budget = args.time_budget_minutes if row.get("stopped_by_time_budget", True) else None
+    return (row.get("config_overrides"), budget, without_epochs(args.extra), tuple(unknown), row.get("epochs"),
+            row.get("steps"))
+
+
+def without_epochs(arguments: list[str]) -> tuple[str, ...]:
+    """``arguments`` less ``--num_train_epochs N`` (or ``=N``)."""
+    kept, skip = [], False
+    for word in arguments:
+        if skip:
+            skip = False
+        elif word == EPOCHS:
+            skip = True
+        elif not word.startswith(EPOCHS + "="):
+            kept.append(word)
+    return tuple(kept)
 
 
 def same_where_recorded(row: dict, other: dict) -> bool:

@@ -62,9 +62,11 @@ def test_training_table_from_the_rows_arguments_else_its_recorded_command(tmp_pa
     assert "| optimizer | adamw (lr 0.002" in text and "| seed | 42 |" in text and "not recorded" not in text
 
 
-def test_a_row_without_config_gets_no_card():
+def test_a_row_without_config_gets_no_card(tmp_path):
+    rows = rows_with_main_job(saved_config(tmp_path))
+    del next(row for row in rows if row.get("config"))["config"]
     with pytest.raises(NoMainJobCard, match="records no `config`"):
-        main_job_run(ROWS)  # the committed seed-42 row predates `config`
+        main_job_run(rows)
 
 
 def test_mean_and_sd_over_the_seeds_of_the_same_recipe(tmp_path):
@@ -77,11 +79,18 @@ def test_mean_and_sd_over_the_seeds_of_the_same_recipe(tmp_path):
     assert run["suite_row"]["test_bleu"]["sd"] == pytest.approx(statistics.stdev(bleu))
     text = str(render_card(run, model_name=MAIN_JOB))
     assert f"{statistics.fmean(bleu):.2f} ± {statistics.stdev(bleu):.2f} (n=3)" in text
-    # Another recipe: more epochs, another time budget, other config overrides, another model configuration.
-    for command, fields in ((COMMAND.replace("epochs 3", "epochs 8"), {}),
-                            (COMMAND.replace("minutes 30", "minutes 9"), {}),
-                            (COMMAND, {"hidden_size": 512})):
-        run = main_job_run(rows_with_main_job(saved_config(tmp_path, **fields), command))
+    # The same recipe: the default epochs given or not, another time budget that stopped no run.
+    for command in (COMMAND.replace(" -- --num_train_epochs 3", ""), COMMAND.replace("minutes 30", "minutes 120")):
+        assert main_job_run(rows_with_main_job(config, command))["suite_row"]["seeds"] == [42, 43, 44]
+    # Another recipe: more epochs, another time budget that stopped the run, other config overrides, another
+    # model configuration.
+    for command, fields, outcome in ((COMMAND.replace("epochs 3", "epochs 8"), {}, {"epochs": 8.0}),
+                                     (COMMAND.replace("minutes 30", "minutes 9"), {},
+                                      {"stopped_by_time_budget": True}),
+                                     (COMMAND, {"hidden_size": 512}, {})):
+        rows = rows_with_main_job(saved_config(tmp_path, **fields), command)
+        next(row for row in rows if row.get("config")).update(outcome)
+        run = main_job_run(rows)
         assert run["suite_row"]["seeds"] == [42] and run["suite_row"]["test_bleu"]["sd"] is None
         assert "not counted: seed 43, 44" in str(render_card(run, model_name=MAIN_JOB))
 
