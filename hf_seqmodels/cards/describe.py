@@ -89,14 +89,21 @@ def family_tag(run: dict) -> str:
     return ("bi" if args.get("bidirectional") else "") + args.get("cell_type", "lstm")
 
 
+def checkout_relative(words: list[str]) -> list[str]:
+    """A recorded command's words with the recording checkout's root (what precedes ``scripts/`` in the script's
+    path) left out: the card names no path of the machine it was trained on."""
+    root = words[0][:words[0].rindex("scripts/")] if words and "scripts/" in words[0] else ""
+    return [word.replace(root, "") for word in words] if root else words
+
+
 def hyperparameters(run: dict) -> list[tuple[str, str]]:
     """The card's training table: (hyperparameter, value) rows from the run's arguments and training facts; for a
     run that records no arguments, the training command its provenance recorded at run time instead."""
     if "arguments" not in run:
         argv = (run.get("provenance") or {}).get("argv")
         commit = (run.get("provenance") or {}).get("commit")
-        command = (f"`{shlex.join(['python', *argv[1:]])}` at commit {commit}, the script's defaults there"
-                   if argv and commit else "not recorded")
+        command = (f"`{shlex.join(['python', *checkout_relative(argv[1:])])}` at commit {commit}, the script's "
+                   "defaults there" if argv and commit else "not recorded")
         return [("arguments", f"not recorded in the results; the training command: {command}"),
                 ("trained", trained(run)), ("seed", str(run.get("seed")))]
     args = run["arguments"]

@@ -35,7 +35,8 @@ def rows_with_main_job(config: dict, command: str = COMMAND) -> list[dict]:
     index = next(i for i, row in enumerate(rows) if (row["cell_type"], row["seed"]) == ("gru", 42))
     base = next(row for row in rows if (row["cell_type"], row["seed"]) == ("gru", 43))
     record = provenance([42], ["validation", "test"])
-    record["argv"] = ["python", "scripts/run_translation.py", "--seed", "42", "--num_train_epochs", "3"]
+    record["argv"] = ["/venv/bin/python", "/home/me/repo/scripts/run_translation.py", "--output_dir",
+                      "/home/me/repo/results/multi30k-attention-gru", "--seed", "42", "--num_train_epochs", "3"]
     record["commit"] = "0123456789abcdef" * 2 + "01234567"  # also outside a git checkout
     rows[index] = {**copy.deepcopy(base), "seed": 42, "config": config, "command": command, "provenance": record,
                    "test_bleu": 35.25, "test_chrf": 59.75}
@@ -55,7 +56,8 @@ def test_training_table_from_the_rows_arguments_else_its_recorded_command(tmp_pa
     text = str(render_card(main_job_run(rows), model_name=MAIN_JOB))  # seed 43's row: no arguments
     commit = next(row for row in rows if row.get("config"))["provenance"]["commit"]
     assert (f"| arguments | not recorded in the results; the training command: `python scripts/run_translation.py "
-            f"--seed 42 --num_train_epochs 3` at commit {commit}, the script's defaults there |") in text
+            "--output_dir results/multi30k-attention-gru --seed 42 --num_train_epochs 3` at commit "
+            f"{commit}, the script's defaults there |") in text
     for row in rows:
         row["arguments"] = {**TRANSLATION_ARGUMENTS, "seed": row["seed"]}
     text = str(render_card(main_job_run(rows), model_name=MAIN_JOB))
