@@ -42,6 +42,8 @@ LEFT_OUT = {
                   "weights_only loading; eole is its maintained successor",
     "fairseq": "0.12.2 (the last release) does not import on Python 3.11",
 }
+# The quality phase starts the slowest trainer first, so that with --jobs 2 the others run beside it.
+LONGEST_FIRST = ("joeynmt", "ours", "eole")
 TRANSLATIONS = "peers_translations"  # beside peers.json: each quality run's test translations, <toolkit>.seed<n>.txt
 
 
@@ -170,6 +172,7 @@ def quality(recipe: Recipe, data: peers_data.PreparedData, args: argparse.Namesp
     stats = data.stats()
     references = data.lines("test", data.target_lang)
     machine = provenance(args.seeds, ["train", "validation", "test"])
+    machine["argv"] = shlex.split(portable(shlex.join(machine["argv"]), args.work))
     results = earlier_results(args.out, recipe) or {"runs": [], "budget": {
         "updates": recipe.updates, "main_job_updates": Recipe.main_job(stats["train"]["sentences"]).updates}}
     parallel = (f", {args.jobs} runs at a time: their seconds are not speed figures (see peers_timing.json)"
@@ -186,7 +189,7 @@ def quality(recipe: Recipe, data: peers_data.PreparedData, args: argparse.Namesp
         "left_out": LEFT_OUT,
     })
     args.out.mkdir(parents=True, exist_ok=True)
-    jobs = [(name, seed) for seed in args.seeds for name in args.toolkits]
+    jobs = [(name, seed) for seed in args.seeds for name in sorted(args.toolkits, key=LONGEST_FIRST.index)]
     failed = []
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
         running = {pool.submit(quality_run, name, recipe, data, seed, args): (name, seed) for name, seed in jobs}

@@ -2,9 +2,12 @@
 kept, a re-run replacing its row, atomically), every seed scored from the stored translations, and the recorded
 commands free of this machine's paths."""
 
+import argparse
 import copy
 import json
 import sys
+import threading
+import time
 
 import pytest
 import sacrebleu
@@ -84,3 +87,49 @@ def test_earlier_rows_are_kept_only_for_the_same_recipe(tmp_path):
 def test_the_speed_phase_runs_one_command_at_a_time():
     with pytest.raises(SystemExit):
         run.main(["--timing_rounds", "1", "--jobs", "2"])
+
+
+class FakeData:
+    """What the quality phase reads of the prepared data besides the runs: its statistics and references."""
+
+    target_lang = "de"
+
+    def stats(self) -> dict:
+        return {"train": {"sentences": 29_000, "longest_pieces": 58, "source_tokens": 400_000},
+                "validation": {"sentences": 1014}, "test": {"sentences": 3}, "vocab_size": 6000}
+
+    def lines(self, split: str, lang: str) -> list[str]:
+        return REFERENCES
+
+
+def test_quality_runs_two_at_a_time_and_keeps_what_ended(tmp_path, monkeypatch):
+    """Two runs in flight at once, the slowest trainer started first, every run stored as it ends, and a failed
+    run leaving the others stored (and named in the error)."""
+    started, in_flight, most = [], [], []
+    lock = threading.Lock()
+
+    def fake_run(name, recipe, data, seed, args):
+        with lock:
+            started.append((name, seed))
+            in_flight.append(name)
+            most.append(len(in_flight))
+        time.sleep(0.2)
+        with lock:
+            in_flight.remove(name)
+        if (name, seed) == ("eole", 2):
+            raise RuntimeError("eole failed: see its log")
+        return row(name, seed), GOOD if name == "ours" else POOR
+
+    monkeypatch.setattr(run, "quality_run", fake_run)
+    monkeypatch.setattr(toolkits, "version", lambda name: {name: "1.0"})
+    monkeypatch.setattr(run.report, "render", lambda results, out, docs: None)
+    args = argparse.Namespace(seeds=[1, 2], toolkits=["ours", "joeynmt", "eole"], jobs=2, threads=1,
+                              decoding_batch_size=64, label="check", out=tmp_path, work=tmp_path / "work")
+    with pytest.raises(RuntimeError, match=r"\('eole', 2\).*eole failed"):
+        run.quality(run.Recipe.main_job(29_000, 300), FakeData(), args, "python -m benchmarks.peers.run")
+    assert max(most) == 2 and started[0] == ("joeynmt", 1)
+    stored = json.loads((tmp_path / "peers.json").read_text())
+    assert sorted((r["toolkit"], r["seed"]) for r in stored["runs"]) == [
+        ("eole", 1), ("joeynmt", 1), ("joeynmt", 2), ("ours", 1), ("ours", 2)]
+    assert all("scores" in r for r in stored["runs"]) and stored["jobs"] == 2
+    assert "not speed figures" in stored["machine"]
