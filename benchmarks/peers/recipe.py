@@ -20,6 +20,8 @@ DIFFERENCES = {
     "joeynmt": [
         "learning rate: linear warmup as ours, then the inverse square root of the step (JoeyNMT has no linear "
         "decay, and 2.3.0's `warmupexponentialdecay` raises a TypeError when built), instead of linear decay to 0",
+        "the first update runs at the peak learning rate (its scheduler sets the rate only after an update, and the "
+        "optimizer starts at the peak), the warmup from the second on; ours runs the first at 0",
         "length penalty: GNMT's ((5 + length) / 6) ** beam_alpha (its only kind) with beam_alpha 1.0, instead of "
         "length ** 1.0",
         "initialisation: embeddings (and the output layer tied to them) N(0, 0.1) as ours; its default for the other "
@@ -158,11 +160,10 @@ def joeynmt_config(recipe: Recipe, data: PreparedData, model_dir: Path, seed: in
                     "sacrebleu_cfg": {"tokenize": "13a"}},
         "training": {
             "optimizer": "adamw", "adam_betas": [0.9, 0.999], "weight_decay": recipe.weight_decay,
-            # the rate of the first update: JoeyNMT's scheduler sets the rate only after each update, so the first
-            # runs at `learning_rate` (the peak, left unset) before the warmup starts; ours runs it at 0
-            "learning_rate": 0.0, "learning_rate_min": 1.0e-9,
-            "scheduling": "warmupinversesquareroot", "learning_rate_peak": recipe.learning_rate,
-            "learning_rate_warmup": recipe.warmup_steps,
+            # the peak: JoeyNMT 2.3 reads no `learning_rate_peak` (its TrainConfig drops it), the scheduler takes
+            # `learning_rate`, which is also the rate of the first update (see DIFFERENCES)
+            "learning_rate": recipe.learning_rate, "learning_rate_min": 1.0e-9,
+            "scheduling": "warmupinversesquareroot", "learning_rate_warmup": recipe.warmup_steps,
             "clip_grad_norm": recipe.max_grad_norm, "loss": "crossentropy", "label_smoothing": recipe.label_smoothing,
             "normalization": "tokens", "batch_size": recipe.batch_size, "batch_type": "sentence",
             "batch_multiplier": 1, "epochs": 10**6, "updates": recipe.updates,

@@ -235,8 +235,8 @@ def markdown(results: dict, ctranslate2: Path | None = None, timing: dict | None
         *summary_table(results),
         "",
         "Training loop: its seconds as each toolkit's log times it (validation included); peak memory: the "
-        "command's peak resident memory (kernel's ru_maxrss). "
-        + ("These runs shared the machine, so their seconds are no speed figures: see Speed."
+        "command's peak resident memory (kernel's ru_maxrss)."
+        + (" These runs shared the machine, so their seconds are no speed figures: see Speed."
            if results.get("jobs", 1) > 1 else ""),
     ]
     if waiting:
