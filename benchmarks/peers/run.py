@@ -77,15 +77,17 @@ def subset(data: peers_data.PreparedData, split: str, count: int, name: str) -> 
 def portable(command: str, work: Path) -> str:
     """A recorded shell line without this machine's paths: this interpreter as ``python``, paths inside the
     repository relative to it, paths inside ``work`` (when outside the repository) as ``<work>/...``."""
-    roots = [(toolkits.REPO_ROOT, ""), (work.resolve(), "<work>/")]
+    # Links are not followed: a peer's .venv-peers/<name>/bin/python links to the system's interpreter.
+    roots = [(toolkits.REPO_ROOT, ""), (Path(os.path.abspath(work)), "<work>/")]
     words = []
     for word in shlex.split(command):
         if word == sys.executable:
             word = "python"
         elif word.startswith("/"):
+            path = Path(os.path.normpath(word))
             for root, prefix in roots:
-                if Path(word).resolve().is_relative_to(root):
-                    word = prefix + str(Path(word).resolve().relative_to(root))
+                if path.is_relative_to(root):
+                    word = prefix + str(path.relative_to(root))
                     break
         words.append(word)
     return shlex.join(words)

@@ -29,6 +29,9 @@ def header() -> dict:
 
 def test_portable_commands_name_no_machine_paths(tmp_path):
     work = tmp_path / "work"
+    (work / "bin").mkdir(parents=True)
+    (work / "bin" / "python").symlink_to(sys.executable)  # as a peer's virtual environment has it
+    assert run.portable(f"{work}/bin/python -m joeynmt", work) == "'<work>/bin/python' -m joeynmt"
     line = " ".join([sys.executable, str(toolkits.REPO_ROOT / "scripts" / "run_translation.py"), "--output_dir",
                      str(work / "ours" / "seed1" / "model"), "--data", str(toolkits.REPO_ROOT / "outputs" / "d"),
                      "--seed", "1", "/usr/share/dict"])
