@@ -20,10 +20,13 @@ DIFFERENCES = {
     "joeynmt": [
         "learning rate: linear warmup as ours, then the inverse square root of the step (JoeyNMT has no linear "
         "decay, and 2.3.0's `warmupexponentialdecay` raises a TypeError when built), instead of linear decay to 0",
+        "the first update runs at the peak learning rate (its scheduler sets the rate only after an update, and the "
+        "optimizer starts at the peak), the warmup from the second on; ours runs the first at 0",
         "length penalty: GNMT's ((5 + length) / 6) ** beam_alpha (its only kind) with beam_alpha 1.0, instead of "
         "length ** 1.0",
-        "initialisation: its defaults (Xavier-uniform weights, N(0, 0.1) embeddings) instead of ours (N(0, 0.1) "
-        "embeddings and linear layers, torch's default recurrent weights)",
+        "initialisation: embeddings (and the output layer tied to them) N(0, 0.1) as ours; its default for the other "
+        "weights, Xavier-uniform (per gate for the GRUs) and zero biases, instead of ours (N(0, 0.1) linear layers, "
+        "torch's default U(-1/16, 1/16) recurrent weights and biases)",
         "the best checkpoint is chosen by greedy validation BLEU as ours, but its BLEU is its own sacreBLEU call on "
         "the pieces joined by spaces; the rows use only its test output",
     ],
@@ -55,6 +58,7 @@ class Recipe:
     input_feeding: bool
     dropout: float
     tie_word_embeddings: bool  # the decoder's input embeddings and output layer (not source with target)
+    initializer_range: float  # standard deviation of the normal initialisation of embeddings and linear layers
     vocab_size: int
     max_source_length: int  # tokens, eos included
     max_target_length: int
@@ -85,6 +89,7 @@ class Recipe:
             bidirectional_encoder=model.bidirectional_encoder, encoder_layers=model.encoder_layers,
             decoder_layers=model.decoder_layers, attention_type=model.attention_type,
             input_feeding=model.input_feeding, dropout=model.dropout, tie_word_embeddings=model.tie_word_embeddings,
+            initializer_range=model.initializer_range,
             vocab_size=data.vocab_size, max_source_length=data.max_source_length,
             max_target_length=data.max_target_length, batch_size=defaults["per_device_train_batch_size"],
             learning_rate=defaults["learning_rate"], warmup_steps=defaults["num_warmup_steps"],
@@ -155,9 +160,10 @@ def joeynmt_config(recipe: Recipe, data: PreparedData, model_dir: Path, seed: in
                     "sacrebleu_cfg": {"tokenize": "13a"}},
         "training": {
             "optimizer": "adamw", "adam_betas": [0.9, 0.999], "weight_decay": recipe.weight_decay,
+            # the peak: JoeyNMT 2.3 reads no `learning_rate_peak` (its TrainConfig drops it), the scheduler takes
+            # `learning_rate`, which is also the rate of the first update (see DIFFERENCES)
             "learning_rate": recipe.learning_rate, "learning_rate_min": 1.0e-9,
-            "scheduling": "warmupinversesquareroot", "learning_rate_peak": recipe.learning_rate,
-            "learning_rate_warmup": recipe.warmup_steps,
+            "scheduling": "warmupinversesquareroot", "learning_rate_warmup": recipe.warmup_steps,
             "clip_grad_norm": recipe.max_grad_norm, "loss": "crossentropy", "label_smoothing": recipe.label_smoothing,
             "normalization": "tokens", "batch_size": recipe.batch_size, "batch_type": "sentence",
             "batch_multiplier": 1, "epochs": 10**6, "updates": recipe.updates,
@@ -166,6 +172,10 @@ def joeynmt_config(recipe: Recipe, data: PreparedData, model_dir: Path, seed: in
             "keep_best_ckpts": 1, "num_workers": 0,
         },
         "model": {
+            # embeddings (and the output layer tied to them) N(0, 0.1) as ours; JoeyNMT's own default for them is
+            # Xavier-uniform, which gives a 6,000 x 256 table a standard deviation of 0.018
+            "initializer": "xavier_uniform", "bias_initializer": "zeros", "embed_initializer": "normal",
+            "embed_init_weight": recipe.initializer_range,
             "tied_embeddings": False, "tied_softmax": recipe.tie_word_embeddings,
             "encoder": {**recurrent, "bidirectional": recipe.bidirectional_encoder,
                         "num_layers": recipe.encoder_layers},

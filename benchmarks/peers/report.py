@@ -9,8 +9,10 @@ from pathlib import Path
 
 from hf_seqmodels.comparison.aggregate import mean_sd
 from hf_seqmodels.comparison.report import mean_sd_cell
+from hf_seqmodels.comparison.runner import write_json
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+TIMING = "peers_timing.json"  # the speed phase's medians (benchmarks.peers.run --timing_rounds / --decoding_rounds)
 CTRANSLATE2 = "peers_ctranslate2.json"  # written by benchmarks/peers/ctranslate2_*.py, beside peers.json
 DOCS = REPO_ROOT / "docs" / "peers.md"
 # docs/peers.md holds the summary table between these lines; `update_docs` rewrites what lies between them.
@@ -29,57 +31,75 @@ def sentences_per_second(decoded: dict) -> float:
     return decoded["sentences"] / decoded["seconds"]
 
 
+def scored(results: dict) -> list[dict]:
+    """The runs that have scores (a seed's runs are scored once its baseline and a peer are both stored)."""
+    return [run for run in results["runs"] if "scores" in run]
+
+
 def summarize(results: dict) -> list[dict]:
-    """A row per toolkit (in the order of its first run): its seeds and the `mean_sd` of every figure."""
+    """A row per toolkit (in the order of its first scored run): its seeds and the `mean_sd` of every quality
+    figure. The seconds of a quality run are no speed figure when runs shared the machine (``jobs`` above 1)."""
     rows = []
-    for name in dict.fromkeys(run["toolkit"] for run in results["runs"]):
-        runs = [run for run in results["runs"] if run["toolkit"] == name]
+    for name in dict.fromkeys(run["toolkit"] for run in scored(results)):
+        runs = [run for run in scored(results) if run["toolkit"] == name]
         figures = {
             "bleu": [run["scores"]["bleu"]["score"] for run in runs],
             "chrf": [run["scores"]["chrf"]["score"] for run in runs],
-            "train_tokens_per_s": [train_tokens_per_second(run) for run in runs],
             "train_s": [run["train"]["train_s"] for run in runs],
-            "best_batch_sents_per_s": [sentences_per_second(run["decode"]["test"]) for run in runs],
-            "batch1_sents_per_s": [sentences_per_second(run["decode"]["batch1"]) for run in runs],
             "train_peak_rss_mb": [run["train"]["peak_rss_mb"] for run in runs],
             "decode_peak_rss_mb": [run["decode"]["test"]["peak_rss_mb"] for run in runs],
             "mean_output_pieces": [run["decode"]["test"]["mean_output_pieces"] for run in runs],
         }
         rows.append({"toolkit": name, "seeds": [run["seed"] for run in runs],
                      "parameters": sorted({run["train"]["parameters"] for run in runs}),
-                     "best_batch_sizes": sorted({run["decode"]["best_batch_size"] for run in runs}),
                      **{key: mean_sd(values) for key, values in figures.items()}})
     return rows
 
 
-def targets(results: dict) -> list[dict]:
+def speeds(timing: dict) -> dict[str, dict]:
+    """Per toolkit, the speed phase's medians (peers_timing.json): training tokens/s (with and without its
+    validations) and beam-5 sentences/s at its best batch size and at batch 1, where measured."""
+    found: dict[str, dict] = {}
+    for part in ("training", "decoding"):
+        for name, medians in timing.get(part, {}).get("median", {}).items():
+            found.setdefault(name, {}).update(medians)
+    return found
+
+
+def targets(results: dict, timing: dict | None = None) -> list[dict]:
     """Issue 39's targets for the baseline (ours) against each peer: test BLEU at least the peer's (mean over the
-    seeds, and no seed where the peer is better with p < 0.05), batched beam-5 decoding at least 1.5x the faster
-    peer at its best batch size, training tokens/s at least the peer's. Each: ``name``, ``value``, ``wanted``,
-    ``met``."""
+    seeds, and no seed where the peer is better with p < 0.05); from the speed phase (``timing``, when measured),
+    training tokens/s at least the peer's and batched beam-5 decoding at least 1.5x the faster peer at its best
+    batch size. Each: ``name``, ``value``, ``wanted``, ``met``."""
     rows = {row["toolkit"]: row for row in summarize(results)}
     baseline, found = results["baseline"], []
-    ours = rows.get(baseline)
     peers = [name for name in rows if name != baseline]
-    if ours is None or not peers:
-        return []
-    for name in peers:
-        worse = [run["seed"] for run in results["runs"] if run["toolkit"] == name
-                 and run["scores"]["bleu"]["p_value"] is not None and run["scores"]["bleu"]["p_value"] < 0.05
-                 and run["scores"]["bleu"]["score"] > next(
-                     other["scores"]["bleu"]["score"] for other in results["runs"]
-                     if other["toolkit"] == baseline and other["seed"] == run["seed"])]
-        difference = ours["bleu"]["mean"] - rows[name]["bleu"]["mean"]
-        found.append({"name": f"test BLEU, {baseline} - {name} (mean over seeds)", "value": round(difference, 2),
-                      "wanted": ">= 0, and the peer better in no seed's bootstrap (p < 0.05)",
-                      "met": difference >= 0 and not worse})
-        ratio = ours["train_tokens_per_s"]["mean"] / rows[name]["train_tokens_per_s"]["mean"]
-        found.append({"name": f"training tokens/s, {baseline} / {name}", "value": round(ratio, 2), "wanted": ">= 1",
-                      "met": ratio >= 1})
-    fastest = max(peers, key=lambda name: rows[name]["best_batch_sents_per_s"]["mean"])
-    ratio = ours["best_batch_sents_per_s"]["mean"] / rows[fastest]["best_batch_sents_per_s"]["mean"]
-    found.append({"name": f"beam-5 sentences/s at the best batch, {baseline} / {fastest} (the faster peer)",
-                  "value": round(ratio, 2), "wanted": ">= 1.5", "met": ratio >= 1.5})
+    if baseline in rows:
+        for name in peers:
+            worse = [run["seed"] for run in scored(results) if run["toolkit"] == name
+                     and run["scores"]["bleu"]["p_value"] is not None and run["scores"]["bleu"]["p_value"] < 0.05
+                     and run["scores"]["bleu"]["score"] > next(
+                         other["scores"]["bleu"]["score"] for other in scored(results)
+                         if other["toolkit"] == baseline and other["seed"] == run["seed"])]
+            difference = rows[baseline]["bleu"]["mean"] - rows[name]["bleu"]["mean"]
+            found.append({"name": f"test BLEU, {baseline} - {name} (mean over seeds)",
+                          "value": round(difference, 2),
+                          "wanted": ">= 0, and the peer better in no seed's bootstrap (p < 0.05)",
+                          "met": difference >= 0 and not worse})
+    timed = speeds(timing or {})
+    ours = timed.get(baseline, {})
+    peers = [name for name in timed if name != baseline]
+    if "train_tokens_per_s" in ours:
+        for name in peers:
+            ratio = ours["train_tokens_per_s"] / timed[name]["train_tokens_per_s"]
+            found.append({"name": f"training tokens/s, {baseline} / {name}", "value": round(ratio, 2),
+                          "wanted": ">= 1", "met": ratio >= 1})
+    decoded = [name for name in peers if "best_batch_sents_per_s" in timed[name]]
+    if "best_batch_sents_per_s" in ours and decoded:
+        fastest = max(decoded, key=lambda name: timed[name]["best_batch_sents_per_s"])
+        ratio = ours["best_batch_sents_per_s"] / timed[fastest]["best_batch_sents_per_s"]
+        found.append({"name": f"beam-5 sentences/s at the best batch, {baseline} / {fastest} (the faster peer)",
+                      "value": round(ratio, 2), "wanted": ">= 1.5", "met": ratio >= 1.5})
     return found
 
 
@@ -125,39 +145,84 @@ def extra_rows(path: Path) -> list[str]:
 
 
 def summary_table(results: dict) -> list[str]:
-    """The table's lines: a row per toolkit."""
+    """The quality table's lines: a row per toolkit."""
     lines = [
-        "| toolkit | test BLEU | test chrF | parameters | training tokens/s | training loop (s) | "
-        "beam-5 sentences/s at best batch (batch) | beam-5 sentences/s at batch 1 | test output pieces per "
-        "sentence | peak memory training / decoding (MiB) |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| toolkit | test BLEU | test chrF | parameters | test output pieces per sentence | training loop (s) | "
+        "peak memory training / decoding (MiB) |",
+        "|---|---|---|---|---|---|---|",
     ]
     for row in summarize(results):
         lines.append(
             f"| {row['toolkit']} | {mean_sd_cell(row['bleu'], digits=2)} | {mean_sd_cell(row['chrf'], digits=2)} | "
             f"{', '.join(f'{count:,}' for count in row['parameters'])} | "
-            f"{mean_sd_cell(row['train_tokens_per_s'], digits=0)} | {mean_sd_cell(row['train_s'], digits=0)} | "
-            f"{mean_sd_cell(row['best_batch_sents_per_s'], digits=1)} "
-            f"({', '.join(map(str, row['best_batch_sizes']))}) | {mean_sd_cell(row['batch1_sents_per_s'], digits=1)} | "
-            f"{mean_sd_cell(row['mean_output_pieces'], digits=1)} | {mean_sd_cell(row['train_peak_rss_mb'], digits=0)} "
-            f"/ {mean_sd_cell(row['decode_peak_rss_mb'], digits=0)} |"
+            f"{mean_sd_cell(row['mean_output_pieces'], digits=1)} | {mean_sd_cell(row['train_s'], digits=0)} | "
+            f"{mean_sd_cell(row['train_peak_rss_mb'], digits=0)} / {mean_sd_cell(row['decode_peak_rss_mb'], digits=0)}"
+            " |"
         )
     return lines
 
 
-def markdown(results: dict, ctranslate2: Path | None = None) -> str:
+def speed_table(timing: dict) -> list[str]:
+    """The speed phase's table (peers_timing.json): a row per toolkit, a blank cell where a part was not run."""
+    timed = speeds(timing)
+    if not timed:
+        return []
+
+    def cell(medians: dict, key: str, digits: int) -> str:
+        return f"{medians[key]:.{digits}f}" if key in medians else ""
+
+    lines = ["| toolkit | training tokens/s | training tokens/s without validation | beam-5 sentences/s at best "
+             "batch (batch) | beam-5 sentences/s at batch 1 | test output pieces per sentence |",
+             "|---|---|---|---|---|---|"]
+    for name, medians in timed.items():
+        batch = f" ({medians['best_batch_size']})" if "best_batch_size" in medians else ""
+        lines.append(f"| {name} | {cell(medians, 'train_tokens_per_s', 0)} | "
+                     f"{cell(medians, 'train_tokens_per_s_without_validation', 0)} | "
+                     f"{cell(medians, 'best_batch_sents_per_s', 1)}{batch} | {cell(medians, 'batch1_sents_per_s', 1)} "
+                     f"| {cell(medians, 'mean_output_pieces', 1)} |")
+    return lines
+
+
+def speed_section(timing: dict) -> list[str]:
+    """What the speed phase measured and how, above its table."""
+    lines = []
+    if "training" in timing:
+        part = timing["training"]
+        lines.append(f"Training: {part['rounds']} rounds of {part['recipe']['updates']} updates "
+                     f"({part['recipe']['warmup_steps']} warmup), the toolkits taking turns, one command at a time; "
+                     f"the median over the rounds of the source tokens (pieces and eos) of the updates over the "
+                     f"training loop's seconds as each toolkit's log times it, with and without its validations. "
+                     f"{part['machine']}, OMP_NUM_THREADS={part['threads']}. `{part['command']}`")
+    if "decoding" in timing:
+        part = timing["decoding"]
+        lines.append(f"Decoding: the quality phase's models of seed {part['seed']}, {part['rounds']} rounds, the "
+                     "toolkits taking turns, one command at a time; each toolkit's own timer around its translation "
+                     "(model loading not counted); the best batch size is the fastest of "
+                     f"{part['batch_sizes']} on the first {part['select_sentences']} validation sentences, test2016 "
+                     f"is timed at it, batch 1 on the first {part['batch1_sentences']} test sentences; medians over "
+                     "the rounds. A model that writes longer translations decodes fewer sentences per second: "
+                     f"compare where the output pieces per sentence are alike. {part['machine']}, "
+                     f"OMP_NUM_THREADS={part['threads']}. `{part['command']}`")
+    return [item for line in lines for item in (line, "")]
+
+
+def markdown(results: dict, ctranslate2: Path | None = None, timing: dict | None = None) -> str:
+    timing = timing or {}
     budget, recipe = results["budget"], results["recipe"]
     baseline = results["baseline"]
     seeds = budget["seeds"]
     spread = ("one seed: no standard deviation" if len(seeds) == 1
-              else f"mean ± sample standard deviation (n-1) over the seeds {seeds}")
+              else f"mean ± sample standard deviation (n-1) over the seeds present, n = {len(seeds)}: {seeds}")
+    waiting = [f"{run['toolkit']} seed {run['seed']}" for run in results["runs"] if "scores" not in run]
     lines = [
         "# Beside JoeyNMT and eole: the main job (attention GRU, Multi30k En->De)",
         "",
         f"**{results['label']}**",
         "",
+        "## Quality",
+        "",
         f"Budget: {budget['updates']} updates of {recipe['batch_size']} sentences for every toolkit (the main job: "
-        f"{budget['main_job_updates']}), seeds {seeds}, one run at a time. Machine: {results['machine']}. "
+        f"{budget['main_job_updates']}), seeds {seeds}. Machine: {results['machine']}. "
         f"Each figure: {spread}. Command: `{results['command']}`.",
         "",
         f"test2016 ({results['data']['test']['sentences']} sentences), beam {recipe['num_beams']}, length penalty "
@@ -165,22 +230,20 @@ def markdown(results: dict, ctranslate2: Path | None = None) -> str:
         "same tokenizer and scored in one sacreBLEU call per seed: "
         f"BLEU `{results['signatures']['bleu']}`, chrF `{results['signatures']['chrf']}`. Paired bootstrap "
         f"({results['bootstrap']['samples']} resamples, seed {results['bootstrap']['seed']}) against "
-        f"{baseline} of the same seed.",
+        f"{baseline} of the same seed." if "signatures" in results else "No seed has been scored yet.",
         "",
         *summary_table(results),
-    ]
-    lines += [
         "",
-        "Training tokens/s: the source tokens (pieces and eos) of the updates over the training loop's seconds as "
-        "each toolkit's log times it (validation included). Decoding: each toolkit's own timer around its "
-        "translation of the sentences (model loading not counted); the best batch size is the fastest of "
-        f"{results['decoding']['batch_sizes']} on the first {results['decoding']['select_sentences']} validation "
-        f"sentences, batch 1 is timed on the first {results['decoding']['batch1_sentences']} test sentences. A model "
-        "that writes longer translations decodes fewer sentences per second: compare speeds only where the output "
-        "pieces per sentence are alike (a model that has not learned yet repeats a word up to the 64-token limit). "
-        "Peak memory: the command's peak resident memory (kernel's ru_maxrss).",
+        "Training loop: its seconds as each toolkit's log times it (validation included); peak memory: the "
+        "command's peak resident memory (kernel's ru_maxrss)."
+        + (" These runs shared the machine, so their seconds are no speed figures: see Speed."
+           if results.get("jobs", 1) > 1 else ""),
     ]
-    if found := targets(results):
+    if waiting:
+        lines += ["", "Not scored yet (their seed lacks the baseline or a peer): " + ", ".join(waiting) + "."]
+    lines += ["", "## Speed (results/peers_timing.json)", ""]
+    lines += [*speed_section(timing), *speed_table(timing)] if timing else ["Not measured yet."]
+    if found := targets(results, timing):
         lines += ["", "Targets (issue 39), on this run's budget and machine:", "", "| target | value | wanted | |",
                   "|---|---|---|---|"]
         lines += [f"| {t['name']} | {t['value']} | {t['wanted']} | {'met' if t['met'] else 'missed'} |" for t in found]
@@ -189,16 +252,14 @@ def markdown(results: dict, ctranslate2: Path | None = None) -> str:
         "## Every run",
         "",
         "| toolkit | seed | test BLEU (bootstrap mean ± 95%) | test chrF | vs baseline | training loop (s) | "
-        "command wall (s) | sentences/s per batch size (validation) |",
-        "|---|---|---|---|---|---|---|---|",
+        "command wall (s) |",
+        "|---|---|---|---|---|---|---|",
     ]
-    for run in results["runs"]:
+    for run in scored(results):
         bleu, chrf = run["scores"]["bleu"], run["scores"]["chrf"]
-        speeds = ", ".join(f"{size}: {sentences_per_second(decoded):.1f}"
-                           for size, decoded in run["decode"]["select"].items())
         lines.append(f"| {run['toolkit']} | {run['seed']} | {bleu['score']:.2f} ({bleu['mean']:.2f} ± "
                      f"{bleu['ci']:.2f}) | {chrf['score']:.2f} | {bootstrap_cell(run, baseline)} | "
-                     f"{run['train']['train_s']:.0f} | {run['train']['wall_s']:.0f} | {speeds} |")
+                     f"{run['train']['train_s']:.0f} | {run['train']['wall_s']:.0f} |")
     lines += ["", "## What differs", "",
               f"The same for all: {results['same_for_all']}", ""]
     checked = [run for run in results["runs"] if "tokenizer_is_the_pieces" in run["train"]]
@@ -211,69 +272,74 @@ def markdown(results: dict, ctranslate2: Path | None = None) -> str:
     lines += ["Left out: " + "; ".join(f"{name}: {why}" for name, why in results["left_out"].items()), "",
               "## Versions and commands", ""]
     for name, versions in results["versions"].items():
-        run = next(run for run in results["runs"] if run["toolkit"] == name)
-        lines += [f"**{name}** ({', '.join(f'{key} {value}' for key, value in versions.items())}), seed "
-                  f"{run['seed']}:", "", f"    {run['train']['command']}",
-                  f"    {run['decode']['test']['command']}", ""]
+        run = next((run for run in results["runs"] if run["toolkit"] == name), None)
+        if run is not None:
+            lines += [f"**{name}** ({', '.join(f'{key} {value}' for key, value in versions.items())}), seed "
+                      f"{run['seed']}:", "", f"    {run['train']['command']}",
+                      f"    {run['decode']['test']['command']}", ""]
     if ctranslate2 is not None:
         lines += extra_rows(ctranslate2)
     return "\n".join(lines).rstrip() + "\n"
 
 
-def plot(results: dict, path: Path) -> None:
-    """Three panels: test BLEU, beam-5 sentences/s (best batch and batch 1) and training tokens/s per toolkit,
-    bars at the mean over the seeds with one standard deviation."""
+def plot(results: dict, timing: dict, path: Path) -> None:
+    """Up to three panels: test BLEU per toolkit (bars at the mean over the seeds, one standard deviation), and
+    from the speed phase beam-5 sentences/s (best batch and batch 1) and training tokens/s (medians)."""
     import matplotlib
 
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
 
-    rows = summarize(results)
-    names = [row["toolkit"] for row in rows]
-    panels = [("test BLEU", [("bleu", "")]),
-              ("beam-5 sentences/s", [("best_batch_sents_per_s", "best batch"), ("batch1_sents_per_s", "batch 1")]),
-              ("training tokens/s", [("train_tokens_per_s", "")])]
-    figure, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.6))
-    for axis, (title, series) in zip(axes, panels):
-        width = 0.8 / len(series)
-        for i, (key, label) in enumerate(series):
-            positions = [j + (i - (len(series) - 1) / 2) * width for j in range(len(rows))]
-            axis.bar(positions, [row[key]["mean"] for row in rows], width,
-                     yerr=[row[key]["sd"] or 0.0 for row in rows], capsize=3, label=label or None)
-        axis.set_xticks(range(len(rows)), names)
-        axis.set_title(title, fontsize=9)
-        if len(series) > 1:
-            axis.legend(fontsize=7)
+    quality = summarize(results)
+    timed = speeds(timing)
+    panels = [("test BLEU", [(row["toolkit"], row["bleu"]["mean"], row["bleu"]["sd"] or 0.0) for row in quality],
+               "")]
+    for title, key in (("beam-5 sentences/s, best batch", "best_batch_sents_per_s"),
+                       ("beam-5 sentences/s, batch 1", "batch1_sents_per_s"),
+                       ("training tokens/s", "train_tokens_per_s")):
+        bars = [(name, medians[key], 0.0) for name, medians in timed.items() if key in medians]
+        if bars:
+            panels.append((title, bars, " (median)"))
+    figure, axes = plt.subplots(1, len(panels), figsize=(3.4 * len(panels), 3.6), squeeze=False)
+    for axis, (title, bars, suffix) in zip(axes[0], panels):
+        axis.bar(range(len(bars)), [bar[1] for bar in bars], yerr=[bar[2] for bar in bars], capsize=3)
+        axis.set_xticks(range(len(bars)), [bar[0] for bar in bars])
+        axis.set_title(title + suffix, fontsize=9)
     figure.suptitle(f"{results['label']}", fontsize=8)
     figure.tight_layout()
     figure.savefig(path, dpi=120)
     plt.close(figure)
 
 
-def update_docs(results: dict, path: Path) -> None:
-    """Replace the table between `DOCS_BEGIN` and `DOCS_END` in ``path`` by the results' label and summary table."""
+def update_docs(results: dict, timing: dict, path: Path) -> None:
+    """Replace the tables between `DOCS_BEGIN` and `DOCS_END` in ``path`` by the results' label, quality table and
+    the speed phase's table."""
     text = path.read_text(encoding="utf-8")
     if text.count(DOCS_BEGIN) != 1 or text.count(DOCS_END) != 1:
         raise ValueError(f"{path} must hold the lines {DOCS_BEGIN!r} and {DOCS_END!r} once each, around the table.")
     head, rest = text.split(DOCS_BEGIN)
     tail = rest.split(DOCS_END)[1]
-    table = "\n".join([f"**{results['label']}** (seeds {results['budget']['seeds']}, {results['budget']['updates']} "
-                       f"updates; {results['machine']})", "", *summary_table(results)])
-    path.write_text(f"{head}{DOCS_BEGIN}\n{table}\n{DOCS_END}{tail}", encoding="utf-8")
+    table = [f"**{results['label']}** (seeds {results['budget']['seeds']}, {results['budget']['updates']} updates; "
+             f"{results['machine']})", "", *summary_table(results)]
+    if speed := speed_table(timing):
+        table += ["", "Speed (the speed phase, results/peers_timing.json; medians):", "", *speed]
+    path.write_text(f"{head}{DOCS_BEGIN}\n" + "\n".join(table) + f"\n{DOCS_END}{tail}", encoding="utf-8")
 
 
 def write(results: dict, out: Path, docs: Path | None = DOCS) -> None:
-    """results/peers.json, .md and .png in ``out``, and the table in ``docs`` (None: not)."""
+    """results/peers.json (atomically), .md and .png in ``out``, and the tables in ``docs`` (None: not)."""
     out.mkdir(parents=True, exist_ok=True)
-    (out / "peers.json").write_text(json.dumps(results, indent=2) + "\n")
+    write_json(out / "peers.json", results)
     render(results, out, docs)
 
 
 def render(results: dict, out: Path, docs: Path | None) -> None:
-    (out / "peers.md").write_text(markdown(results, out / CTRANSLATE2))
-    plot(results, out / "peers.png")
+    """peers.md and peers.png from ``results`` and, when there, the speed phase's ``out``/peers_timing.json."""
+    timing = json.loads((out / TIMING).read_text()) if (out / TIMING).is_file() else {}
+    (out / "peers.md").write_text(markdown(results, out / CTRANSLATE2, timing))
+    plot(results, timing, out / "peers.png")
     if docs is not None:
-        update_docs(results, docs)
+        update_docs(results, timing, docs)
 
 
 def main(argv: list[str] | None = None) -> None:

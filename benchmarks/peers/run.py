@@ -1,19 +1,25 @@
 """Our attention GRU beside JoeyNMT and eole: the same data, pieces, sizes and budget; test2016 BLEU / chrF with one
 sacreBLEU call and a paired bootstrap against ours, training tokens/s, beam-5 decoding speed, memory, parameters.
 
+Two phases, each its own command, so that the full comparison can be run in parts, session by session:
+
     bash benchmarks/peers/setup.sh                        # once: .venv-peers/joeynmt and .venv-peers/eole
-    python -m benchmarks.peers.run                        # the main job's budget (3 epochs of updates), seeds 1 2 3
-    python -m benchmarks.peers.run --updates 300 --seeds 1 --label "pipeline check: ..."   # a short budget
-    python -m benchmarks.peers.run --toolkits ours eole --updates 100 --warmup_steps 50 --timing_rounds 3
-        # training speed only: short runs taking turns, the median tokens/s of each (results/peers_timing.json)
+    # quality: train every toolkit and decode test2016 (beam 5), two runs at a time at one thread each; each
+    # (toolkit, seed) is a row of results/peers.json as soon as it ends (a re-run of a seed replaces its rows)
+    python -m benchmarks.peers.run --seeds 1 --jobs 2
+    # speed, on a quiet machine, nothing else running: short training runs taking turns (ours, joeynmt, eole,
+    # ours, ...), then the quality phase's models of --seeds' first seed decoding in turns; results/peers_timing.json
+    python -m benchmarks.peers.run --timing_rounds 3 --updates 100 --warmup_steps 50 --decoding_rounds 3
 
 Run it in our environment (.venv): it trains ours with scripts/run_translation.py and calls the peers' own commands
-in their environments, one toolkit at a time. Everything a run writes goes under ``--work`` (models, logs,
-configs, translations); the results go to ``--out``/peers.{json,md,png} (the md and png are rendered from the json
-by `report`). Runs of seeds already in peers.json with the same recipe are kept, so seeds can be added run by run.
+in their environments. Everything a run writes goes under ``--work`` (models, logs, configs, translations); the
+results go to ``--out`` (peers.json, the test translations in peers_translations/, peers_timing.json; peers.md and
+peers.png are rendered from them by `report`). Paths in the recorded commands are relative to the repository (or
+to ``--work``, written ``<work>``).
 """
 
 import argparse
+import concurrent.futures
 import dataclasses
 import json
 import os
@@ -22,6 +28,7 @@ import statistics
 import sys
 from pathlib import Path
 
+from hf_seqmodels.comparison.runner import write_json
 from hf_seqmodels.comparison.significance import paired_bootstrap
 from hf_seqmodels.provenance import provenance
 from hf_seqmodels.tasks import translation
@@ -35,6 +42,9 @@ LEFT_OUT = {
                   "weights_only loading; eole is its maintained successor",
     "fairseq": "0.12.2 (the last release) does not import on Python 3.11",
 }
+# The quality phase starts the slowest trainer first, so that with --jobs 2 the others run beside it.
+LONGEST_FIRST = ("joeynmt", "ours", "eole")
+TRANSLATIONS = "peers_translations"  # beside peers.json: each quality run's test translations, <toolkit>.seed<n>.txt
 
 
 def same_for_all(recipe: Recipe, stats: dict) -> str:
@@ -64,158 +74,308 @@ def subset(data: peers_data.PreparedData, split: str, count: int, name: str) -> 
     return stem
 
 
-def run_toolkit(name: str, recipe: Recipe, data: peers_data.PreparedData, work: Path, seed: int,
-                args: argparse.Namespace, rows: dict[str, Path]) -> tuple[dict, list[str]]:
-    """Train ``name`` and decode: the validation subset at every batch size, test2016 at the fastest, the batch-1
-    subset at 1. Returns its run record and its test translations."""
-    folder = work / name / f"seed{seed}"
+def portable(command: str, work: Path) -> str:
+    """A recorded shell line without this machine's paths: this interpreter as ``python``, paths inside the
+    repository relative to it, paths inside ``work`` (when outside the repository) as ``<work>/...``."""
+    # Links are not followed: a peer's .venv-peers/<name>/bin/python links to the system's interpreter.
+    roots = [(toolkits.REPO_ROOT, ""), (Path(os.path.abspath(work)), "<work>/")]
+    words = []
+    for word in shlex.split(command):
+        if word == sys.executable:
+            word = "python"
+        elif word.startswith("/"):
+            path = Path(os.path.normpath(word))
+            for root, prefix in roots:
+                if path.is_relative_to(root):
+                    word = prefix + str(path.relative_to(root))
+                    break
+        words.append(word)
+    return shlex.join(words)
+
+
+def made_portable(record: dict, work: Path) -> dict:
+    """``record`` with every ``command`` in it (at any depth) made `portable`."""
+    return {key: portable(value, work) if key == "command" else
+            made_portable(value, work) if isinstance(value, dict) else value for key, value in record.items()}
+
+
+def quality_run(name: str, recipe: Recipe, data: peers_data.PreparedData, seed: int,
+                args: argparse.Namespace) -> tuple[dict, list[str]]:
+    """Train ``name`` and decode test2016 at ``--decoding_batch_size``. Returns its row (without scores) and its
+    test translations. With ``--jobs`` above 1 its seconds are not speed figures (the runs share the machine)."""
+    folder = args.work / name / f"seed{seed}"
     print(f"[peers] {name}, seed {seed}: training", flush=True)
     trained = toolkits.train(name, recipe, data, folder, seed)
-    select = {}
-    for size in args.batch_sizes:
-        print(f"[peers] {name}, seed {seed}: decoding {args.select_sentences} validation sentences at batch {size}",
-              flush=True)
-        select[size] = toolkits.decode(name, recipe, data, folder, rows["select"], size, seed, f"select_b{size}")[1]
-    best = max(select, key=lambda size: report.sentences_per_second(select[size]))
-    print(f"[peers] {name}, seed {seed}: decoding test2016 at batch {best}, then at batch 1", flush=True)
-    translations, test = toolkits.decode(name, recipe, data, folder, rows["test"], best, seed, "test")
+    print(f"[peers] {name}, seed {seed}: decoding test2016 at batch {args.decoding_batch_size}", flush=True)
+    translations, test = toolkits.decode(name, recipe, data, folder, data.folder / peers_data.SPLITS["test"],
+                                         args.decoding_batch_size, seed, "test")
     test["mean_output_pieces"] = peers_data.mean_pieces(data.tokenizer(), translations)
-    batch1 = toolkits.decode(name, recipe, data, folder, rows["batch1"], 1, seed, "batch1")[1]
-    (folder / "test_translations.txt").write_text("".join(f"{line}\n" for line in translations), encoding="utf-8")
     stats = data.stats()["train"]
-    return {"toolkit": name, "seed": seed, "batch_size": recipe.batch_size,
-            "mean_source_tokens": stats["source_tokens"] / stats["sentences"], "train": trained,
-            "decode": {"select": select, "best_batch_size": best, "test": test, "batch1": batch1}}, translations
+    row = {"toolkit": name, "seed": seed, "batch_size": recipe.batch_size,
+           "mean_source_tokens": stats["source_tokens"] / stats["sentences"], "train": trained,
+           "decode": {"test": test}}
+    return made_portable(row, args.work), translations
 
 
-def timing(recipe: Recipe, data: peers_data.PreparedData, args: argparse.Namespace) -> dict:
+def translations_path(out: Path, name: str, seed: int) -> Path:
+    return out / TRANSLATIONS / f"{name}.seed{seed}.txt"
+
+
+def score_seed(results: dict, seed: int, out: Path, references: list[str]) -> None:
+    """Score the runs of ``seed`` in ``results`` in one paired bootstrap over their stored test translations, the
+    baseline first; until the baseline and a peer of that seed are both present, its runs stay unscored."""
+    runs = [run for run in results["runs"] if run["seed"] == seed]
+    runs.sort(key=lambda run: run["toolkit"] != results["baseline"])
+    if len(runs) < 2 or runs[0]["toolkit"] != results["baseline"]:
+        return
+    compared = paired_bootstrap({run["toolkit"]: translations_path(out, run["toolkit"], seed).read_text(
+        encoding="utf-8").splitlines() for run in runs}, references)
+    for run in runs:
+        run["scores"] = compared["systems"][run["toolkit"]]
+    results.update(signatures=compared["signatures"], bootstrap={"samples": compared["samples"],
+                                                                 "seed": compared["seed"]})
+
+
+def store(results: dict, row: dict, translations: list[str], out: Path, references: list[str]) -> None:
+    """Add ``row`` to ``results`` (replacing the row of the same toolkit and seed), write its translations, rescore
+    its seed and write peers.json atomically: a run stopped later leaves the rows stored so far intact."""
+    path = translations_path(out, row["toolkit"], row["seed"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.with_suffix(".tmp")
+    temp.write_text("".join(f"{line}\n" for line in translations), encoding="utf-8")
+    temp.replace(path)
+    results["runs"] = sorted(
+        [run for run in results["runs"] if (run["toolkit"], run["seed"]) != (row["toolkit"], row["seed"])] + [row],
+        key=lambda run: (run["seed"], toolkits.TOOLKITS.index(run["toolkit"])))
+    results["budget"]["seeds"] = sorted({run["seed"] for run in results["runs"]})
+    results["toolkits"] = [name for name in toolkits.TOOLKITS if any(run["toolkit"] == name
+                                                                     for run in results["runs"])]
+    score_seed(results, row["seed"], out, references)
+    write_json(out / "peers.json", results)
+
+
+def earlier_results(out: Path, recipe: Recipe) -> dict | None:
+    """peers.json's results when they were made with ``recipe`` (their rows are kept); None when there are none, or
+    when they were made with another recipe (a new comparison replaces them: the json says which)."""
+    path = out / "peers.json"
+    if not path.is_file():
+        return None
+    earlier = json.loads(path.read_text())
+    if earlier.get("recipe") != dataclasses.asdict(recipe) or "jobs" not in earlier:
+        print(f"[peers] {path} holds another recipe's runs (label {earlier.get('label')!r}): starting anew",
+              flush=True)
+        return None
+    return earlier
+
+
+def quality(recipe: Recipe, data: peers_data.PreparedData, args: argparse.Namespace, command: str) -> dict:
+    """The quality phase: every (toolkit, seed) trained and decoding test2016, ``--jobs`` at a time, each stored in
+    peers.json when it ends (`store`), then peers.md and peers.png rendered."""
+    stats = data.stats()
+    references = data.lines("test", data.target_lang)
+    machine = provenance(args.seeds, ["train", "validation", "test"])
+    machine["argv"] = shlex.split(portable(shlex.join(machine["argv"]), args.work))
+    results = earlier_results(args.out, recipe) or {"runs": [], "budget": {
+        "updates": recipe.updates, "main_job_updates": Recipe.main_job(stats["train"]["sentences"]).updates}}
+    parallel = (f", {args.jobs} runs at a time: their seconds are not speed figures (see peers_timing.json)"
+                if args.jobs > 1 else ", one run at a time")
+    results.update({
+        "label": args.label, "command": command, "baseline": toolkits.TOOLKITS[0], "jobs": args.jobs,
+        "recipe": dataclasses.asdict(recipe), "decoding": {"batch_size": args.decoding_batch_size}, "data": stats,
+        "machine": f"{machine['machine']['cpu']}, {machine['machine']['cpu_count']} cores, "
+                   f"OMP_NUM_THREADS={args.threads} for every command{parallel}",
+        "provenance": machine,
+        "versions": {**results.get("versions", {}), **{name: toolkits.version(name) for name in args.toolkits}},
+        "same_for_all": same_for_all(recipe, stats),
+        "differences": {name: DIFFERENCES[name] for name in toolkits.TOOLKITS if name in DIFFERENCES},
+        "left_out": LEFT_OUT,
+    })
+    args.out.mkdir(parents=True, exist_ok=True)
+    jobs = [(name, seed) for seed in args.seeds for name in sorted(args.toolkits, key=LONGEST_FIRST.index)]
+    failed = []
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        running = {pool.submit(quality_run, name, recipe, data, seed, args): (name, seed) for name, seed in jobs}
+        for done in concurrent.futures.as_completed(running):
+            try:
+                row, translations = done.result()
+            except Exception as error:  # the other runs go on; the failures are raised at the end
+                failed.append(f"{running[done]}: {error}")
+                print(f"[peers] {running[done]} failed: {error}", flush=True)
+                continue
+            store(results, row, translations, args.out, references)
+            print(f"[peers] stored {running[done]} in {args.out / 'peers.json'}", flush=True)
+    report.render(results, args.out, report.DOCS if official(args.out) else None)
+    if failed:
+        raise RuntimeError("These runs failed (the others are stored): " + "; ".join(failed))
+    return results
+
+
+def training_speed(recipe: Recipe, data: peers_data.PreparedData, args: argparse.Namespace) -> dict:
     """Training speed alone: every toolkit trains the recipe ``--timing_rounds`` times, the toolkits taking turns
-    (ours, eole, ours, eole, ...), so that a machine whose load changes slows each alike; nothing is decoded. Each
-    run's record (with the load average before it) and, per toolkit, the median tokens/s over the rounds, with and
-    without the validations inside the training loop (each toolkit validates differently: ours decodes the
+    (ours, joeynmt, eole, ours, ...), so that a machine whose load changes slows each alike; nothing is decoded.
+    Each run's record (with the load average before it) and, per toolkit, the median tokens/s over the rounds, with
+    and without the validations inside the training loop (each toolkit validates differently: ours decodes the
     validation set greedily and scores BLEU, eole computes its loss only)."""
     stats, seed, runs = data.stats()["train"], args.seeds[0], []
     for round_ in range(args.timing_rounds):
         for name in args.toolkits:
-            print(f"[peers] timing round {round_ + 1}/{args.timing_rounds}: {name}", flush=True)
+            print(f"[peers] training round {round_ + 1}/{args.timing_rounds}: {name}", flush=True)
             load = os.getloadavg()[0]
             trained = toolkits.train(name, recipe, data, args.work / "timing" / name / f"round{round_}", seed)
-            runs.append({"toolkit": name, "round": round_, "seed": seed, "batch_size": recipe.batch_size,
-                         "mean_source_tokens": stats["source_tokens"] / stats["sentences"], "load_before": load,
-                         "train": trained})
+            runs.append(made_portable({
+                "toolkit": name, "round": round_, "seed": seed, "batch_size": recipe.batch_size,
+                "mean_source_tokens": stats["source_tokens"] / stats["sentences"], "load_before": load,
+                "train": trained}, args.work))
     medians = {}
     for name in args.toolkits:
         mine = [run for run in runs if run["toolkit"] == name]
         medians[name] = {key: statistics.median(report.train_tokens_per_second(run, without) for run in mine)
                          for key, without in (("train_tokens_per_s", False),
                                               ("train_tokens_per_s_without_validation", True))}
-    return {"label": args.label, "recipe": dataclasses.asdict(recipe), "rounds": args.timing_rounds,
+    return {"recipe": dataclasses.asdict(recipe), "rounds": args.timing_rounds, "median": medians, "runs": runs}
+
+
+def decoding_speed(recipe: Recipe, data: peers_data.PreparedData, args: argparse.Namespace) -> dict:
+    """Decoding speed alone, with the models the quality phase trained for the first of ``--seeds``: in each of
+    ``--decoding_rounds`` rounds the toolkits take turns decoding the first ``--select_sentences`` validation
+    sentences at every ``--batch_sizes``, test2016 at their fastest and the first ``--batch1_sentences`` test
+    sentences at batch 1. Per toolkit, the median sentences/s over the rounds (and the batch size most often
+    fastest)."""
+    seed = args.seeds[0]
+    for name in args.toolkits:
+        if not (args.work / name / f"seed{seed}" / "model").is_dir():
+            raise FileNotFoundError(f"No trained {name} model of seed {seed} under {args.work}: --decoding_rounds "
+                                    f"decodes the quality phase's models; run `python -m benchmarks.peers.run "
+                                    f"--toolkits {name} --seeds {seed}` first (same --work).")
+    rows = {"select": subset(data, "validation", args.select_sentences, "select"),
+            "batch1": subset(data, "test", args.batch1_sentences, "batch1"),
+            "test": data.folder / peers_data.SPLITS["test"]}
+    runs = []
+    for round_ in range(args.decoding_rounds):
+        for name in args.toolkits:
+            print(f"[peers] decoding round {round_ + 1}/{args.decoding_rounds}: {name}", flush=True)
+            folder, load = args.work / name / f"seed{seed}", os.getloadavg()[0]
+            select = {size: toolkits.decode(name, recipe, data, folder, rows["select"], size, seed,
+                                            f"speed{round_}_select_b{size}")[1] for size in args.batch_sizes}
+            best = max(select, key=lambda size: report.sentences_per_second(select[size]))
+            translations, test = toolkits.decode(name, recipe, data, folder, rows["test"], best, seed,
+                                                 f"speed{round_}_test")
+            test["mean_output_pieces"] = peers_data.mean_pieces(data.tokenizer(), translations)
+            batch1 = toolkits.decode(name, recipe, data, folder, rows["batch1"], 1, seed, f"speed{round_}_batch1")[1]
+            runs.append(made_portable({"toolkit": name, "round": round_, "seed": seed, "load_before": load,
+                                       "select": select, "best_batch_size": best, "test": test, "batch1": batch1},
+                                      args.work))
+    medians = {}
+    for name in args.toolkits:
+        mine = [run for run in runs if run["toolkit"] == name]
+        medians[name] = {
+            "best_batch_sents_per_s": statistics.median(report.sentences_per_second(run["test"]) for run in mine),
+            "best_batch_size": statistics.mode(run["best_batch_size"] for run in mine),
+            "batch1_sents_per_s": statistics.median(report.sentences_per_second(run["batch1"]) for run in mine),
+            "mean_output_pieces": statistics.median(run["test"]["mean_output_pieces"] for run in mine),
+            "decode_peak_rss_mb": statistics.median(run["test"]["peak_rss_mb"] for run in mine)}
+    return {"seed": seed, "rounds": args.decoding_rounds, "batch_sizes": args.batch_sizes,
+            "select_sentences": args.select_sentences, "batch1_sentences": args.batch1_sentences,
             "median": medians, "runs": runs}
 
 
-def score(runs: list[dict], translations: dict[str, list[str]], references: list[str]) -> dict:
-    """One paired bootstrap over a seed's toolkits (the first is the baseline); each run gets its ``scores``."""
-    compared = paired_bootstrap(translations, references)
-    for run in runs:
-        run["scores"] = compared["systems"][run["toolkit"]]
-    return compared
+def speed(recipe: Recipe, data: peers_data.PreparedData, args: argparse.Namespace, command: str) -> dict:
+    """The speed phase: `training_speed` and/or `decoding_speed` into peers_timing.json (a part not run this time
+    is kept from the file), then the report rendered when peers.json exists."""
+    path = args.out / report.TIMING
+    timed = json.loads(path.read_text()) if path.is_file() else {}
+    machine = provenance([args.seeds[0]], ["train"])["machine"]
+    part = {"command": command, "label": args.label, "threads": args.threads,
+            "machine": f"{machine['cpu']}, {machine['cpu_count']} cores"}
+    if args.timing_rounds:
+        timed["training"] = {**part, **training_speed(recipe, data, args)}
+    if args.decoding_rounds:
+        timed["decoding"] = {**part, **decoding_speed(recipe, data, args)}
+    args.out.mkdir(parents=True, exist_ok=True)
+    write_json(path, timed)
+    print(json.dumps({key: value["median"] for key, value in timed.items()}, indent=2))
+    if (args.out / "peers.json").is_file():
+        report.render(json.loads((args.out / "peers.json").read_text()), args.out,
+                      report.DOCS if official(args.out) else None)
+    return timed
+
+
+def official(out: Path) -> bool:
+    """Whether ``out`` is the repository's results/ (then docs/peers.md's table is rewritten too)."""
+    return out.resolve() == (toolkits.REPO_ROOT / "results").resolve()
 
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--toolkits", nargs="+", default=list(toolkits.TOOLKITS), choices=toolkits.TOOLKITS,
-                        help="the first is the baseline of the paired bootstrap")
-    parser.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3], help="a run per toolkit and seed")
+                        help="the toolkits to run (ours is every seed's baseline of the paired bootstrap)")
+    parser.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3],
+                        help="a quality run per toolkit and seed; the speed phase uses the first")
     parser.add_argument("--updates", type=int, default=None,
                         help="updates for every toolkit (default: the main job's, its epochs of batches)")
     parser.add_argument("--warmup_steps", type=int, default=None,
                         help="warmup updates (default: the main job's); only for a check shorter than its warmup")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="quality phase: runs at a time (each at --threads); above 1 their seconds are not "
+                             "speed figures, which come from the speed phase")
+    parser.add_argument("--decoding_batch_size", type=int, default=64,
+                        help="quality phase: sentences per batch when decoding test2016")
+    parser.add_argument("--timing_rounds", type=int, default=0,
+                        help="speed phase: train every toolkit this many times, taking turns, decode nothing; the "
+                             "median tokens/s of each in --out/peers_timing.json (no quality runs)")
+    parser.add_argument("--decoding_rounds", type=int, default=0,
+                        help="speed phase: decode with the quality phase's models of the first seed this many "
+                             "times, taking turns; the median sentences/s of each in --out/peers_timing.json")
     parser.add_argument("--batch_sizes", nargs="+", type=int, default=[16, 64, 128],
-                        help="decoding batch sizes tried on validation sentences; test2016 runs at the fastest")
-    parser.add_argument("--select_sentences", type=int, default=300, help="validation sentences to pick the batch")
-    parser.add_argument("--batch1_sentences", type=int, default=100, help="test sentences decoded at batch 1")
-    parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)),
-                        help="OMP_NUM_THREADS of every command (default: the cores this process may use)")
-    parser.add_argument("--timing_rounds", type=int, default=None,
-                        help="training speed only: train every toolkit this many times, taking turns, decode "
-                             "nothing, and write --out/peers_timing.json (the median tokens/s of each) instead of "
-                             "the comparison")
+                        help="speed phase: decoding batch sizes tried on validation sentences; test2016 is timed "
+                             "at the fastest")
+    parser.add_argument("--select_sentences", type=int, default=300,
+                        help="speed phase: validation sentences to pick the batch size")
+    parser.add_argument("--batch1_sentences", type=int, default=100,
+                        help="speed phase: test sentences decoded at batch 1")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="OMP_NUM_THREADS of every command (default: the cores this process may use, "
+                             "divided by --jobs)")
     parser.add_argument("--label", default="full run: the main job's budget",
                         help="what the run is, printed above its table (say when it is a short check)")
     parser.add_argument("--work", type=Path, default=toolkits.REPO_ROOT / "outputs" / "peers",
                         help="models, logs, configs and translations")
     parser.add_argument("--out", type=Path, default=toolkits.REPO_ROOT / "results",
-                        help="peers.{json,md,png}; when it is the repository's results/, docs/peers.md's table is "
-                             "rewritten too")
+                        help="peers.json, peers_translations/, peers_timing.json, peers.{md,png}; when it is the "
+                             "repository's results/, docs/peers.md's table is rewritten too")
     args = parser.parse_args(argv)
-    for name in ("select_sentences", "batch1_sentences", "updates", "warmup_steps", "threads", "timing_rounds"):
+    if args.threads is None:
+        args.threads = max(1, len(os.sched_getaffinity(0)) // args.jobs)
+    for name in ("select_sentences", "batch1_sentences", "updates", "warmup_steps", "threads", "jobs",
+                 "decoding_batch_size"):
         if getattr(args, name) is not None and getattr(args, name) < 1:
             parser.error(f"--{name} must be at least 1, got {getattr(args, name)}.")
+    for name in ("timing_rounds", "decoding_rounds"):
+        if getattr(args, name) < 0:
+            parser.error(f"--{name} must be at least 0, got {getattr(args, name)}.")
     if min(args.batch_sizes) < 1:
         parser.error(f"--batch_sizes must be at least 1, got {args.batch_sizes}.")
+    timing_phase = args.timing_rounds > 0 or args.decoding_rounds > 0
+    if timing_phase and args.jobs > 1:
+        parser.error("--jobs is for the quality phase: the speed phase (--timing_rounds, --decoding_rounds) runs "
+                     "one command at a time; leave --jobs out.")
     for name in args.toolkits:
         if name != "ours":
             toolkits.peer_program(name)  # fails now, with the setup command, rather than after training ours
+    command = portable(shlex.join(["python", "-m", "benchmarks.peers.run",
+                                   *(sys.argv[1:] if argv is None else argv)]), args.work)
 
     # Every command runs in this environment: the same threads, and idle OpenMP threads sleeping rather than
     # spinning, as scripts/quickstart.sh runs the main job on a busy machine.
     os.environ.update(OMP_NUM_THREADS=str(args.threads), OMP_WAIT_POLICY="PASSIVE")
-    data_args = translation.DataArguments()
-    data = peers_data.prepare(args.work / "data", data_args)
-    stats = data.stats()
-    recipe = Recipe.main_job(stats["train"]["sentences"], args.updates)
+    data = peers_data.prepare(args.work / "data", translation.DataArguments())
+    recipe = Recipe.main_job(data.stats()["train"]["sentences"], args.updates)
     if args.warmup_steps is not None:
         recipe = dataclasses.replace(recipe, warmup_steps=args.warmup_steps)
     recipe.check()
-    if args.timing_rounds is not None:
-        timed = {**timing(recipe, data, args), "machine": provenance([args.seeds[0]], ["train"])["machine"],
-                 "threads": args.threads}
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "peers_timing.json").write_text(json.dumps(timed, indent=2) + "\n")
-        print(json.dumps(timed["median"], indent=2))
-        return timed
-    rows = {"select": subset(data, "validation", args.select_sentences, "select"),
-            "batch1": subset(data, "test", args.batch1_sentences, "batch1"),
-            "test": data.folder / peers_data.SPLITS["test"]}
-    references = data.lines("test", data.target_lang)
-
-    earlier = json.loads((args.out / "peers.json").read_text()) if (args.out / "peers.json").is_file() else None
-    kept = []
-    if earlier is not None and earlier["recipe"] == dataclasses.asdict(recipe) and earlier["toolkits"] == args.toolkits:
-        kept = [run for run in earlier["runs"] if run["seed"] not in args.seeds]
-    runs, compared = [], None
-    for seed in args.seeds:
-        seed_runs, translations = [], {}
-        for name in args.toolkits:
-            run, translations[name] = run_toolkit(name, recipe, data, args.work, seed, args, rows)
-            seed_runs.append(run)
-        compared = score(seed_runs, translations, references)
-        runs += seed_runs
-    seeds = sorted({run["seed"] for run in kept + runs})
-    record = provenance(seeds, ["train", "validation", "test"])
-    machine = record["machine"]
-    results = {
-        "label": args.label,
-        "command": shlex.join(["python", "-m", "benchmarks.peers.run", *(sys.argv[1:] if argv is None else argv)]),
-        "toolkits": args.toolkits,
-        "baseline": args.toolkits[0],
-        "budget": {"updates": recipe.updates, "main_job_updates": Recipe.main_job(stats["train"]["sentences"]).updates,
-                   "seeds": seeds},
-        "recipe": dataclasses.asdict(recipe),
-        "decoding": {"batch_sizes": args.batch_sizes, "select_sentences": args.select_sentences,
-                     "batch1_sentences": args.batch1_sentences},
-        "data": stats,
-        "machine": f"{machine['cpu']}, {machine['cpu_count']} cores, OMP_NUM_THREADS={args.threads} for every command",
-        "provenance": record,
-        "signatures": compared["signatures"], "bootstrap": {"samples": compared["samples"], "seed": compared["seed"]},
-        "versions": {name: toolkits.version(name) for name in args.toolkits},
-        "same_for_all": same_for_all(recipe, stats),
-        "differences": {name: DIFFERENCES[name] for name in args.toolkits if name in DIFFERENCES},
-        "left_out": LEFT_OUT,
-        "runs": sorted(kept + runs, key=lambda run: (run["seed"], args.toolkits.index(run["toolkit"]))),
-    }
-    official = args.out.resolve() == (toolkits.REPO_ROOT / "results").resolve()
-    report.write(results, args.out, report.DOCS if official else None)
+    if timing_phase:
+        return speed(recipe, data, args, command)
+    results = quality(recipe, data, args, command)
     print((args.out / "peers.md").read_text())
     return results
 

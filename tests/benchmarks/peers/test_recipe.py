@@ -32,7 +32,8 @@ def test_main_job_is_run_translations_defaults(main_job):
     config = translation.make_model(model_args, generation_args, translation.train_tokenizers(
         [{"en": "a b c", "de": "d e f"}], "en", "de", 20)).config
     for name in ("embedding_size", "hidden_size", "cell_type", "bidirectional_encoder", "encoder_layers",
-                 "decoder_layers", "attention_type", "input_feeding", "dropout", "tie_word_embeddings"):
+                 "decoder_layers", "attention_type", "input_feeding", "dropout", "tie_word_embeddings",
+                 "initializer_range"):
         assert getattr(main_job, name) == getattr(config, name), name
     assert (main_job.batch_size, main_job.learning_rate, main_job.warmup_steps, main_job.label_smoothing,
             main_job.max_grad_norm, main_job.weight_decay) == (
@@ -72,12 +73,14 @@ def test_joeynmt_config_matches_the_recipe(main_job, tmp_path):
     assert encoder["embeddings"]["embedding_dim"] == decoder["embeddings"]["embedding_dim"] == main_job.embedding_size
     assert decoder["attention"] == "luong" and decoder["input_feeding"] is False
     assert model["tied_softmax"] is True and model["tied_embeddings"] is False
+    assert (model["embed_initializer"], model["embed_init_weight"]) == ("normal", main_job.initializer_range)
     assert encoder["dropout"] == decoder["dropout"] == decoder["hidden_dropout"] == main_job.dropout
-    assert (training["batch_size"], training["updates"], training["learning_rate_peak"],
+    assert (training["batch_size"], training["updates"], training["learning_rate"],
             training["learning_rate_warmup"], training["label_smoothing"], training["clip_grad_norm"]) == (
         main_job.batch_size, main_job.updates, main_job.learning_rate, main_job.warmup_steps,
         main_job.label_smoothing, main_job.max_grad_norm)
     assert training["normalization"] == "tokens" and training["batch_type"] == "sentence"
+    assert "learning_rate_peak" not in training  # JoeyNMT 2.3 ignores it: the peak is `learning_rate`
     assert (testing["beam_size"], testing["beam_alpha"], testing["max_output_length"], testing["batch_size"]) == (
         main_job.num_beams, main_job.length_penalty, main_job.max_new_tokens, 16)
     assert config["random_seed"] == 2 and config["data"]["src"]["voc_file"] == str(DATA.vocab)
@@ -119,7 +122,7 @@ def test_same_sizes_in_every_toolkit(main_job, tmp_path):
             == eole["model"]["embeddings"]["word_vec_size"])
     assert ours[2].per_device_train_batch_size == joey["training"]["batch_size"] == eole["training"]["batch_size"]
     assert ours[2].max_train_steps == joey["training"]["updates"] == eole["training"]["train_steps"]
-    assert ours[2].learning_rate == joey["training"]["learning_rate_peak"] == eole["training"]["learning_rate"]
+    assert ours[2].learning_rate == joey["training"]["learning_rate"] == eole["training"]["learning_rate"]
 
 
 def test_other_recipes_are_refused(main_job):

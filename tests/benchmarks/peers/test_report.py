@@ -15,9 +15,8 @@ def make_run(toolkit: str, seed: int, bleu: float, train_s: float, seconds: floa
         "train": {"train_s": train_s, "wall_s": train_s + 30, "peak_rss_mb": 900.0 + seed, "parameters": 4_000_000,
                   "steps": 300, "command": f"{toolkit} train",
                   **({"tokenizer_is_the_pieces": seed == 1} if toolkit == "ours" else {})},
-        "decode": {"select": {"16": decoded, "64": {**decoded, "seconds": seconds / 2}}, "best_batch_size": 64,
-                   "test": {**decoded, "sentences": 1000, "seconds": 10 * seconds, "mean_output_pieces": 12.0 + seed},
-                   "batch1": decoded},
+        "decode": {"test": {**decoded, "sentences": 1000, "seconds": 10 * seconds,
+                            "mean_output_pieces": 12.0 + seed}},
         "scores": {"bleu": {"score": bleu, "mean": bleu, "ci": 0.5, "p_value": None if toolkit == "ours" else 0.01},
                    "chrf": {"score": bleu + 20, "mean": bleu + 20, "ci": 0.4,
                             "p_value": None if toolkit == "ours" else 0.02}},
@@ -33,7 +32,7 @@ def make_results() -> dict:
                                                                                                         "joeynmt"],
             "baseline": "ours", "budget": {"updates": 300, "main_job_updates": 1362, "seeds": [1, 2]},
             "recipe": {"batch_size": 64, "num_beams": 5, "length_penalty": 1.0, "max_new_tokens": 64},
-            "decoding": {"batch_sizes": [16, 64], "select_sentences": 100, "batch1_sentences": 100},
+            "jobs": 2, "decoding": {"batch_size": 64},
             "data": {"test": {"sentences": 1000}}, "machine": "a CPU", "signatures": {"bleu": "BLEU sig",
                                                                                       "chrf": "chrF sig"},
             "bootstrap": {"samples": 1000, "seed": 12345}, "versions": {"ours": {"torch": "2.13.0"},
@@ -42,29 +41,55 @@ def make_results() -> dict:
             "left_out": {"fairseq": "does not import"}, "runs": runs}
 
 
+TIMING = {
+    "training": {"command": "python -m benchmarks.peers.run --timing_rounds 3", "label": "speed", "threads": 2,
+                 "machine": "a CPU, 2 cores", "rounds": 3, "recipe": {"updates": 100, "warmup_steps": 50},
+                 "median": {"ours": {"train_tokens_per_s": 900.0, "train_tokens_per_s_without_validation": 1000.0},
+                            "joeynmt": {"train_tokens_per_s": 450.0,
+                                        "train_tokens_per_s_without_validation": 500.0},
+                            "eole": {"train_tokens_per_s": 1800.0, "train_tokens_per_s_without_validation": 2000.0}},
+                 "runs": []},
+    "decoding": {"command": "python -m benchmarks.peers.run --decoding_rounds 3", "label": "speed", "threads": 2,
+                 "machine": "a CPU, 2 cores", "seed": 1, "rounds": 3, "batch_sizes": [16, 64],
+                 "select_sentences": 100, "batch1_sentences": 100, "runs": [],
+                 "median": {name: {"best_batch_sents_per_s": speed, "best_batch_size": 64, "batch1_sents_per_s": 5.0,
+                                   "mean_output_pieces": 13.0, "decode_peak_rss_mb": 500.0}
+                            for name, speed in (("ours", 60.0), ("joeynmt", 20.0), ("eole", 30.0))}},
+}
+
+
 def test_summary_is_mean_and_sd_over_seeds():
     results = make_results()
     rows = {row["toolkit"]: row for row in report.summarize(results)}
     assert list(rows) == ["ours", "joeynmt"]
     assert rows["ours"]["bleu"]["mean"] == statistics.mean([30.0, 31.0])
     assert rows["ours"]["bleu"]["sd"] == statistics.stdev([30.0, 31.0])
-    # tokens/s: updates x batch x mean source tokens over the loop's seconds
-    assert rows["ours"]["train_tokens_per_s"]["mean"] == statistics.mean([300 * 64 * 15 / 100, 300 * 64 * 15 / 110])
-    assert rows["joeynmt"]["best_batch_sents_per_s"]["mean"] == statistics.mean([1000 / 40, 1000 / 50])
-    assert rows["joeynmt"]["batch1_sents_per_s"]["sd"] == statistics.stdev([100 / 4, 100 / 5])
+    assert rows["joeynmt"]["train_s"]["mean"] == 200.0 and rows["joeynmt"]["seeds"] == [1, 2]
     assert rows["joeynmt"]["mean_output_pieces"]["mean"] == statistics.mean([12.0 + 1, 12.0 + 2])
+    # a run whose seed is not scored yet counts nowhere (n = the scored seeds)
+    del results["runs"][-1]["scores"]
+    rows = {row["toolkit"]: row for row in report.summarize(results)}
+    assert rows["joeynmt"]["seeds"] == [1] and rows["ours"]["seeds"] == [1, 2]
+
+
+def test_train_tokens_per_second_counts_the_updates_source_tokens():
+    run = make_run("ours", 1, 30.0, 100.0, 2.0)
+    run["train"]["validation_s"] = 20.0
+    # updates x batch x mean source tokens over the loop's seconds (less its validations)
+    assert report.train_tokens_per_second(run) == 300 * 64 * 15 / 100
+    assert report.train_tokens_per_second(run, without_validation=True) == 300 * 64 * 15 / 80
 
 
 def test_targets_against_each_peer():
     results = make_results()
-    found = {target["name"]: target for target in report.targets(results)}
+    assert [t["name"] for t in report.targets(results)] == ["test BLEU, ours - joeynmt (mean over seeds)"]
+    found = {target["name"]: target for target in report.targets(results, TIMING)}
     bleu = found["test BLEU, ours - joeynmt (mean over seeds)"]
     assert bleu["value"] == round(statistics.mean([30.0, 31.0]) - statistics.mean([28.0, 27.0]), 2) and bleu["met"]
-    speed = found["beam-5 sentences/s at the best batch, ours / joeynmt (the faster peer)"]
-    ours, joey = statistics.mean([1000 / 20] * 2), statistics.mean([1000 / 40, 1000 / 50])
-    assert speed["value"] == round(ours / joey, 2) and speed["met"] == (ours / joey >= 1.5)
-    training = found["training tokens/s, ours / joeynmt"]
-    assert training["met"] and training["value"] > 1
+    speed = found["beam-5 sentences/s at the best batch, ours / eole (the faster peer)"]
+    assert speed["value"] == 2.0 and speed["met"]
+    assert found["training tokens/s, ours / joeynmt"]["value"] == 2.0 and found["training tokens/s, ours / joeynmt"]["met"]
+    assert found["training tokens/s, ours / eole"]["value"] == 0.5 and not found["training tokens/s, ours / eole"]["met"]
     # a peer better in one seed's bootstrap misses the BLEU target, though ours is better on the mean
     results["runs"][1]["scores"]["bleu"].update(score=30.5, p_value=0.001)  # seed 1: 30.5 > ours 30.0
     changed = {t["name"]: t for t in report.targets(results)}["test BLEU, ours - joeynmt (mean over seeds)"]
@@ -73,19 +98,22 @@ def test_targets_against_each_peer():
 
 def test_markdown_has_every_row_and_run(tmp_path):
     results = make_results()
-    table = report.markdown(results, tmp_path / report.CTRANSLATE2)
+    table = report.markdown(results, tmp_path / report.CTRANSLATE2, TIMING)
     assert "**check: a short budget**" in table
     assert "| ours | 30.50 ± 0.71 | 50.50 ± 0.71 | 4,000,000 |" in table
+    assert "n = 2: [1, 2]" in table and "no speed figures" in table
+    assert "| eole | 1800 | 2000 | 30.0 (64) | 5.0 | 13.0 |" in table
     assert "| joeynmt | 27.50 ± 0.71 |" in table
-    assert table.count("| joeynmt | ") == 3  # its summary row and one per seed
+    assert table.count("| joeynmt | ") == 4  # its quality and speed rows and one per seed
     assert "BLEU p = 0.010, chrF p = 0.020" in table and "| ours | 2 | 31.00 (31.00 ± 0.50) | 51.00 | baseline |" \
         in table
     assert "- its length penalty" in table and "fairseq: does not import" in table
     assert "the one that cut the peers' pieces: seed 1: yes, seed 2: NO." in table
-    for target in report.targets(results):
+    for target in report.targets(results, TIMING):
         met = "met" if target["met"] else "missed"
         assert f"| {target['name']} | {target['value']} | {target['wanted']} | {met} |" in table
     assert "CTranslate2" not in table  # no file, no section
+    assert "Not measured yet." in report.markdown(results)  # no speed phase yet
 
 
 def test_ctranslate2_rows_are_included_when_present(tmp_path):
@@ -105,14 +133,16 @@ def test_write_renders_json_md_png_and_the_docs_table(tmp_path):
     results = make_results()
     docs = tmp_path / "peers_doc.md"
     docs.write_text(f"intro\n{report.DOCS_BEGIN}\nold table\n{report.DOCS_END}\nafter\n")
+    (tmp_path / report.TIMING).write_text(json.dumps(TIMING))
     report.write(results, tmp_path, docs)
     assert json.loads((tmp_path / "peers.json").read_text()) == results
-    assert (tmp_path / "peers.md").read_text() == report.markdown(results, tmp_path / report.CTRANSLATE2)
+    assert (tmp_path / "peers.md").read_text() == report.markdown(results, tmp_path / report.CTRANSLATE2, TIMING)
     assert (tmp_path / "peers.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     page = docs.read_text()
     assert "old table" not in page and page.startswith("intro\n") and page.endswith(f"{report.DOCS_END}\nafter\n")
     assert "\n".join(report.summary_table(results)) in page and "**check: a short budget**" in page
+    assert "\n".join(report.speed_table(TIMING)) in page
     (tmp_path / "peers.md").unlink()
-    report.main(["--out", str(tmp_path), "--docs", str(docs)])  # rerendered from the json alone
-    assert (tmp_path / "peers.md").read_text() == report.markdown(results, tmp_path / report.CTRANSLATE2)
+    report.main(["--out", str(tmp_path), "--docs", str(docs)])  # rerendered from the json files alone
+    assert (tmp_path / "peers.md").read_text() == report.markdown(results, tmp_path / report.CTRANSLATE2, TIMING)
     assert docs.read_text() == page

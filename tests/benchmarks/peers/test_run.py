@@ -1,0 +1,138 @@
+"""benchmarks.peers.run's bookkeeping: each quality run is a row of peers.json stored when it ends (other seeds
+kept, a re-run replacing its row, atomically), every seed scored from the stored translations, and the recorded
+commands free of this machine's paths."""
+
+import argparse
+import copy
+import json
+import sys
+import threading
+import time
+
+import pytest
+import sacrebleu
+
+from benchmarks.peers import run, toolkits
+
+REFERENCES = ["Ein Mann fährt Fahrrad.", "Zwei Hunde spielen im Schnee.", "Eine Frau liest ein Buch."]
+GOOD = ["Ein Mann fährt ein Fahrrad.", "Zwei Hunde spielen im Schnee.", "Eine Frau liest ein Buch."]
+POOR = ["Ein Mann.", "Hunde im Schnee.", "Eine Frau liest."]
+
+
+def row(toolkit: str, seed: int) -> dict:
+    return {"toolkit": toolkit, "seed": seed, "train": {"command": "python x"}, "decode": {"test": {}}}
+
+
+def header() -> dict:
+    return {"label": "check", "baseline": "ours", "budget": {"updates": 300}, "runs": []}
+
+
+def test_portable_commands_name_no_machine_paths(tmp_path):
+    work = tmp_path / "work"
+    (work / "bin").mkdir(parents=True)
+    (work / "bin" / "python").symlink_to(sys.executable)  # as a peer's virtual environment has it
+    assert run.portable(f"{work}/bin/python -m joeynmt", work) == "'<work>/bin/python' -m joeynmt"
+    line = " ".join([sys.executable, str(toolkits.REPO_ROOT / "scripts" / "run_translation.py"), "--output_dir",
+                     str(work / "ours" / "seed1" / "model"), "--data", str(toolkits.REPO_ROOT / "outputs" / "d"),
+                     "--seed", "1", "/usr/share/dict"])
+    assert run.portable(line, work) == ("python scripts/run_translation.py --output_dir '<work>/ours/seed1/model' "
+                                        "--data outputs/d --seed 1 /usr/share/dict")
+    record = {"train": {"command": line, "train_s": 1.0}, "decode": {"test": {"command": line}}, "seed": 1}
+    portable = run.made_portable(record, work)
+    assert portable["train"]["command"] == portable["decode"]["test"]["command"] == run.portable(line, work)
+    assert portable["train"]["train_s"] == 1.0 and portable["seed"] == 1
+
+
+def test_rows_are_kept_replaced_and_scored_by_seed(tmp_path):
+    results = header()
+    run.store(results, row("ours", 1), GOOD, tmp_path, REFERENCES)
+    assert "scores" not in results["runs"][0]  # a seed is scored once its baseline and a peer are stored
+    run.store(results, row("joeynmt", 1), POOR, tmp_path, REFERENCES)
+    run.store(results, row("ours", 2), GOOD, tmp_path, REFERENCES)
+    stored = json.loads((tmp_path / "peers.json").read_text())
+    assert stored == results
+    assert [(r["toolkit"], r["seed"]) for r in stored["runs"]] == [("ours", 1), ("joeynmt", 1), ("ours", 2)]
+    assert stored["budget"]["seeds"] == [1, 2] and stored["toolkits"] == ["ours", "joeynmt"]
+    for name, hypotheses in (("ours", GOOD), ("joeynmt", POOR)):
+        scores = next(r for r in stored["runs"] if r["toolkit"] == name and r["seed"] == 1)["scores"]
+        assert scores["bleu"]["score"] == pytest.approx(sacrebleu.corpus_bleu(hypotheses, [REFERENCES]).score,
+                                                        abs=0.01)
+        assert scores["chrf"]["score"] == pytest.approx(sacrebleu.corpus_chrf(hypotheses, [REFERENCES]).score,
+                                                        abs=0.01)
+    assert "scores" not in stored["runs"][2]
+    assert (tmp_path / run.TRANSLATIONS / "joeynmt.seed1.txt").read_text().splitlines() == POOR
+    # a re-run of a seed replaces its row and rescores the seed
+    run.store(results, row("joeynmt", 1), GOOD, tmp_path, REFERENCES)
+    runs = json.loads((tmp_path / "peers.json").read_text())["runs"]
+    assert len(runs) == 3
+    assert runs[1]["scores"]["bleu"]["score"] == pytest.approx(runs[0]["scores"]["bleu"]["score"])
+
+
+def test_a_failed_store_leaves_the_earlier_rows(tmp_path):
+    results = header()
+    run.store(results, row("ours", 1), GOOD, tmp_path, REFERENCES)
+    before = (tmp_path / "peers.json").read_text()
+    broken = {**row("eole", 1), "train": {"command": "python x", "seconds": object()}}  # not JSON
+    with pytest.raises(TypeError):
+        run.store(copy.deepcopy(results), broken, POOR, tmp_path, REFERENCES)
+    assert (tmp_path / "peers.json").read_text() == before
+
+
+def test_earlier_rows_are_kept_only_for_the_same_recipe(tmp_path):
+    recipe = run.Recipe.main_job(29_000, 300)
+    assert run.earlier_results(tmp_path, recipe) is None
+    stored = {**header(), "recipe": run.dataclasses.asdict(recipe), "jobs": 2}
+    (tmp_path / "peers.json").write_text(json.dumps(stored))
+    assert run.earlier_results(tmp_path, recipe) == stored
+    assert run.earlier_results(tmp_path, run.Recipe.main_job(29_000, 400)) is None
+
+
+def test_the_speed_phase_runs_one_command_at_a_time():
+    with pytest.raises(SystemExit):
+        run.main(["--timing_rounds", "1", "--jobs", "2"])
+
+
+class FakeData:
+    """What the quality phase reads of the prepared data besides the runs: its statistics and references."""
+
+    target_lang = "de"
+
+    def stats(self) -> dict:
+        return {"train": {"sentences": 29_000, "longest_pieces": 58, "source_tokens": 400_000},
+                "validation": {"sentences": 1014}, "test": {"sentences": 3}, "vocab_size": 6000}
+
+    def lines(self, split: str, lang: str) -> list[str]:
+        return REFERENCES
+
+
+def test_quality_runs_two_at_a_time_and_keeps_what_ended(tmp_path, monkeypatch):
+    """Two runs in flight at once, the slowest trainer started first, every run stored as it ends, and a failed
+    run leaving the others stored (and named in the error)."""
+    started, in_flight, most = [], [], []
+    lock = threading.Lock()
+
+    def fake_run(name, recipe, data, seed, args):
+        with lock:
+            started.append((name, seed))
+            in_flight.append(name)
+            most.append(len(in_flight))
+        time.sleep(0.2)
+        with lock:
+            in_flight.remove(name)
+        if (name, seed) == ("eole", 2):
+            raise RuntimeError("eole failed: see its log")
+        return row(name, seed), GOOD if name == "ours" else POOR
+
+    monkeypatch.setattr(run, "quality_run", fake_run)
+    monkeypatch.setattr(toolkits, "version", lambda name: {name: "1.0"})
+    monkeypatch.setattr(run.report, "render", lambda results, out, docs: None)
+    args = argparse.Namespace(seeds=[1, 2], toolkits=["ours", "joeynmt", "eole"], jobs=2, threads=1,
+                              decoding_batch_size=64, label="check", out=tmp_path, work=tmp_path / "work")
+    with pytest.raises(RuntimeError, match=r"\('eole', 2\).*eole failed"):
+        run.quality(run.Recipe.main_job(29_000, 300), FakeData(), args, "python -m benchmarks.peers.run")
+    assert max(most) == 2 and started[0] == ("joeynmt", 1)
+    stored = json.loads((tmp_path / "peers.json").read_text())
+    assert sorted((r["toolkit"], r["seed"]) for r in stored["runs"]) == [
+        ("eole", 1), ("joeynmt", 1), ("joeynmt", 2), ("ours", 1), ("ours", 2)]
+    assert all("scores" in r for r in stored["runs"]) and stored["jobs"] == 2
+    assert "not speed figures" in stored["machine"]
