@@ -495,8 +495,10 @@ def lm_loss(
     if label_smoothing:
         if shift:
             logits, labels = logits[..., :-1, :], labels[..., 1:]
-        kept = labels != -100
-        return F.cross_entropy(logits[kept].float(), labels[kept], label_smoothing=label_smoothing,
+        if logits.dim() > 2:  # every position: keep the labelled ones (a log-softmax per padded one would be waste)
+            kept = labels != -100
+            logits, labels = logits[kept], labels[kept]
+        return F.cross_entropy(logits.float(), labels, ignore_index=-100, label_smoothing=label_smoothing,
                                reduction="sum") / num_items_in_batch
     loss = ForCausalLMLoss if shift else ForMaskedLMLoss
     return loss(logits, labels, logits.shape[-1], num_items_in_batch=num_items_in_batch)
