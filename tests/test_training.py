@@ -270,7 +270,7 @@ def assert_same(got: tuple[torch.Tensor, dict], expected: tuple[torch.Tensor, di
 
 
 @pytest.mark.parametrize("shift", [False, True])
-def test_smoothed_lm_loss_is_label_smoothers(shift):
+def test_smoothed_loss_is_label_smoothers(shift):
     """The fused loss over the labelled positions has the value and the gradient of transformers' LabelSmoother over
     every position, on an attention GRU's logits of a batch with padded targets."""
     model, batch = tiny_seq2seq()
