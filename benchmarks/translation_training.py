@@ -6,7 +6,7 @@
 The batches are the main job's: Multi30k training pairs cut by its BPE tokenizer (trained as the main job trains it)
 and ordered by its sampler (`translation.train_sampler`). The variants, each from the same initial weights:
 
-- ``ours``: `translation.make_model`'s model, the training loop's loss (`training.smoothed_loss`), gradient
+- ``ours``: `translation.make_model`'s model, the training loop's loss (`training.training_loss`), gradient
   clipping and optimizer (`training.make_optimizer`), as `training.TrainingLoop.train_batch` runs them;
 - ``ours, LabelSmoother + per-parameter AdamW``: the same model with what the loop used before: transformers'
   ``LabelSmoother`` over every position and torch's default (per-parameter) AdamW;
@@ -38,7 +38,7 @@ from transformers.trainer_pt_utils import LabelSmoother
 
 from hf_seqmodels.tasks import translation
 from hf_seqmodels.tasks.arguments import parse_dict
-from hf_seqmodels.training import make_optimizer, smoothed_loss
+from hf_seqmodels.training import make_optimizer, training_loss
 
 
 class Floor(nn.Module):
@@ -131,8 +131,7 @@ def variants(model, training_args) -> dict:
         optimizers[name].zero_grad()
 
     def ours(batch):
-        step("ours", models["ours"],
-             smoothed_loss(models["ours"](**batch).logits, batch["labels"], smoothing, shift=False))
+        step("ours", models["ours"], training_loss(models["ours"], batch, smoothing))
 
     def old(batch):
         step("old", models["old"], LabelSmoother(smoothing)(models["old"](**batch), batch["labels"]))
@@ -149,7 +148,7 @@ def check_floor(model, batch, smoothing: float) -> None:
     """The floor computes our loss: same weights, same batch, no dropout."""
     floor = Floor.from_ours(model).eval()
     with torch.no_grad():
-        expected = smoothed_loss(copy.deepcopy(model).eval()(**batch).logits, batch["labels"], smoothing, shift=False)
+        expected = training_loss(copy.deepcopy(model).eval(), batch, smoothing)
         got = floor(batch["input_ids"], batch["attention_mask"], batch["labels"], model.config.decoder_start_token_id,
                     smoothing)
     torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-5)

@@ -34,7 +34,6 @@ from accelerate.logging import get_logger
 from accelerate.utils import set_seed
 from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
-from torch.nn import functional as F
 from transformers import PreTrainedModel, PreTrainedTokenizerBase, get_scheduler
 
 from .atomic_folders import lock_folders, remove_temporaries_of, replacing, unlock_folders
@@ -42,6 +41,7 @@ from .checkpoint_format import TrainingState
 from .checkpoints import Checkpoints
 from .data import TokenBatchSampler
 from .evaluation import perplexity
+from .models.modeling_utils import lm_loss
 from .nt_asgd import NTASGD, evaluate_with_averages
 from .pretrained_embeddings import set_embeddings_trainable
 from .provenance import describe_device, provenance
@@ -158,7 +158,6 @@ class TrainingLoop:
             self.best = BestModel(args.metric_for_best_model, args.greater_is_better, self.unwrapped)
         self.state = TrainingState(self.unwrapped, self.optimizer, self.scheduler,
                                    {"best_model": self.best} if self.best is not None else {})
-        self.shifts_labels = self.unwrapped.can_generate() and not self.unwrapped.config.is_encoder_decoder
 
         self.checkpoints = checkpoints or Checkpoints.for_run(args)
         self.step = self.resumed_from_step = self.checkpoints.resume(accelerator, self.state)
@@ -204,12 +203,9 @@ class TrainingLoop:
         accelerator, args = self.accelerator, self.args
         with accelerator.accumulate(self.model):
             self.teacher_forcing.update(self.unwrapped, self.step)
-            outputs = self.model(**batch)
+            loss = training_loss(self.model, batch, args.label_smoothing_factor, self.unwrapped)
             self.train_tokens += (batch["attention_mask"].sum() if "attention_mask" in batch
                                   else batch["input_ids"].numel())
-            loss = outputs.loss
-            if args.label_smoothing_factor > 0:
-                loss = smoothed_loss(outputs.logits, batch["labels"], args.label_smoothing_factor, self.shifts_labels)
             accelerator.backward(loss)
             if args.max_grad_norm > 0 and accelerator.sync_gradients:
                 accelerator.clip_grad_norm_(self.model.parameters(), args.max_grad_norm)
@@ -566,17 +562,20 @@ def evaluate_loss(accelerator: Accelerator, model: PreTrainedModel, dataset, col
     return (totals[0] / totals[1]).item()
 
 
-def smoothed_loss(logits: torch.Tensor, labels: torch.Tensor, factor: float, shift: bool) -> torch.Tensor:
-    """The label-smoothed cross-entropy of transformers' ``LabelSmoother`` (``(1 - factor) * NLL + factor * mean over
-    the vocabulary of -log p``, averaged over the labels that are not -100), in one fused ``cross_entropy`` over the
-    labelled positions only: ``LabelSmoother`` materialises ``-log_softmax`` of every position, padding included, and
-    its backward scatters into a tensor of that size (a sixth of an update of the main job on a CPU).
-    ``shift``: position ``t`` predicts label ``t + 1`` (causal LMs). Labels that are all -100 give NaN, as
-    ``LabelSmoother``'s 0 / 0 does."""
-    if shift:
-        logits, labels = logits[..., :-1, :], labels[..., 1:]
-    kept = labels != -100
-    return F.cross_entropy(logits[kept].float(), labels[kept], label_smoothing=factor)
+def training_loss(model: torch.nn.Module, batch: dict, label_smoothing: float,
+                  unwrapped: PreTrainedModel | None = None) -> torch.Tensor:
+    """The loss the loop trains ``batch`` on: ``model(**batch).loss``, label-smoothed (``modeling_utils.lm_loss``)
+    when ``label_smoothing`` > 0. A model whose forward takes ``smoothing`` (the attention seq2seq) computes it
+    itself, from the logits of the labelled positions only (``logits_to_keep=labels != -100``: no output layer over
+    padding, no unsmoothed loss beside it); any other model's logits are smoothed here (shifted for a causal LM).
+    ``unwrapped``: ``model`` without Accelerate's wrapper (default: ``model`` itself)."""
+    unwrapped = model if unwrapped is None else unwrapped
+    if label_smoothing == 0:
+        return model(**batch).loss
+    if "smoothing" in inspect.signature(unwrapped.forward).parameters:
+        return model(**batch, smoothing=label_smoothing, logits_to_keep=batch["labels"] != -100).loss
+    shift = unwrapped.can_generate() and not unwrapped.config.is_encoder_decoder
+    return lm_loss(model(**batch).logits, batch["labels"], shift, label_smoothing=label_smoothing)
 
 
 def _require_rows(dataset, name: str, options: str) -> None:

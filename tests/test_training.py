@@ -27,6 +27,7 @@ from hf_seqmodels import (
     RecurrentForSequenceClassification,
 )
 from hf_seqmodels.atomic_folders import MANIFEST
+from hf_seqmodels.models.modeling_utils import lm_loss
 from hf_seqmodels.data import TokenBatchSampler
 from hf_seqmodels.tokenization import train_tokenizer
 from hf_seqmodels.training import (
@@ -35,9 +36,9 @@ from hf_seqmodels.training import (
     make_accelerator,
     make_optimizer,
     save_model,
-    smoothed_loss,
     start_run,
     train,
+    training_loss,
 )
 from hf_seqmodels.training_args import METRIC_SCHEDULERS, MIN_LR_SCHEDULERS, TrainingArguments, check_earlier_run
 
@@ -240,28 +241,85 @@ def test_label_smoothing_factor(tmp_path):
     assert results["train_loss"] == pytest.approx(expected.item(), rel=1e-5)
 
 
+def tiny_seq2seq(**options) -> tuple[AttentionSeq2SeqForConditionalGeneration, dict]:
+    """An attention GRU without dropout (both losses see the same logits) and a batch with padded sources and
+    targets."""
+    torch.manual_seed(0)
+    config = AttentionSeq2SeqConfig(vocab_size=VOCAB, embedding_size=8, hidden_size=8, pad_token_id=0,
+                                    bos_token_id=1, eos_token_id=2, decoder_start_token_id=1, dropout=0.0, **options)
+    source = torch.randint(3, VOCAB, (3, 5))
+    mask = torch.ones_like(source)
+    mask[1, 3:] = 0
+    labels = torch.randint(3, VOCAB, (3, 6))
+    labels[0, 4:], labels[2, 1:] = -100, -100
+    return AttentionSeq2SeqForConditionalGeneration(config), {"input_ids": source * mask, "attention_mask": mask,
+                                                               "labels": labels}
+
+
+def loss_and_gradients(model: torch.nn.Module, compute) -> tuple[torch.Tensor, dict]:
+    model.zero_grad()
+    loss = compute()
+    loss.backward()
+    return loss.detach(), {name: parameter.grad.clone() for name, parameter in model.named_parameters()}
+
+
+def assert_same(got: tuple[torch.Tensor, dict], expected: tuple[torch.Tensor, dict]) -> None:
+    torch.testing.assert_close(got[0], expected[0])
+    for name, gradient in expected[1].items():
+        torch.testing.assert_close(got[1][name], gradient, msg=name)
+
+
 @pytest.mark.parametrize("shift", [False, True])
 def test_smoothed_loss_is_label_smoothers(shift):
     """The fused loss over the labelled positions has the value and the gradient of transformers' LabelSmoother over
     every position, on an attention GRU's logits of a batch with padded targets."""
-    torch.manual_seed(0)
-    config = AttentionSeq2SeqConfig(vocab_size=VOCAB, embedding_size=8, hidden_size=8, pad_token_id=0,
-                                    bos_token_id=1, eos_token_id=2, decoder_start_token_id=1)
-    model = AttentionSeq2SeqForConditionalGeneration(config).eval()  # no dropout: both losses see the same logits
-    source = torch.randint(3, VOCAB, (3, 5))
-    labels = torch.randint(3, VOCAB, (3, 6))
-    labels[0, 4:], labels[2, 1:] = -100, -100
-    losses, gradients = [], []
-    for compute in (lambda out: smoothed_loss(out.logits, labels, 0.1, shift),
-                    lambda out: LabelSmoother(0.1)(out, labels, shift_labels=shift)):
-        model.zero_grad()
-        loss = compute(model(input_ids=source, labels=labels))
-        loss.backward()
-        losses.append(loss.detach())
-        gradients.append({name: parameter.grad.clone() for name, parameter in model.named_parameters()})
-    torch.testing.assert_close(losses[0], losses[1])
-    for name, gradient in gradients[1].items():
-        torch.testing.assert_close(gradients[0][name], gradient, msg=name)
+    model, batch = tiny_seq2seq()
+    labels = batch["labels"]
+    expected = loss_and_gradients(model, lambda: LabelSmoother(0.1)(model(**batch), labels, shift_labels=shift))
+    got = loss_and_gradients(model, lambda: lm_loss(model(**batch).logits, labels, shift, label_smoothing=0.1))
+    assert_same(got, expected)
+
+
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+@pytest.mark.parametrize("teacher_forcing_ratio", [1.0, 0.5])
+def test_training_loss_of_the_labelled_positions_is_the_full_forwards(smoothing, teacher_forcing_ratio):
+    """The loop's loss of an attention seq2seq (the model smooths, output layer over the labelled positions only) has
+    the value and the gradients of LabelSmoother (or the plain loss) over the logits of every position, scheduled
+    sampling included (the same coins: the same seed)."""
+    model, batch = tiny_seq2seq(teacher_forcing_ratio=teacher_forcing_ratio)
+
+    def reference():
+        outputs = model(**batch)
+        return LabelSmoother(smoothing)(outputs, batch["labels"]) if smoothing else outputs.loss
+
+    torch.manual_seed(1)
+    expected = loss_and_gradients(model, reference)
+    torch.manual_seed(1)
+    got = loss_and_gradients(model, lambda: training_loss(model, batch, smoothing))
+    assert_same(got, expected)
+    logits = model(**batch, logits_to_keep=batch["labels"] != -100).logits
+    assert logits.shape == ((batch["labels"] != -100).sum(), VOCAB)
+
+
+def test_training_loss_checks_the_labels():
+    """The labels' checks still raise on the loop's path (the model smooths), naming the labels."""
+    model, batch = tiny_seq2seq()
+    batch["labels"][1, 0] = VOCAB
+    with pytest.raises(ValueError, match=rf"`labels` holds token ids in \[\d+, {VOCAB}\]"):
+        training_loss(model, batch, 0.1)
+    batch["labels"][1, 0] = 3
+    with pytest.raises(ValueError, match=r"`logits_to_keep` as a bool mask must have the shape \(3, 6\)"):
+        model(**batch, logits_to_keep=torch.ones(3, 5, dtype=torch.bool))
+
+
+def test_the_generic_smoothed_loss_shifts_a_causal_lms_labels():
+    """A model without the `smoothing` argument (a causal LM) gets LabelSmoother's loss over its shifted labels."""
+    model = tiny_model().eval()
+    batch = {"input_ids": torch.randint(0, VOCAB, (2, 5))}
+    batch["labels"] = batch["input_ids"].masked_fill(torch.tensor([[0, 0, 0, 1, 1], [0] * 5]).bool(), -100)
+    expected = loss_and_gradients(model, lambda: LabelSmoother(0.1)(model(**batch), batch["labels"],
+                                                                    shift_labels=True))
+    assert_same(loss_and_gradients(model, lambda: training_loss(model, batch, 0.1)), expected)
 
 
 def test_adamw_is_fused_and_steps_as_the_loop():

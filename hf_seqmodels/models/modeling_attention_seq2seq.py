@@ -337,6 +337,7 @@ class AttentionSeq2SeqForConditionalGeneration(
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
         logits_to_keep: int | torch.Tensor = 0,
+        smoothing: float = 0.0,
     ) -> AttentionSeq2SeqLMOutput | tuple:
         """
         labels: `(batch, target_length)` target ids, ending with the end-of-sequence token; -100 marks positions
@@ -344,7 +345,14 @@ class AttentionSeq2SeqForConditionalGeneration(
             `labels` by shifting right.
         logits_to_keep: compute the logits of these decoder positions only: an int keeps the last `logits_to_keep`
             (0: all; generate() asks for 1), a 1-D tensor of positions keeps those. `labels` must then label
-            exactly the positions kept.
+            exactly the positions kept. A bool tensor `(batch, target_length)` keeps the positions where it is True:
+            the logits are `(kept, vocab_size)` (in row-major order) and `labels` stay `(batch, target_length)`,
+            counted at the kept positions only. A training loop passes `labels != -100`: no output layer (and no
+            dropout before it) over the padding of the targets.
+        smoothing: the loss is the label-smoothed cross-entropy of transformers' `LabelSmoother` with this factor
+            (0: plain cross-entropy), so that a training loop that smooths labels gets its loss from the model,
+            computed once (hf_seqmodels' loop passes its `--label_smoothing_factor`). Not named `label_smoothing`:
+            Trainer takes every forward parameter whose name holds "label" for a column each batch must carry.
         The other arguments are those of [`AttentionSeq2SeqModel.forward`].
 
         While training with `labels` and a `config.teacher_forcing_ratio` below 1, the decoder runs one position at a
@@ -368,12 +376,14 @@ class AttentionSeq2SeqForConditionalGeneration(
         )
         if labels is not None and self.training and self.config.teacher_forcing_ratio < 1:
             outputs, logits = self._decode_sampling_own_predictions(**inputs)
-            logits = keep_logits_positions(logits, logits_to_keep)
+            logits = keep_logits_positions(logits, logits_to_keep, takes_mask=True)
         else:
             outputs = self.model(**inputs)
-            logits = self._logits(keep_logits_positions(outputs.last_hidden_state, logits_to_keep))
+            logits = self._logits(keep_logits_positions(outputs.last_hidden_state, logits_to_keep, takes_mask=True))
 
-        loss = None if labels is None else lm_loss(logits, labels, shift=False)
+        if labels is not None and logits.dim() == 2:  # kept by a mask
+            labels = labels[logits_to_keep]
+        loss = None if labels is None else lm_loss(logits, labels, shift=False, label_smoothing=smoothing)
         result = head_output(AttentionSeq2SeqLMOutput, outputs, loss=loss, logits=logits)
         return result if return_dict else result.to_tuple()
 

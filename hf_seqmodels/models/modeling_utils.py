@@ -18,6 +18,7 @@ from typing import TypedDict
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 from transformers import GenerationConfig, PreTrainedModel
 from transformers.cache_utils import Cache
 from transformers import initialization as init
@@ -393,12 +394,20 @@ def head_output(output_class: type[ModelOutput], outputs: ModelOutput, **fields)
     return output_class(**fields, **carried)
 
 
-def keep_logits_positions(hidden: torch.Tensor, logits_to_keep: int | torch.Tensor) -> torch.Tensor:
+def keep_logits_positions(hidden: torch.Tensor, logits_to_keep: int | torch.Tensor,
+                          takes_mask: bool = False) -> torch.Tensor:
     """The positions of ``hidden`` ``(batch, length, size)`` whose logits a language model computes, as transformers'
     ``logits_to_keep``: an int keeps the last ``logits_to_keep`` (0: all, what generate() does not ask for), a 1-D
-    tensor the positions it lists. Anything else, or positions outside ``[-length, length)``, is refused."""
+    tensor the positions it lists. With ``takes_mask`` (a head that says so), a bool ``(batch, length)`` tensor keeps
+    the positions where it is True, as ``(kept, size)`` in row-major order. Anything else, or positions outside
+    ``[-length, length)``, is refused."""
     length = hidden.shape[1]
     if isinstance(logits_to_keep, torch.Tensor):
+        if takes_mask and logits_to_keep.dtype == torch.bool:
+            if logits_to_keep.shape != hidden.shape[:2]:
+                raise ValueError(f"`logits_to_keep` as a bool mask must have the shape {tuple(hidden.shape[:2])} "
+                                 f"(batch, decoder positions); got {tuple(logits_to_keep.shape)}.")
+            return hidden[logits_to_keep]
         if logits_to_keep.dim() != 1 or logits_to_keep.dtype not in (torch.int64, torch.int32):
             raise ValueError(f"`logits_to_keep` as a tensor must hold positions: 1-D, integer; got shape "
                              f"{tuple(logits_to_keep.shape)} and dtype {logits_to_keep.dtype}.")
@@ -422,11 +431,11 @@ def check_label_ids(labels: torch.Tensor, vocab_size: int) -> None:
 
 def check_lm_labels(labels: torch.Tensor, logits: torch.Tensor) -> None:
     """Raise a clear error unless ``labels`` hold one token id (or -100, ignored) for every position of a language
-    model's ``logits`` ``(batch, length, vocab_size)``."""
+    model's ``logits`` ``(batch, length, vocab_size)`` (or ``(positions, vocab_size)``, positions kept by a mask)."""
     check_tensor(labels, "labels")
-    if labels.shape != logits.shape[:2]:
+    if labels.shape != logits.shape[:-1]:
         raise ValueError(
-            f"`labels` has shape {tuple(labels.shape)}, expected {tuple(logits.shape[:2])}: one target token id per "
+            f"`labels` has shape {tuple(labels.shape)}, expected {tuple(logits.shape[:-1])}: one target token id per "
             "position, -100 where the loss should not count."
         )
     check_label_ids(labels, logits.shape[-1])
@@ -459,6 +468,7 @@ def lm_loss(
     shift: bool,
     num_items_in_batch: int | torch.Tensor | None = None,
     shift_labels: torch.Tensor | None = None,
+    label_smoothing: float = 0.0,
 ) -> torch.Tensor | None:
     """The language-model loss of every family: cross-entropy over the positions not labelled -100, a mean over
     them, or a sum divided by ``num_items_in_batch`` (the target tokens of a whole accumulated batch, from Trainer).
@@ -466,8 +476,12 @@ def lm_loss(
     otherwise they are aligned with the logits already (a decoder reading the target shifted right).
     ``shift_labels`` (causal LMs): targets already aligned with the logits, which then replace ``labels`` — what
     sequence- and context-parallel training passes, having shifted the whole sequence before splitting it.
-    Labels that are all -100 give NaN (no token counts: 0 / 0), as transformers' own models do; no labels at all,
-    no loss (None)."""
+    ``label_smoothing``: the label-smoothed cross-entropy of transformers' ``LabelSmoother`` (``(1 - factor) * NLL +
+    factor * mean over the vocabulary of -log p``), in one fused ``cross_entropy`` over the labelled positions only:
+    ``LabelSmoother`` materialises ``-log_softmax`` of every position, padding included, and its backward scatters
+    into a tensor of that size (a sixth of an update of the main job on a CPU).
+    Labels that are all -100 give NaN (no token counts: 0 / 0), as transformers' own models and ``LabelSmoother``
+    do; no labels at all, no loss (None)."""
     if labels is None and shift_labels is None:
         return None
     if shift_labels is not None:
@@ -478,6 +492,14 @@ def lm_loss(
     if num_items_in_batch is None:
         targets = labels[:, 1:] if shift else labels
         num_items_in_batch = (targets != -100).sum()
+    if label_smoothing:
+        if shift:
+            logits, labels = logits[..., :-1, :], labels[..., 1:]
+        if logits.dim() > 2:  # every position: keep the labelled ones (a log-softmax per padded one would be waste)
+            kept = labels != -100
+            logits, labels = logits[kept], labels[kept]
+        return F.cross_entropy(logits.float(), labels, ignore_index=-100, label_smoothing=label_smoothing,
+                               reduction="sum") / num_items_in_batch
     loss = ForCausalLMLoss if shift else ForMaskedLMLoss
     return loss(logits, labels, logits.shape[-1], num_items_in_batch=num_items_in_batch)
 

@@ -4,9 +4,10 @@ Padding never changes a result: the real tokens of every row are moved to the fr
 kernel as a packed sequence, and moved back. That covers right padding (training), left padding (batched
 generation) and the rare mask with holes alike; padded positions come out as zeros and never touch the state.
 A single position with a state to continue from (a decoding step) runs through torch's cell functions instead.
-One case needs no packing: a left-to-right layer on a right-padded batch, whose real positions cannot see the
-padding after them. It runs the padded batch as it is (packing costs time, on a GPU about half the throughput)
-whenever the state it would return is not needed or can be read off the outputs (rnn and gru, not the LSTM's cell).
+A right-padded batch (training) has its real tokens first already and is packed without moving them; a
+left-to-right layer on it needs no packing at all, as its real positions cannot see the padding after them. It runs
+the padded batch as it is (packing costs time, on a GPU about half the throughput) whenever the state it would return
+is not needed or can be read off the outputs (rnn and gru, not the LSTM's cell).
 
 Each layer is a transformers ``GradientCheckpointingLayer``: after ``model.activation_checkpointing_enable()`` a
 training forward keeps only each layer's inputs and runs the layer again in the backward pass. A layer whose kernel
@@ -136,19 +137,27 @@ class RecurrentLayer(GradientCheckpointingLayer):
 
         lengths = mask.sum(dim=1)
         tracing = is_tracing(inputs)
-        if not tracing and self._padding_is_harmless(mask, lengths, need_state):
+        right_padded = not tracing and torch.equal(mask, torch.arange(mask.shape[1], device=mask.device)
+                                                   < lengths.unsqueeze(1))
+        if right_padded and not self.rnn.bidirectional and not (self.is_lstm and need_state):
+            # Left to right over a right-padded batch, with no LSTM cell state to return (the outputs hold no c).
             outputs, _ = self.rnn(inputs, hx)
             new = None
             if need_state:  # h after the last real token
                 new = self._keep_state_of_empty_rows(lengths, state, (_last_real(outputs, lengths).transpose(0, 1),))
             return outputs * mask.unsqueeze(-1), new
 
-        order = compaction_index(mask)
-        compact = inputs.gather(1, order.unsqueeze(-1).expand_as(inputs))
-        run_compact = self._run_unpacked if tracing else self._run_packed
-        compact_out, new = run_compact(compact, lengths, hx)
-        compact_out = compact_out * mask.gather(1, order).unsqueeze(-1)
-        outputs = torch.empty_like(compact_out).scatter_(1, order.unsqueeze(-1).expand_as(compact_out), compact_out)
+        if right_padded:  # the real tokens come first already: packed as they are
+            outputs, new = self._run_packed(inputs, lengths, hx)
+            outputs = outputs * mask.unsqueeze(-1)
+        else:
+            order = compaction_index(mask)
+            compact = inputs.gather(1, order.unsqueeze(-1).expand_as(inputs))
+            run_compact = self._run_unpacked if tracing else self._run_packed
+            compact_out, new = run_compact(compact, lengths, hx)
+            compact_out = compact_out * mask.gather(1, order).unsqueeze(-1)
+            outputs = torch.empty_like(compact_out).scatter_(1, order.unsqueeze(-1).expand_as(compact_out),
+                                                             compact_out)
         if not need_state:
             return outputs, None
         # A row with no real token ran one padding step (packing needs length >= 1): give it back its old state.
@@ -229,13 +238,6 @@ class RecurrentLayer(GradientCheckpointingLayer):
             new = tuple(torch.where(mask.view(1, -1, 1), after, before) for before, after in zip(state, new))
             return new[0].transpose(0, 1) * mask.unsqueeze(-1), new
         return new[0].transpose(0, 1), new
-
-    def _padding_is_harmless(self, mask: torch.Tensor, lengths: torch.Tensor, need_state: bool) -> bool:
-        """Left to right over a right-padded batch, with no LSTM cell state to return (the outputs hold no c)."""
-        if self.rnn.bidirectional or (self.is_lstm and need_state):
-            return False
-        positions = torch.arange(mask.shape[1], device=mask.device)
-        return torch.equal(mask, positions < lengths.unsqueeze(1))
 
     @staticmethod
     def _keep_state_of_empty_rows(lengths: torch.Tensor, old: State | None, new: State) -> State:

@@ -8,7 +8,7 @@ import torch
 
 from benchmarks.translation_training import Floor, variants
 from hf_seqmodels import AttentionSeq2SeqConfig, AttentionSeq2SeqForConditionalGeneration
-from hf_seqmodels.training import smoothed_loss
+from hf_seqmodels.training import training_loss
 from hf_seqmodels.training_args import TrainingArguments
 
 
@@ -29,7 +29,7 @@ def model_and_batch():
 def test_floor_has_our_loss_and_gradients(model_and_batch):
     model, batch = model_and_batch
     ours, floor = copy.deepcopy(model).eval(), Floor.from_ours(model).eval()  # no dropout
-    expected = smoothed_loss(ours(**batch).logits, batch["labels"], 0.1, shift=False)
+    expected = training_loss(ours, batch, 0.1)
     got = floor(batch["input_ids"], batch["attention_mask"], batch["labels"], model.config.decoder_start_token_id, 0.1)
     torch.testing.assert_close(got, expected)
     expected.backward()
