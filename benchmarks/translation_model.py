@@ -22,6 +22,7 @@ from transformers import PreTrainedTokenizerFast
 
 from hf_seqmodels import AttentionSeq2SeqConfig, AttentionSeq2SeqForConditionalGeneration
 from hf_seqmodels.paths import data_dir
+from hf_seqmodels.provenance import checkout_relative
 from hf_seqmodels.tasks.translation import load_tokenizers, load_translation_model
 from hf_seqmodels.tokenization import train_tokenizer
 
@@ -169,7 +170,8 @@ def bleu_model(folder: Path, device: str) -> TimedModel:
     trained = scores.get("provenance") or {}
     origin = {"model_dir": str(folder), "test_bleu": scores.get("test_bleu"),
               "test_bleu_signature": scores.get("bleu_signature"), "test_num_beams": scores.get("test_num_beams"),
-              "recreate": shlex.join(["python", *trained["argv"][1:]]) if trained.get("argv") else None,
+              "recreate": (shlex.join(["python", *checkout_relative(trained["argv"][1:])]) if trained.get("argv")
+                           else None),
               "trained_at": {key: trained.get(key) for key in ("commit", "tree_clean", "cwd", "device", "date")}}
     return TimedModel(model_label(model.config), model, load_tokenizers(folder).source, origin)
 

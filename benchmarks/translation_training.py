@@ -36,6 +36,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from transformers import DataCollatorForSeq2Seq
 from transformers.trainer_pt_utils import LabelSmoother
 
+from hf_seqmodels.provenance import provenance
 from hf_seqmodels.tasks import translation
 from hf_seqmodels.tasks.arguments import parse_dict
 from hf_seqmodels.training import make_optimizer, training_loss
@@ -154,6 +155,9 @@ def check_floor(model, batch, smoothing: float) -> None:
     torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-5)
 
 
+SPLIT = ["train"]  # the batches are the main job's training pairs (provenance)
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--updates", type=int, default=10, help="batches per variant and round")
@@ -187,6 +191,7 @@ def main(argv: list[str] | None = None) -> dict:
                             "tokens_per_wall_s": source_tokens / statistics.median(times["wall"])}
                      for name, times in seconds.items()},
     }
+    figures["provenance"] = provenance([args.seed], SPLIT)
     print(json.dumps(figures, indent=2))
     if args.out:
         with open(args.out, "w") as handle:

@@ -109,6 +109,13 @@ def _relative(path: Path) -> str:
     return str(path.relative_to(REPO_ROOT)) if path.is_relative_to(REPO_ROOT) else str(path)
 
 
+def checkout_relative(words: list[str]) -> list[str]:
+    """A recorded command's words with the recording checkout's root (what precedes ``scripts/`` in the script's
+    path) left out: the card names no path of the machine it was trained on."""
+    root = words[0][:words[0].rindex("scripts/")] if words and "scripts/" in words[0] else ""
+    return [word.replace(root, "") for word in words] if root else words
+
+
 def cpu_name() -> str:
     """The CPU's model name (from ``/proc/cpuinfo`` where there is one)."""
     try:

@@ -4,6 +4,7 @@ and the hyperparameter table, all from the run."""
 import shlex
 from pathlib import Path
 
+from ..provenance import checkout_relative
 from .catalog import BASE_MODELS, base_model_of
 from .results import TRANSFORMER_MODEL_TYPES
 
@@ -87,13 +88,6 @@ def family_tag(run: dict) -> str:
     if args.get("model_type") == "transformer":
         return "transformer"
     return ("bi" if args.get("bidirectional") else "") + args.get("cell_type", "lstm")
-
-
-def checkout_relative(words: list[str]) -> list[str]:
-    """A recorded command's words with the recording checkout's root (what precedes ``scripts/`` in the script's
-    path) left out: the card names no path of the machine it was trained on."""
-    root = words[0][:words[0].rindex("scripts/")] if words and "scripts/" in words[0] else ""
-    return [word.replace(root, "") for word in words] if root else words
 
 
 def hyperparameters(run: dict) -> list[tuple[str, str]]:

@@ -58,8 +58,8 @@ def saved_folder(tmp_path_factory, data_dir):
 
 # The provenance of the saved folder's training run, as scripts/run_translation.py records it.
 TRAINED = {"recorded": "at run time", "commit": "0123abc", "tree_clean": True, "cwd": ".", "date": "2026-11-28",
-           "device": "cpu: test", "argv": ["/somewhere/bin/python3", "scripts/run_translation.py", "--output_dir",
-                                           "out dir", "--seed", "42"]}
+           "device": "cpu: test", "argv": ["/somewhere/bin/python3", "/home/me/repo/scripts/run_translation.py",
+                                           "--output_dir", "/home/me/repo/out dir", "--seed", "42"]}
 
 
 def test_timed_models_load_the_saved_folder_with_its_bleu(saved_folder):
@@ -70,7 +70,8 @@ def test_timed_models_load_the_saved_folder_with_its_bleu(saved_folder):
         [timed] = timed_models(sizes, Settings(smoke=True))
         assert timed.origin == {"model_dir": str(folder), "test_bleu": 12.345, "test_bleu_signature": "nrefs:1|tok:13a",
                                 "test_num_beams": 5,
-                                # one command, run from the repository, re-creates the model
+                                # one command, run from the repository, re-creates the model (no path of the
+                                # machine that trained it)
                                 "recreate": "python scripts/run_translation.py --output_dir 'out dir' --seed 42",
                                 "trained_at": {key: TRAINED[key] for key in ("commit", "tree_clean", "cwd", "device",
                                                                              "date")}}
