@@ -220,6 +220,15 @@ TRAINING_MINUTES = Table(("attention GRU, 600 steps", "training minutes"), tuple
     (row, OverRows(OPTIONS_FILE, ("rows",), {"row": row}, "minutes"))
     for row in ("teacher forcing", "scheduled sampling")))
 
+TRAINING_SPEED_FILE = "results/translation_training.json"
+TRAINING_SPEED = Table(
+    ("one update of the main job (`python -m benchmarks.translation_training`)", "CPU s per update",
+     "source tokens per s"), tuple(
+        (f"`{variant}`", Figure(TRAINING_SPEED_FILE, ("variants", variant, "cpu_s_per_update"), 3),
+         Figure(TRAINING_SPEED_FILE, ("variants", variant, "tokens_per_wall_s"), 0))
+        for variant in ("ours", "ours, LabelSmoother + per-parameter AdamW", "floor",
+                        "floor, 128 per encoder direction")))
+
 PTB = Table(("PTB, 10 minutes on 2 CPU cores, stateful", "test perplexity", "validation perplexity", "minutes",
              "training"), tuple(
     (variant, *(Figure("results/ptb_lm.json", ("rows", {"variant": variant}, key))
@@ -350,5 +359,5 @@ DOCUMENTS = {
         **{f"suite-{name}": suite_table(name) for name in SUITES},
     },
     "docs/decoding.md": {"decoding": DECODING},
-    "docs/training.md": {"training-minutes": TRAINING_MINUTES},
+    "docs/training.md": {"training-minutes": TRAINING_MINUTES, "training-speed": TRAINING_SPEED},
 }
