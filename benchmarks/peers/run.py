@@ -287,10 +287,13 @@ def speed(recipe: Recipe, data: peers_data.PreparedData, args: argparse.Namespac
     machine = provenance([args.seeds[0]], ["train"])["machine"]
     part = {"command": command, "label": args.label, "threads": args.threads,
             "machine": f"{machine['cpu']}, {machine['cpu_count']} cores"}
+    # each part's provenance taken when it ends (the machine's load then; commit and versions as at the start)
     if args.timing_rounds:
-        timed["training"] = {**part, **training_speed(recipe, data, args)}
+        timed["training"] = {**part, **training_speed(recipe, data, args),
+                             "provenance": provenance([args.seeds[0]], ["train", "validation"])}
     if args.decoding_rounds:
-        timed["decoding"] = {**part, **decoding_speed(recipe, data, args)}
+        timed["decoding"] = {**part, **decoding_speed(recipe, data, args),
+                             "provenance": provenance([args.seeds[0]], ["validation", "test"])}
     args.out.mkdir(parents=True, exist_ok=True)
     write_json(path, timed)
     print(json.dumps({key: value["median"] for key, value in timed.items()}, indent=2))
