@@ -229,6 +229,29 @@ TRAINING_SPEED = Table(
         for variant in ("ours", "ours, LabelSmoother + per-parameter AdamW", "floor",
                         "floor, 128 per encoder direction")))
 
+SERVING_FILE = "results/peers_ctranslate2.json"
+
+
+def serving_rows() -> list:
+    """A row per engine of the CTranslate2 benchmark; "-" where the engine has no such figure (our loop is not
+    scored: its outputs are generate()'s)."""
+    rows = []
+    for row in load(SERVING_FILE)["rows"]:
+        where = ("rows", {"engine": row["engine"]})
+
+        def cell(key: str, **style):
+            return Figure(SERVING_FILE, where + (key,), **style) if key in row else "-"
+
+        rows.append((f"`{row['engine']}`", cell("bleu"), cell("greedy_identical_to_generate_pct", places=1, unit="%"),
+                     cell("beam_identical_to_generate_pct", places=1, unit="%"),
+                     Ratio(SERVING_FILE, where + ("speedup_vs_generate",)),
+                     Ratio(SERVING_FILE, where + ("speedup_vs_custom_generate",))))
+    return rows
+
+
+SERVING = Table(("engine", "test BLEU", "tokens = generate(), greedy", "tokens = generate(), beam 5",
+                 "speed-up vs generate()", "vs custom_generate"), serving_rows)
+
 PTB = Table(("PTB, 10 minutes on 2 CPU cores, stateful", "test perplexity", "validation perplexity", "minutes",
              "training"), tuple(
     (variant, *(Figure("results/ptb_lm.json", ("rows", {"variant": variant}, key))
@@ -360,4 +383,5 @@ DOCUMENTS = {
     },
     "docs/decoding.md": {"decoding": DECODING},
     "docs/training.md": {"training-minutes": TRAINING_MINUTES, "training-speed": TRAINING_SPEED},
+    "docs/serving.md": {"serving": SERVING},
 }
