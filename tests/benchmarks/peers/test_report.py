@@ -116,6 +116,23 @@ def test_markdown_has_every_row_and_run(tmp_path):
     assert "Not measured yet." in report.markdown(results)  # no speed phase yet
 
 
+def test_a_sweep_over_thread_counts_names_each_rows_count_and_lists_every_count(tmp_path):
+    timing = json.loads(json.dumps(TIMING))
+    training = timing["training"]
+    training["threads"] = [1, 2]
+    training["by_threads"] = {name: {"1": {"train_tokens_per_s": 1.0, "train_tokens_per_s_without_validation": 2.0},
+                                     "2": dict(medians)} for name, medians in training["median"].items()}
+    for medians in training["median"].values():
+        medians["train_threads"] = 2
+    training["median"]["eole"] = {**training["by_threads"]["eole"]["1"], "train_threads": 1}
+    table = report.markdown(make_results(), tmp_path / report.CTRANSLATE2, timing)
+    assert "every toolkit at OMP_NUM_THREADS=1, 2 in turn" in table
+    assert "| eole | 1 (1 thread) | 2 (1 thread) | 30.0 (64) | 5.0 | 13.0 |" in table
+    assert "| ours | 900 (2 threads) | 1000 (2 threads) |" in table
+    assert "| eole | 2 | 1800 | 2000 |" in table and "| eole | 1 | 1 | 2 |" in table
+    assert "OMP_NUM_THREADS=2. `python -m benchmarks.peers.run --decoding_rounds 3`" in table  # decoding: one count
+
+
 def test_ctranslate2_rows_are_included_when_present(tmp_path):
     (tmp_path / report.CTRANSLATE2).write_text(json.dumps({"title": "CTranslate2 vs generate()", "rows": [
         {"engine": "ctranslate2 int8", "bleu": 30.1, "sentences_per_s": {"median": 50.5, "quartiles": [49.0, 52.0]},
