@@ -8,8 +8,9 @@ Two phases, each its own command, so that the full comparison can be run in part
     # (toolkit, seed) is a row of results/peers.json as soon as it ends (a re-run of a seed replaces its rows)
     python -m benchmarks.peers.run --seeds 1 --jobs 2
     # speed, on a quiet machine, nothing else running: short training runs taking turns (ours, joeynmt, eole,
-    # ours, ...), then the quality phase's models of --seeds' first seed decoding in turns; results/peers_timing.json
-    python -m benchmarks.peers.run --timing_rounds 3 --updates 100 --warmup_steps 50 --decoding_rounds 3
+    # ours, ...), then the quality phase's models of --seeds' first seed decoding in turns, every toolkit at each
+    # thread count (its row at its fastest); results/peers_timing.json
+    python -m benchmarks.peers.run --timing_rounds 3 --updates 100 --warmup_steps 50 --decoding_rounds 3 --threads 1 2
 
 Run it in our environment (.venv): it trains ours with scripts/run_translation.py and calls the peers' own commands
 in their environments. Everything a run writes goes under ``--work`` (models, logs, configs, translations); the
