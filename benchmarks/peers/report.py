@@ -5,6 +5,7 @@ helper's rows (results/peers_ctranslate2.json) when that file exists."""
 
 import argparse
 import json
+import statistics
 from pathlib import Path
 
 from hf_seqmodels.comparison.aggregate import mean_sd
@@ -15,8 +16,9 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 TIMING = "peers_timing.json"  # the speed phase's medians (benchmarks.peers.run --timing_rounds / --decoding_rounds)
 CTRANSLATE2 = "peers_ctranslate2.json"  # written by benchmarks/peers/ctranslate2_*.py, beside peers.json
 DOCS = REPO_ROOT / "docs" / "peers.md"
-# docs/peers.md holds the summary table between these lines; `update_docs` rewrites what lies between them.
-DOCS_BEGIN, DOCS_END = "<!-- peers table: rendered from results/peers.json -->", "<!-- end of peers table -->"
+# docs/peers.md holds the summary tables between these lines (a figures block, which the prose check of
+# hf_seqmodels.cards.figures skips); `update_docs` rewrites what lies between them from the results files.
+DOCS_BEGIN, DOCS_END = "<!-- figures:peers -->", "<!-- /figures -->"
 
 
 def train_tokens_per_second(run: dict, without_validation: bool = False) -> float:
@@ -159,6 +161,34 @@ def summary_table(results: dict) -> list[str]:
             f"{mean_sd_cell(row['train_peak_rss_mb'], digits=0)} / {mean_sd_cell(row['decode_peak_rss_mb'], digits=0)}"
             " |"
         )
+    return lines
+
+
+def wall_table(results: dict, timing: dict) -> list[str]:
+    """How long each phase's commands ran (their wall seconds, loading included), per toolkit: the quality phase's
+    training and test-decoding commands (mean over the seeds; two at a time when ``jobs`` is above 1), and in the
+    speed phase one training run and one decoding round (all its decoding commands), medians over the rounds."""
+    def minutes(values: list[float]) -> str:
+        return f"{statistics.mean(values) / 60:.1f}" if values else ""
+
+    def seconds(values: list[float]) -> str:
+        return f"{statistics.mean(values):.0f}" if values else ""
+
+    def median_minutes(values: list[float]) -> str:
+        return f"{statistics.median(values) / 60:.1f}" if values else ""
+
+    lines = ["| toolkit | quality: training command (min) | quality: test decoding command (s) | speed: one "
+             "training run (min) | speed: one decoding round (min) |", "|---|---|---|---|---|"]
+    for name in dict.fromkeys([*(run["toolkit"] for run in scored(results)),
+                               *(run["toolkit"] for part in timing.values() for run in part.get("runs", []))]):
+        quality = [run for run in scored(results) if run["toolkit"] == name]
+        trained = [run["train"]["wall_s"] for run in timing.get("training", {}).get("runs", [])
+                   if run["toolkit"] == name]
+        rounds = [sum(decoded["wall_s"] for decoded in (*run["select"].values(), run["test"], run["batch1"]))
+                  for run in timing.get("decoding", {}).get("runs", []) if run["toolkit"] == name]
+        lines.append(f"| {name} | {minutes([run['train']['wall_s'] for run in quality])} | "
+                     f"{seconds([run['decode']['test']['wall_s'] for run in quality])} | {median_minutes(trained)} | "
+                     f"{median_minutes(rounds)} |")
     return lines
 
 
@@ -364,6 +394,8 @@ def update_docs(results: dict, timing: dict, path: Path) -> None:
              f"{results['machine']})", "", *summary_table(results)]
     if speed := speed_table(timing):
         table += ["", "Speed (the speed phase, results/peers_timing.json; medians):", "", *speed]
+    table += ["", "Wall time of each command (loading included; the quality phase's ran two at a time at one thread "
+              "each when its runs say so, the speed phase's one at a time):", "", *wall_table(results, timing)]
     path.write_text(f"{head}{DOCS_BEGIN}\n" + "\n".join(table) + f"\n{DOCS_END}{tail}", encoding="utf-8")
 
 
