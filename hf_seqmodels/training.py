@@ -27,6 +27,9 @@ import time
 from pathlib import Path
 
 import datasets
+import numpy
+import pyarrow
+import pyarrow.compute
 import torch
 import transformers
 from accelerate import Accelerator, DataLoaderConfiguration
@@ -542,7 +545,8 @@ def evaluate_loss(accelerator: Accelerator, model: PreTrainedModel, dataset, col
     A target is a label that is not -100: a token for language models and taggers, a row for sequence
     classification. A causal LM (a model that generates and is not an encoder-decoder) shifts its labels, so
     ``labels[:, 0]`` is never a target. Each process takes a contiguous shard (no row twice, none dropped) and sums
-    ``loss * targets`` per batch; the sums are added over processes.
+    ``loss * targets`` per batch; the sums are added over processes. The rows are batched by length
+    (`length_order`): the mean does not depend on their order, and random batches of sentences pad about half.
     """
     _require_rows(dataset, "evaluation", EVAL_SIZE_OPTIONS)
     model = accelerator.unwrap_model(model)
@@ -550,6 +554,7 @@ def evaluate_loss(accelerator: Accelerator, model: PreTrainedModel, dataset, col
     model.eval()
     shifted = model.can_generate() and not model.config.is_encoder_decoder
     shard = dataset.shard(accelerator.num_processes, accelerator.process_index, contiguous=True)
+    shard = shard.select(length_order(shard))
     totals = torch.zeros(2, dtype=torch.float64, device=accelerator.device)  # [sum of losses, number of targets]
     loader = DataLoader(shard, batch_size=batch_size, collate_fn=collate_fn)
     for batch in tqdm(loader, desc="Evaluating", leave=False, disable=not accelerator.is_local_main_process):
@@ -560,6 +565,16 @@ def evaluate_loss(accelerator: Accelerator, model: PreTrainedModel, dataset, col
     model.train(was_training)
     totals = accelerator.reduce(totals, reduction="sum")
     return (totals[0] / totals[1]).item()
+
+
+def length_order(dataset: datasets.Dataset) -> list[int]:
+    """The indices of ``dataset``'s rows, shortest first: by the length of ``input_ids``, then of ``labels`` when they
+    are sequences (stable: rows of equal lengths keep their order; all of them when it has no ``input_ids``)."""
+    columns = dataset.with_format("arrow")
+    keys = [pyarrow.compute.list_value_length(columns[name]).to_numpy(zero_copy_only=False)
+            for name in ("labels", "input_ids")  # np.lexsort sorts by the last key first
+            if name in dataset.column_names and pyarrow.types.is_list(dataset.data.schema.field(name).type)]
+    return numpy.lexsort(keys).tolist() if keys else list(range(len(dataset)))
 
 
 def training_loss(model: torch.nn.Module, batch: dict, label_smoothing: float,

@@ -33,6 +33,7 @@ from hf_seqmodels.tokenization import train_tokenizer
 from hf_seqmodels.training import (
     TRACKER_PACKAGES,
     evaluate_loss,
+    length_order,
     make_accelerator,
     make_optimizer,
     save_model,
@@ -105,6 +106,38 @@ def test_evaluate_loss_counts_rows_for_sequence_classification(tmp_path):
     data = blocks(7).map(lambda row, i: {"labels": i % 3}, with_indices=True)
     expected = sum(model(**default_data_collator([row])).loss.item() for row in data) / len(data)
     assert evaluate_loss(accelerator, model, data, default_data_collator, batch_size=3) == pytest.approx(expected)
+
+
+def pairs_of_varied_lengths(rows: int, seed: int = 0) -> datasets.Dataset:
+    generator = torch.Generator().manual_seed(seed)
+    lengths = torch.randint(1, 9, (rows, 2), generator=generator).tolist()
+    ids = [(torch.randint(3, VOCAB, (source,), generator=generator).tolist() + [2],
+            torch.randint(3, VOCAB, (target,), generator=generator).tolist() + [2]) for source, target in lengths]
+    return datasets.Dataset.from_dict({"input_ids": [source for source, _ in ids], "labels": [target for _, target in ids]})
+
+
+def test_length_order_sorts_by_source_then_target_length():
+    data = pairs_of_varied_lengths(40).select(range(39, -1, -1))  # an indices mapping, as a shard or a split has
+    expected = sorted(range(len(data)), key=lambda i: (len(data[i]["input_ids"]), len(data[i]["labels"]), i))
+    assert length_order(data) == expected
+    assert length_order(blocks(5)) == list(range(5))  # equal lengths keep their order
+
+
+def test_evaluate_loss_of_padded_pairs_of_varied_lengths_is_the_token_mean(tmp_path):
+    """Batched by length, padded sources and targets: the mean over every target token of the rows one by one."""
+    accelerator = make_accelerator(TrainingArguments(output_dir=str(tmp_path)))
+    model = tiny_seq2seq()[0].eval()
+    data = pairs_of_varied_lengths(11)
+
+    def collator(rows: list[dict]) -> dict:
+        def pad(key: str, value: int) -> torch.Tensor:
+            width = max(len(row[key]) for row in rows)
+            return torch.tensor([row[key] + [value] * (width - len(row[key])) for row in rows])
+        return {"input_ids": pad("input_ids", 0), "attention_mask": (pad("input_ids", -1) != -1).long(),
+                "labels": pad("labels", -100)}
+    losses = [(model(**collator([row])).loss.item(), len(row["labels"])) for row in data]
+    expected = sum(loss * targets for loss, targets in losses) / sum(targets for _, targets in losses)
+    assert evaluate_loss(accelerator, model, data, collator, batch_size=4) == pytest.approx(expected, rel=1e-5)
 
 
 def test_save_model_replaces_what_the_earlier_run_wrote_and_keeps_the_rest(tmp_path):

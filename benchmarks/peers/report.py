@@ -5,6 +5,7 @@ helper's rows (results/peers_ctranslate2.json) when that file exists."""
 
 import argparse
 import json
+import statistics
 from pathlib import Path
 
 from hf_seqmodels.comparison.aggregate import mean_sd
@@ -15,8 +16,9 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 TIMING = "peers_timing.json"  # the speed phase's medians (benchmarks.peers.run --timing_rounds / --decoding_rounds)
 CTRANSLATE2 = "peers_ctranslate2.json"  # written by benchmarks/peers/ctranslate2_*.py, beside peers.json
 DOCS = REPO_ROOT / "docs" / "peers.md"
-# docs/peers.md holds the summary table between these lines; `update_docs` rewrites what lies between them.
-DOCS_BEGIN, DOCS_END = "<!-- peers table: rendered from results/peers.json -->", "<!-- end of peers table -->"
+# docs/peers.md holds the summary tables between these lines (a figures block, which the prose check of
+# hf_seqmodels.cards.figures skips); `update_docs` rewrites what lies between them from the results files.
+DOCS_BEGIN, DOCS_END = "<!-- figures:peers -->", "<!-- /figures -->"
 
 
 def train_tokens_per_second(run: dict, without_validation: bool = False) -> float:
@@ -162,8 +164,42 @@ def summary_table(results: dict) -> list[str]:
     return lines
 
 
+def wall_table(results: dict, timing: dict) -> list[str]:
+    """How long each phase's commands ran (their wall seconds, loading included), per toolkit: the quality phase's
+    training and test-decoding commands (mean over the seeds; two at a time when ``jobs`` is above 1), and in the
+    speed phase one training run and one decoding round (all its decoding commands), medians over the rounds."""
+    def minutes(values: list[float]) -> str:
+        return f"{statistics.mean(values) / 60:.1f}" if values else ""
+
+    def seconds(values: list[float]) -> str:
+        return f"{statistics.mean(values):.0f}" if values else ""
+
+    def median_minutes(values: list[float]) -> str:
+        return f"{statistics.median(values) / 60:.1f}" if values else ""
+
+    lines = ["| toolkit | quality: training command (min) | quality: test decoding command (s) | speed: one "
+             "training run (min) | speed: one decoding round (min) |", "|---|---|---|---|---|"]
+    for name in dict.fromkeys([*(run["toolkit"] for run in scored(results)),
+                               *(run["toolkit"] for part in timing.values() for run in part.get("runs", []))]):
+        quality = [run for run in scored(results) if run["toolkit"] == name]
+        trained = [run["train"]["wall_s"] for run in timing.get("training", {}).get("runs", [])
+                   if run["toolkit"] == name]
+        rounds = [sum(decoded["wall_s"] for decoded in (*run["select"].values(), run["test"], run["batch1"]))
+                  for run in timing.get("decoding", {}).get("runs", []) if run["toolkit"] == name]
+        lines.append(f"| {name} | {minutes([run['train']['wall_s'] for run in quality])} | "
+                     f"{seconds([run['decode']['test']['wall_s'] for run in quality])} | {median_minutes(trained)} | "
+                     f"{median_minutes(rounds)} |")
+    return lines
+
+
+def threads_note(medians: dict, key: str) -> str:
+    """" (N threads)" where the speed phase tried several thread counts and this figure is at its best, N."""
+    return f" ({medians[key]} thread{'s' if medians[key] > 1 else ''})" if key in medians else ""
+
+
 def speed_table(timing: dict) -> list[str]:
-    """The speed phase's table (peers_timing.json): a row per toolkit, a blank cell where a part was not run."""
+    """The speed phase's table (peers_timing.json): a row per toolkit, a blank cell where a part was not run; each
+    part's figures at the toolkit's fastest thread count, named when several were tried."""
     timed = speeds(timing)
     if not timed:
         return []
@@ -176,11 +212,45 @@ def speed_table(timing: dict) -> list[str]:
              "|---|---|---|---|---|---|"]
     for name, medians in timed.items():
         batch = f" ({medians['best_batch_size']})" if "best_batch_size" in medians else ""
-        lines.append(f"| {name} | {cell(medians, 'train_tokens_per_s', 0)} | "
-                     f"{cell(medians, 'train_tokens_per_s_without_validation', 0)} | "
-                     f"{cell(medians, 'best_batch_sents_per_s', 1)}{batch} | {cell(medians, 'batch1_sents_per_s', 1)} "
-                     f"| {cell(medians, 'mean_output_pieces', 1)} |")
+        train, decode = threads_note(medians, "train_threads"), threads_note(medians, "decode_threads")
+        lines.append(f"| {name} | {cell(medians, 'train_tokens_per_s', 0)}{train} | "
+                     f"{cell(medians, 'train_tokens_per_s_without_validation', 0)}{train} | "
+                     f"{cell(medians, 'best_batch_sents_per_s', 1)}{batch}{decode} | "
+                     f"{cell(medians, 'batch1_sents_per_s', 1)}{decode} | {cell(medians, 'mean_output_pieces', 1)} |")
     return lines
+
+
+def by_threads_table(timing: dict) -> list[str]:
+    """Every toolkit at every thread count the speed phase tried (its parts' ``by_threads``), when it tried several."""
+    columns = (("training", "train_tokens_per_s", "training tokens/s", 0),
+               ("training", "train_tokens_per_s_without_validation", "without validation", 0),
+               ("decoding", "best_batch_sents_per_s", "beam-5 sentences/s at best batch", 1),
+               ("decoding", "batch1_sents_per_s", "at batch 1", 1))
+    found = [part for part in ("training", "decoding")
+             if any(len(summaries) > 1 for summaries in timing.get(part, {}).get("by_threads", {}).values())]
+    if not found:
+        return []
+    cells: dict[tuple[str, str], dict] = {}
+    for part in found:
+        for name, summaries in timing[part]["by_threads"].items():
+            for count, medians in summaries.items():
+                cells.setdefault((name, count), {}).update(medians)
+    shown = [column for column in columns if column[0] in found]
+    lines = ["", "Each toolkit at each thread count (OMP_NUM_THREADS; medians over the rounds):", "",
+             "| toolkit | threads | " + " | ".join(title for _, _, title, _ in shown) + " |",
+             "|---|---|" + "---|" * len(shown)]
+    for (name, count), medians in cells.items():
+        lines.append(f"| {name} | {count} | " + " | ".join(
+            f"{medians[key]:.{digits}f}" if key in medians else "" for _, key, _, digits in shown) + " |")
+    return lines
+
+
+def threads_text(part: dict) -> str:
+    threads = part["threads"] if isinstance(part["threads"], list) else [part["threads"]]
+    if len(threads) == 1:
+        return f"OMP_NUM_THREADS={threads[0]}"
+    return (f"every toolkit at OMP_NUM_THREADS={', '.join(map(str, threads))} in turn, its row at the thread count "
+            "where it was fastest (the table below gives each)")
 
 
 def speed_section(timing: dict) -> list[str]:
@@ -192,7 +262,7 @@ def speed_section(timing: dict) -> list[str]:
                      f"({part['recipe']['warmup_steps']} warmup), the toolkits taking turns, one command at a time; "
                      f"the median over the rounds of the source tokens (pieces and eos) of the updates over the "
                      f"training loop's seconds as each toolkit's log times it, with and without its validations. "
-                     f"{part['machine']}, OMP_NUM_THREADS={part['threads']}. `{part['command']}`")
+                     f"{part['machine']}, {threads_text(part)}. `{part['command']}`")
     if "decoding" in timing:
         part = timing["decoding"]
         lines.append(f"Decoding: the quality phase's models of seed {part['seed']}, {part['rounds']} rounds, the "
@@ -202,7 +272,7 @@ def speed_section(timing: dict) -> list[str]:
                      f"is timed at it, batch 1 on the first {part['batch1_sentences']} test sentences; medians over "
                      "the rounds. A model that writes longer translations decodes fewer sentences per second: "
                      f"compare where the output pieces per sentence are alike. {part['machine']}, "
-                     f"OMP_NUM_THREADS={part['threads']}. `{part['command']}`")
+                     f"{threads_text(part)}. `{part['command']}`")
     return [item for line in lines for item in (line, "")]
 
 
@@ -242,7 +312,8 @@ def markdown(results: dict, ctranslate2: Path | None = None, timing: dict | None
     if waiting:
         lines += ["", "Not scored yet (their seed lacks the baseline or a peer): " + ", ".join(waiting) + "."]
     lines += ["", "## Speed (results/peers_timing.json)", ""]
-    lines += [*speed_section(timing), *speed_table(timing)] if timing else ["Not measured yet."]
+    lines += ([*speed_section(timing), *speed_table(timing), *by_threads_table(timing)] if timing
+              else ["Not measured yet."])
     if found := targets(results, timing):
         lines += ["", "Targets (issue 39), on this run's budget and machine:", "", "| target | value | wanted | |",
                   "|---|---|---|---|"]
@@ -323,6 +394,8 @@ def update_docs(results: dict, timing: dict, path: Path) -> None:
              f"{results['machine']})", "", *summary_table(results)]
     if speed := speed_table(timing):
         table += ["", "Speed (the speed phase, results/peers_timing.json; medians):", "", *speed]
+    table += ["", "Wall time of each command (loading included; the quality phase's ran two at a time at one thread "
+              "each when its runs say so, the speed phase's one at a time):", "", *wall_table(results, timing)]
     path.write_text(f"{head}{DOCS_BEGIN}\n" + "\n".join(table) + f"\n{DOCS_END}{tail}", encoding="utf-8")
 
 

@@ -8,8 +8,9 @@ Two phases, each its own command, so that the full comparison can be run in part
     # (toolkit, seed) is a row of results/peers.json as soon as it ends (a re-run of a seed replaces its rows)
     python -m benchmarks.peers.run --seeds 1 --jobs 2
     # speed, on a quiet machine, nothing else running: short training runs taking turns (ours, joeynmt, eole,
-    # ours, ...), then the quality phase's models of --seeds' first seed decoding in turns; results/peers_timing.json
-    python -m benchmarks.peers.run --timing_rounds 3 --updates 100 --warmup_steps 50 --decoding_rounds 3
+    # ours, ...), then the quality phase's models of --seeds' first seed decoding in turns, every toolkit at each
+    # thread count (its row at its fastest); results/peers_timing.json
+    python -m benchmarks.peers.run --timing_rounds 3 --updates 100 --warmup_steps 50 --decoding_rounds 3 --threads 1 2
 
 Run it in our environment (.venv): it trains ours with scripts/run_translation.py and calls the peers' own commands
 in their environments. Everything a run writes goes under ``--work`` (models, logs, configs, translations); the
@@ -26,6 +27,7 @@ import os
 import shlex
 import statistics
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from hf_seqmodels.comparison.runner import write_json
@@ -183,7 +185,7 @@ def quality(recipe: Recipe, data: peers_data.PreparedData, args: argparse.Namesp
         "label": args.label, "command": command, "baseline": toolkits.TOOLKITS[0], "jobs": args.jobs,
         "recipe": dataclasses.asdict(recipe), "decoding": {"batch_size": args.decoding_batch_size}, "data": stats,
         "machine": f"{machine['machine']['cpu']}, {machine['machine']['cpu_count']} cores, "
-                   f"OMP_NUM_THREADS={args.threads} for every command{parallel}",
+                   f"OMP_NUM_THREADS={args.threads[0]} for every command{parallel}",
         "provenance": machine,
         "versions": {**results.get("versions", {}), **{name: toolkits.version(name) for name in args.toolkits}},
         "same_for_all": same_for_all(recipe, stats),
@@ -210,29 +212,56 @@ def quality(recipe: Recipe, data: peers_data.PreparedData, args: argparse.Namesp
     return results
 
 
+def threads_of(args: argparse.Namespace) -> Iterator[int]:
+    """Each of ``--threads`` in turn, set as OMP_NUM_THREADS of the commands that follow."""
+    for threads in args.threads:
+        os.environ["OMP_NUM_THREADS"] = str(threads)
+        yield threads
+
+
+def best_thread_count(runs: list[dict], names: list[str], summary: Callable[[list[dict]], dict],
+                      primary: str, key: str) -> dict:
+    """``summary`` (medians over the rounds) of each toolkit's runs at each thread count (``by_threads``), and in
+    ``median`` the one at the thread count where its ``primary`` figure is highest, that count stored as ``key``:
+    the number of threads is a setting, and each toolkit is timed at its best."""
+    by_threads = {name: {str(count): summary([run for run in runs if run["toolkit"] == name
+                                              and run["threads"] == count])
+                         for count in sorted({run["threads"] for run in runs if run["toolkit"] == name})}
+                  for name in names}
+    median = {}
+    for name, summaries in by_threads.items():
+        count = max(summaries, key=lambda count: summaries[count][primary])
+        median[name] = {**summaries[count], key: int(count)}
+    return {"median": median, "by_threads": by_threads}
+
+
 def training_speed(recipe: Recipe, data: peers_data.PreparedData, args: argparse.Namespace) -> dict:
-    """Training speed alone: every toolkit trains the recipe ``--timing_rounds`` times, the toolkits taking turns
-    (ours, joeynmt, eole, ours, ...), so that a machine whose load changes slows each alike; nothing is decoded.
-    Each run's record (with the load average before it) and, per toolkit, the median tokens/s over the rounds, with
-    and without the validations inside the training loop (each toolkit validates differently: ours decodes the
-    validation set greedily and scores BLEU, eole computes its loss only)."""
+    """Training speed alone: every toolkit trains the recipe ``--timing_rounds`` times at each of ``--threads``, the
+    toolkits taking turns (ours, joeynmt, eole, ours, ...), so that a machine whose load changes slows each alike;
+    nothing is decoded. Each run's record (with the load average before it) and, per toolkit and thread count, the
+    median tokens/s over the rounds, with and without the validations inside the training loop (each toolkit
+    validates differently: ours decodes the validation set greedily and scores BLEU, eole computes its loss only);
+    each toolkit's row is at its fastest thread count (`best_thread_count`)."""
     stats, seed, runs = data.stats()["train"], args.seeds[0], []
     for round_ in range(args.timing_rounds):
-        for name in args.toolkits:
-            print(f"[peers] training round {round_ + 1}/{args.timing_rounds}: {name}", flush=True)
-            load = os.getloadavg()[0]
-            trained = toolkits.train(name, recipe, data, args.work / "timing" / name / f"round{round_}", seed)
-            runs.append(made_portable({
-                "toolkit": name, "round": round_, "seed": seed, "batch_size": recipe.batch_size,
-                "mean_source_tokens": stats["source_tokens"] / stats["sentences"], "load_before": load,
-                "train": trained}, args.work))
-    medians = {}
-    for name in args.toolkits:
-        mine = [run for run in runs if run["toolkit"] == name]
-        medians[name] = {key: statistics.median(report.train_tokens_per_second(run, without) for run in mine)
-                         for key, without in (("train_tokens_per_s", False),
-                                              ("train_tokens_per_s_without_validation", True))}
-    return {"recipe": dataclasses.asdict(recipe), "rounds": args.timing_rounds, "median": medians, "runs": runs}
+        for threads in threads_of(args):
+            for name in args.toolkits:
+                print(f"[peers] training round {round_ + 1}/{args.timing_rounds}, {threads} threads: {name}",
+                      flush=True)
+                load = os.getloadavg()[0]
+                trained = toolkits.train(name, recipe, data,
+                                         args.work / "timing" / name / f"round{round_}-threads{threads}", seed)
+                runs.append(made_portable({
+                    "toolkit": name, "round": round_, "threads": threads, "seed": seed,
+                    "batch_size": recipe.batch_size, "mean_source_tokens": stats["source_tokens"] / stats["sentences"],
+                    "load_before": load, "train": trained}, args.work))
+
+    def summary(mine: list[dict]) -> dict:
+        return {key: statistics.median(report.train_tokens_per_second(run, without) for run in mine)
+                for key, without in (("train_tokens_per_s", False), ("train_tokens_per_s_without_validation", True))}
+
+    return {"recipe": dataclasses.asdict(recipe), "rounds": args.timing_rounds,
+            **best_thread_count(runs, args.toolkits, summary, "train_tokens_per_s", "train_threads"), "runs": runs}
 
 
 def decoding_speed(recipe: Recipe, data: peers_data.PreparedData, args: argparse.Namespace) -> dict:
@@ -252,31 +281,34 @@ def decoding_speed(recipe: Recipe, data: peers_data.PreparedData, args: argparse
             "test": data.folder / peers_data.SPLITS["test"]}
     runs = []
     for round_ in range(args.decoding_rounds):
-        for name in args.toolkits:
-            print(f"[peers] decoding round {round_ + 1}/{args.decoding_rounds}: {name}", flush=True)
-            folder, load = args.work / name / f"seed{seed}", os.getloadavg()[0]
-            select = {size: toolkits.decode(name, recipe, data, folder, rows["select"], size, seed,
-                                            f"speed{round_}_select_b{size}")[1] for size in args.batch_sizes}
-            best = max(select, key=lambda size: report.sentences_per_second(select[size]))
-            translations, test = toolkits.decode(name, recipe, data, folder, rows["test"], best, seed,
-                                                 f"speed{round_}_test")
-            test["mean_output_pieces"] = peers_data.mean_pieces(data.tokenizer(), translations)
-            batch1 = toolkits.decode(name, recipe, data, folder, rows["batch1"], 1, seed, f"speed{round_}_batch1")[1]
-            runs.append(made_portable({"toolkit": name, "round": round_, "seed": seed, "load_before": load,
-                                       "select": select, "best_batch_size": best, "test": test, "batch1": batch1},
-                                      args.work))
-    medians = {}
-    for name in args.toolkits:
-        mine = [run for run in runs if run["toolkit"] == name]
-        medians[name] = {
+        for threads in threads_of(args):
+            for name in args.toolkits:
+                print(f"[peers] decoding round {round_ + 1}/{args.decoding_rounds}, {threads} threads: {name}",
+                      flush=True)
+                folder, load, tag = args.work / name / f"seed{seed}", os.getloadavg()[0], f"speed{round_}t{threads}"
+                select = {size: toolkits.decode(name, recipe, data, folder, rows["select"], size, seed,
+                                                f"{tag}_select_b{size}")[1] for size in args.batch_sizes}
+                best = max(select, key=lambda size: report.sentences_per_second(select[size]))
+                translations, test = toolkits.decode(name, recipe, data, folder, rows["test"], best, seed,
+                                                     f"{tag}_test")
+                test["mean_output_pieces"] = peers_data.mean_pieces(data.tokenizer(), translations)
+                batch1 = toolkits.decode(name, recipe, data, folder, rows["batch1"], 1, seed, f"{tag}_batch1")[1]
+                runs.append(made_portable({"toolkit": name, "round": round_, "threads": threads, "seed": seed,
+                                           "load_before": load, "select": select, "best_batch_size": best,
+                                           "test": test, "batch1": batch1}, args.work))
+
+    def summary(mine: list[dict]) -> dict:
+        return {
             "best_batch_sents_per_s": statistics.median(report.sentences_per_second(run["test"]) for run in mine),
             "best_batch_size": statistics.mode(run["best_batch_size"] for run in mine),
             "batch1_sents_per_s": statistics.median(report.sentences_per_second(run["batch1"]) for run in mine),
             "mean_output_pieces": statistics.median(run["test"]["mean_output_pieces"] for run in mine),
             "decode_peak_rss_mb": statistics.median(run["test"]["peak_rss_mb"] for run in mine)}
+
     return {"seed": seed, "rounds": args.decoding_rounds, "batch_sizes": args.batch_sizes,
             "select_sentences": args.select_sentences, "batch1_sentences": args.batch1_sentences,
-            "median": medians, "runs": runs}
+            **best_thread_count(runs, args.toolkits, summary, "best_batch_sents_per_s", "decode_threads"),
+            "runs": runs}
 
 
 def speed(recipe: Recipe, data: peers_data.PreparedData, args: argparse.Namespace, command: str) -> dict:
@@ -336,9 +368,10 @@ def main(argv: list[str] | None = None) -> dict:
                         help="speed phase: validation sentences to pick the batch size")
     parser.add_argument("--batch1_sentences", type=int, default=100,
                         help="speed phase: test sentences decoded at batch 1")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="OMP_NUM_THREADS of every command (default: the cores this process may use, "
-                             "divided by --jobs)")
+    parser.add_argument("--threads", nargs="+", type=int, default=None,
+                        help="OMP_NUM_THREADS of every command (default: the cores this process may use, divided "
+                             "by --jobs); the speed phase takes several, times every toolkit at each and gives "
+                             "each toolkit's row at its fastest")
     parser.add_argument("--label", default="full run: the main job's budget",
                         help="what the run is, printed above its table (say when it is a short check)")
     parser.add_argument("--work", type=Path, default=toolkits.REPO_ROOT / "outputs" / "peers",
@@ -348,9 +381,10 @@ def main(argv: list[str] | None = None) -> dict:
                              "repository's results/, docs/peers.md's table is rewritten too")
     args = parser.parse_args(argv)
     if args.threads is None:
-        args.threads = max(1, len(os.sched_getaffinity(0)) // args.jobs)
-    for name in ("select_sentences", "batch1_sentences", "updates", "warmup_steps", "threads", "jobs",
-                 "decoding_batch_size"):
+        args.threads = [max(1, len(os.sched_getaffinity(0)) // args.jobs)]
+    if min(args.threads) < 1:
+        parser.error(f"--threads must be at least 1, got {args.threads}.")
+    for name in ("select_sentences", "batch1_sentences", "updates", "warmup_steps", "jobs", "decoding_batch_size"):
         if getattr(args, name) is not None and getattr(args, name) < 1:
             parser.error(f"--{name} must be at least 1, got {getattr(args, name)}.")
     for name in ("timing_rounds", "decoding_rounds"):
@@ -359,6 +393,9 @@ def main(argv: list[str] | None = None) -> dict:
     if min(args.batch_sizes) < 1:
         parser.error(f"--batch_sizes must be at least 1, got {args.batch_sizes}.")
     timing_phase = args.timing_rounds > 0 or args.decoding_rounds > 0
+    if not timing_phase and len(args.threads) > 1:
+        parser.error(f"--threads takes several counts in the speed phase only (--timing_rounds, --decoding_rounds); "
+                     f"the quality phase runs at one, got {args.threads}.")
     if timing_phase and args.jobs > 1:
         parser.error("--jobs is for the quality phase: the speed phase (--timing_rounds, --decoding_rounds) runs "
                      "one command at a time; leave --jobs out.")
@@ -370,7 +407,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     # Every command runs in this environment: the same threads, and idle OpenMP threads sleeping rather than
     # spinning, as scripts/quickstart.sh runs the main job on a busy machine.
-    os.environ.update(OMP_NUM_THREADS=str(args.threads), OMP_WAIT_POLICY="PASSIVE")
+    os.environ.update(OMP_NUM_THREADS=str(args.threads[0]), OMP_WAIT_POLICY="PASSIVE")
     data = peers_data.prepare(args.work / "data", translation.DataArguments())
     recipe = Recipe.main_job(data.stats()["train"]["sentences"], args.updates)
     if args.warmup_steps is not None:

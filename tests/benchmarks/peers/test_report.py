@@ -5,6 +5,7 @@ import json
 import statistics
 
 from benchmarks.peers import report
+from hf_seqmodels.cards import figures
 
 
 def make_run(toolkit: str, seed: int, bleu: float, train_s: float, seconds: float) -> dict:
@@ -116,6 +117,23 @@ def test_markdown_has_every_row_and_run(tmp_path):
     assert "Not measured yet." in report.markdown(results)  # no speed phase yet
 
 
+def test_a_sweep_over_thread_counts_names_each_rows_count_and_lists_every_count(tmp_path):
+    timing = json.loads(json.dumps(TIMING))
+    training = timing["training"]
+    training["threads"] = [1, 2]
+    training["by_threads"] = {name: {"1": {"train_tokens_per_s": 1.0, "train_tokens_per_s_without_validation": 2.0},
+                                     "2": dict(medians)} for name, medians in training["median"].items()}
+    for medians in training["median"].values():
+        medians["train_threads"] = 2
+    training["median"]["eole"] = {**training["by_threads"]["eole"]["1"], "train_threads": 1}
+    table = report.markdown(make_results(), tmp_path / report.CTRANSLATE2, timing)
+    assert "every toolkit at OMP_NUM_THREADS=1, 2 in turn" in table
+    assert "| eole | 1 (1 thread) | 2 (1 thread) | 30.0 (64) | 5.0 | 13.0 |" in table
+    assert "| ours | 900 (2 threads) | 1000 (2 threads) |" in table
+    assert "| eole | 2 | 1800 | 2000 |" in table and "| eole | 1 | 1 | 2 |" in table
+    assert "OMP_NUM_THREADS=2. `python -m benchmarks.peers.run --decoding_rounds 3`" in table  # decoding: one count
+
+
 def test_ctranslate2_rows_are_included_when_present(tmp_path):
     (tmp_path / report.CTRANSLATE2).write_text(json.dumps({"title": "CTranslate2 vs generate()", "rows": [
         {"engine": "ctranslate2 int8", "bleu": 30.1, "sentences_per_s": {"median": 50.5, "quartiles": [49.0, 52.0]},
@@ -146,3 +164,29 @@ def test_write_renders_json_md_png_and_the_docs_table(tmp_path):
     report.main(["--out", str(tmp_path), "--docs", str(docs)])  # rerendered from the json files alone
     assert (tmp_path / "peers.md").read_text() == report.markdown(results, tmp_path / report.CTRANSLATE2, TIMING)
     assert docs.read_text() == page
+
+
+def test_wall_table_gives_each_phase_of_each_toolkit():
+    timing = json.loads(json.dumps(TIMING))
+    timing["training"]["runs"] = [{"toolkit": "ours", "train": {"wall_s": wall}} for wall in (60.0, 90.0, 66.0)]
+    timing["decoding"]["runs"] = [{"toolkit": "eole", "select": {"16": {"wall_s": 6.0}, "64": {"wall_s": 12.0}},
+                                   "test": {"wall_s": 30.0}, "batch1": {"wall_s": 12.0}}]
+    lines = report.wall_table(make_results(), timing)
+    # quality: the mean over the seeds (train_s + 30 s; decoding seconds + 5 s); speed: medians, in minutes
+    assert "| ours | 2.2 | 7 | 1.1 |  |" in lines  # (130 + 140) / 2 s; 7 s; median 66 s
+    assert "| joeynmt | 3.8 | 10 |  |  |" in lines  # 230 s; (9 + 10) / 2 = 9.5 s, rounded to even
+    assert "| eole |  |  |  | 1.0 |" in lines  # one round: 6 + 12 + 30 + 12 s
+
+
+def test_the_committed_docs_table_is_what_the_committed_results_give(tmp_path):
+    """docs/peers.md's block rerendered from results/peers.json and results/peers_timing.json: unchanged."""
+    results = json.loads((report.REPO_ROOT / "results" / "peers.json").read_text())
+    timing = json.loads((report.REPO_ROOT / "results" / report.TIMING).read_text())
+    copy = tmp_path / "peers.md"
+    copy.write_text(report.DOCS.read_text())
+    report.update_docs(results, timing, copy)
+    assert copy.read_text() == report.DOCS.read_text()
+
+
+def test_the_docs_prose_quotes_no_measured_figure():
+    assert figures.figures_outside_blocks(report.DOCS.read_text()) == []

@@ -92,6 +92,41 @@ def test_the_speed_phase_runs_one_command_at_a_time():
         run.main(["--timing_rounds", "1", "--jobs", "2"])
 
 
+def test_the_quality_phase_runs_at_one_thread_count():
+    with pytest.raises(SystemExit):
+        run.main(["--seeds", "1", "--threads", "1", "2"])
+
+
+def test_each_toolkit_is_timed_at_each_thread_count_and_shown_at_its_fastest(tmp_path, monkeypatch):
+    """Every toolkit trains at every --threads in turn, each command under its own OMP_NUM_THREADS; a toolkit's
+    row is at the count where it was fastest (eole here at 1, ours at 2), the others kept in ``by_threads``."""
+    seconds = {("ours", "1"): 40.0, ("ours", "2"): 30.0, ("eole", "1"): 25.0, ("eole", "2"): 35.0}
+    calls = []
+
+    def fake_train(name, recipe, data, folder, seed):
+        threads = run.os.environ["OMP_NUM_THREADS"]
+        calls.append((name, threads, folder.name))
+        return {"train_s": seconds[name, threads] + len(calls) % 2, "validation_s": 5.0, "steps": recipe.updates}
+
+    monkeypatch.setattr(toolkits, "train", fake_train)
+    monkeypatch.setenv("OMP_NUM_THREADS", "7")
+    args = argparse.Namespace(seeds=[1], toolkits=["ours", "eole"], timing_rounds=2, threads=[1, 2],
+                              work=tmp_path / "work")
+    recipe = run.Recipe.main_job(29_000, 100)
+    timed = run.training_speed(recipe, FakeData(), args)
+    assert calls == [(name, threads, f"round{round_}-threads{threads}") for round_ in range(2)
+                     for threads in ("1", "2") for name in ("ours", "eole")]
+    tokens = 100 * recipe.batch_size * 400_000 / 29_000
+    for name, best in (("ours", 2), ("eole", 1)):
+        assert timed["median"][name]["train_threads"] == best
+        for count in (1, 2):
+            mine = [seconds[name, str(count)] + i % 2 for i, call in enumerate(calls, 1)
+                    if call[:2] == (name, str(count))]
+            assert timed["by_threads"][name][str(count)]["train_tokens_per_s"] == pytest.approx(
+                run.statistics.median(tokens / s for s in mine))
+        assert timed["median"][name]["train_tokens_per_s"] == timed["by_threads"][name][str(best)]["train_tokens_per_s"]
+
+
 class FakeData:
     """What the quality phase reads of the prepared data besides the runs: its statistics and references."""
 
@@ -126,7 +161,7 @@ def test_quality_runs_two_at_a_time_and_keeps_what_ended(tmp_path, monkeypatch):
     monkeypatch.setattr(run, "quality_run", fake_run)
     monkeypatch.setattr(toolkits, "version", lambda name: {name: "1.0"})
     monkeypatch.setattr(run.report, "render", lambda results, out, docs: None)
-    args = argparse.Namespace(seeds=[1, 2], toolkits=["ours", "joeynmt", "eole"], jobs=2, threads=1,
+    args = argparse.Namespace(seeds=[1, 2], toolkits=["ours", "joeynmt", "eole"], jobs=2, threads=[1],
                               decoding_batch_size=64, label="check", out=tmp_path, work=tmp_path / "work")
     with pytest.raises(RuntimeError, match=r"\('eole', 2\).*eole failed"):
         run.quality(run.Recipe.main_job(29_000, 300), FakeData(), args, "python -m benchmarks.peers.run")
