@@ -124,9 +124,9 @@ def run(args) -> dict:
         "command": "python -m benchmarks.peers.ctranslate2_speed " + shlex.join(sys.argv[1:]),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "versions": {package: version(package) for package in ("torch", "transformers", "ctranslate2", "sacrebleu")},
-        "provenance": provenance([training["arguments"]["seed"]], ["test"], note="shared machine"),
-        "shared_machine": "2 CPU cores shared with other jobs running at the same time: absolute speeds vary "
-                          "with their load; the ratios (engines taking turns batch by batch) are what to read.",
+        "provenance": provenance([training["arguments"]["seed"]], ["test"], note=args.machine_note),
+        "machine_note": f"The machine: {args.machine_note} (the load average at the end is below); absolute speeds "
+                        "vary with the load, the ratios (engines taking turns batch by batch) less.",
         "model": {"folder": str(model_dir), "training_command": args.training_command,
                   "seed": training["arguments"]["seed"], "steps": training["steps"],
                   "train_runtime_s": round(training["train_runtime_s"], 1), "test_bleu": training["test_bleu"],
@@ -158,7 +158,7 @@ def markdown(result: dict) -> str:
         f"per engine (custom_generate: speed only). Speed: every {settings['timing_stride']}th batch ({settings['timed_sentences']} sentences), a "
         f"warm-up pass then {settings['rounds']} rounds with the engines taking turns batch by batch; speed-ups are "
         "the median (quartiles) over the rounds of generate()'s (or custom_generate's) seconds / the engine's. "
-        + result["shared_machine"],
+        + result["machine_note"],
         "",
         "| engine | BLEU | chrF | greedy tokens = generate() | beam-5 tokens = generate() | sentences/s | "
         "speed-up vs generate() | speed-up vs custom_generate |",
@@ -200,6 +200,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--max_sentences", type=int, default=None, help="Only the first N test sentences.")
     parser.add_argument("--timing_stride", type=int, default=4,
                         help="Time every N-th batch (all of them: 1); parity and BLEU cover every sentence.")
+    parser.add_argument("--machine_note", default="shared with other jobs running at the same time",
+                        help="What else ran on the machine, recorded with the results (e.g. 'quiet: nothing else "
+                             "running').")
     parser.add_argument("--out", type=Path, default=Path("results") / "peers_ctranslate2",
                         help="Results go to <out>.json and <out>.md.")
     args = parser.parse_args(argv)
