@@ -11,6 +11,7 @@ from pathlib import Path
 from hf_seqmodels.comparison.aggregate import mean_sd
 from hf_seqmodels.comparison.report import mean_sd_cell
 from hf_seqmodels.comparison.runner import write_json
+from hf_seqmodels.provenance import provenance
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TIMING = "peers_timing.json"  # the speed phase's medians (benchmarks.peers.run --timing_rounds / --decoding_rounds)
@@ -31,6 +32,52 @@ def train_tokens_per_second(run: dict, without_validation: bool = False) -> floa
 
 def sentences_per_second(decoded: dict) -> float:
     return decoded["sentences"] / decoded["seconds"]
+
+
+def training_summary(runs: list[dict]) -> dict:
+    """The medians over the rounds of training runs: tokens/s with and without the validations."""
+    return {key: statistics.median(train_tokens_per_second(run, without) for run in runs)
+            for key, without in (("train_tokens_per_s", False), ("train_tokens_per_s_without_validation", True))}
+
+
+def decoding_summary(runs: list[dict]) -> dict:
+    """The medians over the rounds of decoding rounds (and the batch size most often fastest)."""
+    return {"best_batch_sents_per_s": statistics.median(sentences_per_second(run["test"]) for run in runs),
+            "best_batch_size": statistics.mode(run["best_batch_size"] for run in runs),
+            "batch1_sents_per_s": statistics.median(sentences_per_second(run["batch1"]) for run in runs),
+            "mean_output_pieces": statistics.median(run["test"]["mean_output_pieces"] for run in runs),
+            "decode_peak_rss_mb": statistics.median(run["test"]["peak_rss_mb"] for run in runs)}
+
+
+# Per part of the speed phase: its summary of a toolkit's runs at one thread count, and its speed figures, each
+# with the key its best thread count is stored under. The first figure's count carries the part's other values.
+SPEED_PARTS = {
+    "training": (training_summary, {"train_tokens_per_s": "train_threads",
+                                    "train_tokens_per_s_without_validation": "train_threads_without_validation"}),
+    "decoding": (decoding_summary, {"best_batch_sents_per_s": "decode_threads", "batch1_sents_per_s": "batch1_threads"}),
+}
+
+
+def speed_medians(part: str, runs: list[dict]) -> dict:
+    """``by_threads``: the part's summary of each toolkit's runs at each thread count (a run without ``threads`` ran
+    at the part's one count); ``median``: per toolkit, each speed figure at the thread count where it is highest,
+    with that count (the number of threads is a setting, and each toolkit is timed at its best), and the part's other
+    values at the count of its first figure."""
+    summary, figures = SPEED_PARTS[part]
+    names = list(dict.fromkeys(run["toolkit"] for run in runs))
+    by_threads = {name: {str(count): summary([run for run in runs if run["toolkit"] == name
+                                              and run.get("threads") == count])
+                         for count in sorted({run.get("threads") for run in runs if run["toolkit"] == name},
+                                             key=str)}
+                  for name in names}
+    median = {}
+    for name, summaries in by_threads.items():
+        for number, (figure, key) in enumerate(figures.items()):
+            count = max(summaries, key=lambda count: summaries[count][figure])
+            if number == 0:
+                median[name] = dict(summaries[count])
+            median[name].update({figure: summaries[count][figure], key: int(count) if count != "None" else None})
+    return {"median": median, "by_threads": by_threads}
 
 
 def scored(results: dict) -> list[dict]:
@@ -194,7 +241,8 @@ def wall_table(results: dict, timing: dict) -> list[str]:
 
 def threads_note(medians: dict, key: str) -> str:
     """" (N threads)" where the speed phase tried several thread counts and this figure is at its best, N."""
-    return f" ({medians[key]} thread{'s' if medians[key] > 1 else ''})" if key in medians else ""
+    count = medians.get(key)
+    return f" ({count} thread{'s' if count > 1 else ''})" if count is not None else ""
 
 
 def speed_table(timing: dict) -> list[str]:
@@ -212,11 +260,14 @@ def speed_table(timing: dict) -> list[str]:
              "|---|---|---|---|---|---|"]
     for name, medians in timed.items():
         batch = f" ({medians['best_batch_size']})" if "best_batch_size" in medians else ""
-        train, decode = threads_note(medians, "train_threads"), threads_note(medians, "decode_threads")
-        lines.append(f"| {name} | {cell(medians, 'train_tokens_per_s', 0)}{train} | "
-                     f"{cell(medians, 'train_tokens_per_s_without_validation', 0)}{train} | "
-                     f"{cell(medians, 'best_batch_sents_per_s', 1)}{batch}{decode} | "
-                     f"{cell(medians, 'batch1_sents_per_s', 1)}{decode} | {cell(medians, 'mean_output_pieces', 1)} |")
+        threads = {figure: threads_note(medians, key) for _, figures in SPEED_PARTS.values()
+                   for figure, key in figures.items()}
+        lines.append(f"| {name} | {cell(medians, 'train_tokens_per_s', 0)}{threads['train_tokens_per_s']} | "
+                     f"{cell(medians, 'train_tokens_per_s_without_validation', 0)}"
+                     f"{threads['train_tokens_per_s_without_validation']} | "
+                     f"{cell(medians, 'best_batch_sents_per_s', 1)}{batch}{threads['best_batch_sents_per_s']} | "
+                     f"{cell(medians, 'batch1_sents_per_s', 1)}{threads['batch1_sents_per_s']} | "
+                     f"{cell(medians, 'mean_output_pieces', 1)} |")
     return lines
 
 
@@ -249,8 +300,8 @@ def threads_text(part: dict) -> str:
     threads = part["threads"] if isinstance(part["threads"], list) else [part["threads"]]
     if len(threads) == 1:
         return f"OMP_NUM_THREADS={threads[0]}"
-    return (f"every toolkit at OMP_NUM_THREADS={', '.join(map(str, threads))} in turn, its row at the thread count "
-            "where it was fastest (the table below gives each)")
+    return (f"every toolkit at OMP_NUM_THREADS={', '.join(map(str, threads))} in turn, each figure of its row at the "
+            "thread count where that figure was highest, named in it (the table below gives every count)")
 
 
 def speed_section(timing: dict) -> list[str]:
@@ -415,12 +466,27 @@ def render(results: dict, out: Path, docs: Path | None) -> None:
         update_docs(results, timing, docs)
 
 
+def resummarize(path: Path) -> None:
+    """Recompute the ``median`` and ``by_threads`` of every part of the speed results at ``path`` from its ``runs``,
+    and record in the part which code did (``summarized``: this commit; the runs keep their ``provenance``)."""
+    timing, now = json.loads(path.read_text()), provenance([], [])
+    for part, measured in timing.items():
+        measured.update(speed_medians(part, measured["runs"]), summarized={
+            "by": "benchmarks.peers.report.speed_medians", **{key: now[key] for key in ("commit", "tree_clean", "date")}})
+    write_json(path, timing)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "results", help="the folder of peers.json")
     parser.add_argument("--docs", type=Path, default=DOCS, help="the docs page whose table is rewritten")
     parser.add_argument("--no_docs", action="store_true", help="leave the docs page alone")
+    parser.add_argument("--resummarize", action="store_true",
+                        help="recompute each speed part's medians from its stored runs (`speed_medians`) into "
+                             "peers_timing.json first, recording this commit (after a change of how they are summarized)")
     args = parser.parse_args(argv)
+    if args.resummarize:
+        resummarize(args.out / TIMING)
     render(json.loads((args.out / "peers.json").read_text()), args.out, None if args.no_docs else args.docs)
 
 

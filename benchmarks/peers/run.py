@@ -25,9 +25,8 @@ import dataclasses
 import json
 import os
 import shlex
-import statistics
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 from hf_seqmodels.comparison.runner import write_json
@@ -219,29 +218,13 @@ def threads_of(args: argparse.Namespace) -> Iterator[int]:
         yield threads
 
 
-def best_thread_count(runs: list[dict], names: list[str], summary: Callable[[list[dict]], dict],
-                      primary: str, key: str) -> dict:
-    """``summary`` (medians over the rounds) of each toolkit's runs at each thread count (``by_threads``), and in
-    ``median`` the one at the thread count where its ``primary`` figure is highest, that count stored as ``key``:
-    the number of threads is a setting, and each toolkit is timed at its best."""
-    by_threads = {name: {str(count): summary([run for run in runs if run["toolkit"] == name
-                                              and run["threads"] == count])
-                         for count in sorted({run["threads"] for run in runs if run["toolkit"] == name})}
-                  for name in names}
-    median = {}
-    for name, summaries in by_threads.items():
-        count = max(summaries, key=lambda count: summaries[count][primary])
-        median[name] = {**summaries[count], key: int(count)}
-    return {"median": median, "by_threads": by_threads}
-
-
 def training_speed(recipe: Recipe, data: peers_data.PreparedData, args: argparse.Namespace) -> dict:
     """Training speed alone: every toolkit trains the recipe ``--timing_rounds`` times at each of ``--threads``, the
     toolkits taking turns (ours, joeynmt, eole, ours, ...), so that a machine whose load changes slows each alike;
     nothing is decoded. Each run's record (with the load average before it) and, per toolkit and thread count, the
     median tokens/s over the rounds, with and without the validations inside the training loop (each toolkit
     validates differently: ours decodes the validation set greedily and scores BLEU, eole computes its loss only);
-    each toolkit's row is at its fastest thread count (`best_thread_count`)."""
+    each figure at the toolkit's fastest thread count for it (`report.speed_medians`)."""
     stats, seed, runs = data.stats()["train"], args.seeds[0], []
     for round_ in range(args.timing_rounds):
         for threads in threads_of(args):
@@ -256,12 +239,8 @@ def training_speed(recipe: Recipe, data: peers_data.PreparedData, args: argparse
                     "batch_size": recipe.batch_size, "mean_source_tokens": stats["source_tokens"] / stats["sentences"],
                     "load_before": load, "train": trained}, args.work))
 
-    def summary(mine: list[dict]) -> dict:
-        return {key: statistics.median(report.train_tokens_per_second(run, without) for run in mine)
-                for key, without in (("train_tokens_per_s", False), ("train_tokens_per_s_without_validation", True))}
-
     return {"recipe": dataclasses.asdict(recipe), "rounds": args.timing_rounds,
-            **best_thread_count(runs, args.toolkits, summary, "train_tokens_per_s", "train_threads"), "runs": runs}
+            **report.speed_medians("training", runs), "runs": runs}
 
 
 def decoding_speed(recipe: Recipe, data: peers_data.PreparedData, args: argparse.Namespace) -> dict:
@@ -297,18 +276,9 @@ def decoding_speed(recipe: Recipe, data: peers_data.PreparedData, args: argparse
                                            "load_before": load, "select": select, "best_batch_size": best,
                                            "test": test, "batch1": batch1}, args.work))
 
-    def summary(mine: list[dict]) -> dict:
-        return {
-            "best_batch_sents_per_s": statistics.median(report.sentences_per_second(run["test"]) for run in mine),
-            "best_batch_size": statistics.mode(run["best_batch_size"] for run in mine),
-            "batch1_sents_per_s": statistics.median(report.sentences_per_second(run["batch1"]) for run in mine),
-            "mean_output_pieces": statistics.median(run["test"]["mean_output_pieces"] for run in mine),
-            "decode_peak_rss_mb": statistics.median(run["test"]["peak_rss_mb"] for run in mine)}
-
     return {"seed": seed, "rounds": args.decoding_rounds, "batch_sizes": args.batch_sizes,
             "select_sentences": args.select_sentences, "batch1_sentences": args.batch1_sentences,
-            **best_thread_count(runs, args.toolkits, summary, "best_batch_sents_per_s", "decode_threads"),
-            "runs": runs}
+            **report.speed_medians("decoding", runs), "runs": runs}
 
 
 def speed(recipe: Recipe, data: peers_data.PreparedData, args: argparse.Namespace, command: str) -> dict:

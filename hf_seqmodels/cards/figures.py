@@ -96,14 +96,15 @@ class OverRows:
     file: str
     rows: tuple[Key, ...]
     select: dict
-    key: str
+    key: str | tuple[Key, ...]  # a key of each item, or a key path into it
 
     def text(self) -> str:
         items = [item for item in lookup(load(self.file), self.rows, self.file)
                  if all(item.get(k) == v for k, v in self.select.items())]
         if not items:
             raise ValueError(f"{self.file}: no item of {list(self.rows)} matches {self.select}")
-        values = [item[self.key] for item in items]
+        path = self.key if isinstance(self.key, tuple) else (self.key,)
+        values = [lookup(item, path, f"{self.file}: {self.select}") for item in items]
         spread = f" ± {statistics.stdev(values):.2f}" if len(values) > 1 else ""
         return f"{statistics.fmean(values):.2f}{spread} (n={len(values)})"
 

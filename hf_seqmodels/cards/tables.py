@@ -229,6 +229,27 @@ TRAINING_SPEED = Table(
         for variant in ("ours", "ours, LabelSmoother + per-parameter AdamW", "floor",
                         "floor, 128 per encoder direction")))
 
+PEERS_FILE, PEERS_TIMING_FILE = "results/peers.json", "results/peers_timing.json"
+
+
+def peers_rows() -> list:
+    """A row per toolkit of `benchmarks.peers`: its test BLEU over the quality phase's seeds, and the speed phase's
+    medians at its fastest thread count."""
+    def speed(part: str, name: str, key: str, places: int, threads: str) -> Join:
+        where = (part, "median", name)
+        return Join((Figure(PEERS_TIMING_FILE, where + (key,), places),
+                     Figure(PEERS_TIMING_FILE, where + (threads,), unit=")")), sep=" (threads: ")
+
+    return [(f"`{name}`" if name == "ours" else name,
+             OverRows(PEERS_FILE, ("runs",), {"toolkit": name}, ("scores", "bleu", "score")),
+             speed("training", name, "train_tokens_per_s", 0, "train_threads"),
+             speed("decoding", name, "best_batch_sents_per_s", 1, "decode_threads"))
+            for name in load(PEERS_FILE)["toolkits"]]
+
+
+PEERS = Table(("toolkit, the main job's model and budget", "test2016 BLEU, mean ± sd over seeds",
+               "training tokens/s", "beam-5 sentences/s at its best batch"), peers_rows)
+
 SERVING_FILE = "results/peers_ctranslate2.json"
 
 
@@ -374,7 +395,7 @@ def gpu_quality_rows() -> list:
 GPU_QUALITY = Table(("run (results/gpu/)", "seed", "epochs", "test2016 BLEU"), gpu_quality_rows)
 
 DOCUMENTS = {
-    "README.md": {"quality": QUALITY, "speed": SPEED},
+    "README.md": {"quality": QUALITY, "speed": SPEED, "peers": PEERS},
     "docs/results.md": {
         "main-job": MAIN_JOB, "speed-all": SPEED_ALL, "headline-history": HISTORY, "training-options": TRAINING_OPTIONS,
         "ptb": PTB, "gpu-speed": GPU_SPEED, "suite-budgets": SUITE_BUDGETS, "signatures": SIGNATURES,

@@ -128,8 +128,10 @@ def test_a_sweep_over_thread_counts_names_each_rows_count_and_lists_every_count(
     training["median"]["eole"] = {**training["by_threads"]["eole"]["1"], "train_threads": 1}
     table = report.markdown(make_results(), tmp_path / report.CTRANSLATE2, timing)
     assert "every toolkit at OMP_NUM_THREADS=1, 2 in turn" in table
+    training["median"]["eole"]["train_threads_without_validation"] = 1
+    table = report.markdown(make_results(), tmp_path / report.CTRANSLATE2, timing)
     assert "| eole | 1 (1 thread) | 2 (1 thread) | 30.0 (64) | 5.0 | 13.0 |" in table
-    assert "| ours | 900 (2 threads) | 1000 (2 threads) |" in table
+    assert "| ours | 900 (2 threads) | 1000 |" in table  # no count stored for that figure: none named
     assert "| eole | 2 | 1800 | 2000 |" in table and "| eole | 1 | 1 | 2 |" in table
     assert "OMP_NUM_THREADS=2. `python -m benchmarks.peers.run --decoding_rounds 3`" in table  # decoding: one count
 
@@ -190,3 +192,20 @@ def test_the_committed_docs_table_is_what_the_committed_results_give(tmp_path):
 
 def test_the_docs_prose_quotes_no_measured_figure():
     assert figures.figures_outside_blocks(report.DOCS.read_text()) == []
+
+
+def test_resummarize_recomputes_the_medians_from_the_runs(tmp_path):
+    runs = [{"toolkit": "eole", "threads": threads, "best_batch_size": 64, "test": {
+        "sentences": 100, "seconds": seconds, "mean_output_pieces": 12.0, "peak_rss_mb": 500.0},
+        "batch1": {"sentences": 10, "seconds": batch1}} for threads, seconds, batch1 in
+        ((1, 2.0, 1.0), (2, 1.0, 2.0), (1, 2.2, 1.2), (2, 1.2, 2.2))]
+    path = tmp_path / report.TIMING
+    path.write_text(json.dumps({"decoding": {"runs": runs, "median": {"eole": {"best_batch_sents_per_s": 1.0}}}}))
+    report.resummarize(path)
+    part = json.loads(path.read_text())["decoding"]
+    eole = part["median"]["eole"]
+    # at its best batch eole is fastest at 2 threads (100 / 1.1 s), at batch 1 at 1 thread (10 / 1.1 s)
+    assert eole["best_batch_sents_per_s"] == statistics.median([100 / 1.0, 100 / 1.2]) and eole["decode_threads"] == 2
+    assert eole["batch1_sents_per_s"] == statistics.median([10 / 1.0, 10 / 1.2]) and eole["batch1_threads"] == 1
+    assert set(part["by_threads"]["eole"]) == {"1", "2"}
+    assert part["summarized"]["by"] == "benchmarks.peers.report.speed_medians" and part["summarized"]["commit"]
