@@ -241,13 +241,15 @@ def peers_rows() -> list:
                      Figure(PEERS_TIMING_FILE, where + (threads,), unit=")")), sep=" (threads: ")
 
     return [(f"`{name}`" if name == "ours" else name,
+             Figure(PEERS_FILE, ("runs", {"toolkit": name, "seed": load(PEERS_FILE)["budget"]["seeds"][0]},
+                                 "train", "parameters")),
              OverRows(PEERS_FILE, ("runs",), {"toolkit": name}, ("scores", "bleu", "score")),
              speed("training", name, "train_tokens_per_s", 0, "train_threads"),
              speed("decoding", name, "best_batch_sents_per_s", 1, "decode_threads"))
             for name in load(PEERS_FILE)["toolkits"]]
 
 
-PEERS = Table(("toolkit, the main job's model and budget", "test2016 BLEU, mean ± sd over seeds",
+PEERS = Table(("toolkit, the main job's model and budget", "parameters", "test2016 BLEU, mean ± sd over seeds",
                "training tokens/s", "beam-5 sentences/s at its best batch"), peers_rows)
 
 SERVING_FILE = "results/peers_ctranslate2.json"
