@@ -546,15 +546,14 @@ def evaluate_loss(accelerator: Accelerator, model: PreTrainedModel, dataset, col
     classification. A causal LM (a model that generates and is not an encoder-decoder) shifts its labels, so
     ``labels[:, 0]`` is never a target. Each process takes a contiguous shard (no row twice, none dropped) and sums
     ``loss * targets`` per batch; the sums are added over processes. The rows are batched by length
-    (`length_order`): the mean does not depend on their order, and random batches of sentences pad about half.
+    (`sorted_by_length`): the mean does not depend on their order, and random batches of sentences pad about half.
     """
     _require_rows(dataset, "evaluation", EVAL_SIZE_OPTIONS)
     model = accelerator.unwrap_model(model)
     was_training = model.training
     model.eval()
     shifted = model.can_generate() and not model.config.is_encoder_decoder
-    shard = dataset.shard(accelerator.num_processes, accelerator.process_index, contiguous=True)
-    shard = shard.select(length_order(shard))
+    shard = sorted_by_length(dataset.shard(accelerator.num_processes, accelerator.process_index, contiguous=True))
     totals = torch.zeros(2, dtype=torch.float64, device=accelerator.device)  # [sum of losses, number of targets]
     loader = DataLoader(shard, batch_size=batch_size, collate_fn=collate_fn)
     for batch in tqdm(loader, desc="Evaluating", leave=False, disable=not accelerator.is_local_main_process):
@@ -575,6 +574,12 @@ def length_order(dataset: datasets.Dataset) -> list[int]:
             for name in ("labels", "input_ids")  # np.lexsort sorts by the last key first
             if name in dataset.column_names and pyarrow.types.is_list(dataset.data.schema.field(name).type)]
     return numpy.lexsort(keys).tolist() if keys else list(range(len(dataset)))
+
+
+def sorted_by_length(dataset: datasets.Dataset) -> datasets.Dataset:
+    """``dataset``'s rows in `length_order`, which batch with little padding (for evaluations, whose scores do not
+    depend on the order)."""
+    return dataset.select(length_order(dataset))
 
 
 def training_loss(model: torch.nn.Module, batch: dict, label_smoothing: float,

@@ -27,7 +27,7 @@ from ..pretrained_embeddings import pretrained_rows
 from ..provenance import describe_device
 from ..safe_loading import load_pretrained
 from ..tokenization import DEFAULT_SPECIAL_TOKENS, KINDS, load_tokenizer, train_tokenizer
-from ..training import finish_run, keep_model_inputs, start_run, train
+from ..training import finish_run, keep_model_inputs, sorted_by_length, start_run, train
 from ..training_args import TrainingArguments
 from . import arguments
 
@@ -340,12 +340,6 @@ def predicted_labels(model: PreTrainedModel, batch: dict, labels: torch.Tensor) 
 
 def eval_prefixed(scores: dict, prefix: str = "eval") -> dict:
     return {f"{prefix}_{key}": value for key, value in scores.items()}
-
-
-def sorted_by_length(dataset: datasets.Dataset) -> datasets.Dataset:
-    """``dataset``'s rows in length order, which batch with little padding; no score depends on the order."""
-    lengths = [len(ids) for ids in dataset["input_ids"]]
-    return dataset.select(sorted(range(len(lengths)), key=lengths.__getitem__))
 
 
 def evaluation_results(accelerator: Accelerator, output: dict, scores: dict, model: PreTrainedModel) -> dict:
