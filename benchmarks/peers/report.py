@@ -68,7 +68,7 @@ def speed_medians(part: str, runs: list[dict]) -> dict:
     by_threads = {name: {str(count): summary([run for run in runs if run["toolkit"] == name
                                               and run.get("threads") == count])
                          for count in sorted({run.get("threads") for run in runs if run["toolkit"] == name},
-                                             key=str)}
+                                             key=lambda count: -1 if count is None else count)}
                   for name in names}
     median = {}
     for name, summaries in by_threads.items():
@@ -215,14 +215,8 @@ def wall_table(results: dict, timing: dict) -> list[str]:
     """How long each phase's commands ran (their wall seconds, loading included), per toolkit: the quality phase's
     training and test-decoding commands (mean over the seeds; two at a time when ``jobs`` is above 1), and in the
     speed phase one training run and one decoding round (all its decoding commands), medians over the rounds."""
-    def minutes(values: list[float]) -> str:
-        return f"{statistics.mean(values) / 60:.1f}" if values else ""
-
-    def seconds(values: list[float]) -> str:
-        return f"{statistics.mean(values):.0f}" if values else ""
-
-    def median_minutes(values: list[float]) -> str:
-        return f"{statistics.median(values) / 60:.1f}" if values else ""
+    def cell(values: list[float], average=statistics.mean, unit: float = 60, places: int = 1) -> str:
+        return f"{average(values) / unit:.{places}f}" if values else ""
 
     lines = ["| toolkit | quality: training command (min) | quality: test decoding command (s) | speed: one "
              "training run (min) | speed: one decoding round (min) |", "|---|---|---|---|---|"]
@@ -233,9 +227,9 @@ def wall_table(results: dict, timing: dict) -> list[str]:
                    if run["toolkit"] == name]
         rounds = [sum(decoded["wall_s"] for decoded in (*run["select"].values(), run["test"], run["batch1"]))
                   for run in timing.get("decoding", {}).get("runs", []) if run["toolkit"] == name]
-        lines.append(f"| {name} | {minutes([run['train']['wall_s'] for run in quality])} | "
-                     f"{seconds([run['decode']['test']['wall_s'] for run in quality])} | {median_minutes(trained)} | "
-                     f"{median_minutes(rounds)} |")
+        lines.append(f"| {name} | {cell([run['train']['wall_s'] for run in quality])} | "
+                     f"{cell([run['decode']['test']['wall_s'] for run in quality], unit=1, places=0)} | "
+                     f"{cell(trained, statistics.median)} | {cell(rounds, statistics.median)} |")
     return lines
 
 
