@@ -46,7 +46,19 @@ def decoding_summary(runs: list[dict]) -> dict:
             "best_batch_size": statistics.mode(run["best_batch_size"] for run in runs),
             "batch1_sents_per_s": statistics.median(sentences_per_second(run["batch1"]) for run in runs),
             "mean_output_pieces": statistics.median(run["test"]["mean_output_pieces"] for run in runs),
-            "decode_peak_rss_mb": statistics.median(run["test"]["peak_rss_mb"] for run in runs)}
+            "decode_peak_rss_mb": statistics.median(run["test"]["peak_rss_mb"] for run in runs),
+            **model_clock_summary([run["test"] for run in runs])}
+
+
+def model_clock_summary(tests: list[dict]) -> dict:
+    """Where the decoding command clocked the model's own computation (ours, `decode_ours.model_clock`), the medians
+    over the rounds of the test2016 sentences/s that computation alone would allow (the search's bookkeeping and
+    generate()'s preparation costing nothing) and of the output layer's share of the decoding seconds."""
+    if not tests or not all("model_seconds" in test for test in tests):
+        return {}
+    return {"model_only_sents_per_s": statistics.median(test["sentences"] / test["model_seconds"] for test in tests),
+            "model_share": statistics.median(test["model_seconds"] / test["seconds"] for test in tests),
+            "output_layer_share": statistics.median(test["output_layer_seconds"] / test["seconds"] for test in tests)}
 
 
 # Per part of the speed phase: its summary of a toolkit's runs at one thread count, and its speed figures, each
@@ -150,6 +162,24 @@ def targets(results: dict, timing: dict | None = None) -> list[dict]:
         found.append({"name": f"beam-5 sentences/s at the best batch, {baseline} / {fastest} (the faster peer)",
                       "value": round(ratio, 2), "wanted": ">= 1.5", "met": ratio >= 1.5})
     return found
+
+
+def decoding_ceiling(baseline: str, timing: dict) -> list[str]:
+    """What issue 39's decoding target asks of the baseline's model, where the speed phase clocked it: a sentence
+    comparing the faster peer's best-batch speed with what the baseline's model computation alone allows."""
+    timed = speeds(timing)
+    ours = timed.get(baseline, {})
+    peers = [name for name in timed if name != baseline and "best_batch_sents_per_s" in timed[name]]
+    if "model_only_sents_per_s" not in ours or not peers:
+        return []
+    fastest = max(peers, key=lambda name: timed[name]["best_batch_sents_per_s"])
+    peer, alone = timed[fastest]["best_batch_sents_per_s"], ours["model_only_sents_per_s"]
+    return [f"Inside {baseline}'s decoding at its best batch and thread count, the model's own computation (the "
+            f"encoder, every decoding step, the output layer) took a median {ours['model_share']:.0%} of the "
+            f"seconds, the output layer alone {ours['output_layer_share']:.0%}. Were the rest (generate()'s "
+            f"preparation and the search's scoring, ranking and reordering) free, {baseline} would decode "
+            f"{alone:.1f} sentences/s, {alone / peer:.2f}x {fastest}'s {peer:.1f}; 1.5x that is "
+            f"{1.5 * peer:.1f}."]
 
 
 def bootstrap_cell(run: dict, baseline: str) -> str:
@@ -363,6 +393,8 @@ def markdown(results: dict, ctranslate2: Path | None = None, timing: dict | None
         lines += ["", "Targets (issue 39), on this run's budget and machine:", "", "| target | value | wanted | |",
                   "|---|---|---|---|"]
         lines += [f"| {t['name']} | {t['value']} | {t['wanted']} | {'met' if t['met'] else 'missed'} |" for t in found]
+    if ceiling := decoding_ceiling(baseline, timing):
+        lines += ["", *ceiling]
     lines += [
         "",
         "## Every run",
@@ -439,6 +471,7 @@ def update_docs(results: dict, timing: dict, path: Path) -> None:
              f"{results['machine']})", "", *summary_table(results)]
     if speed := speed_table(timing):
         table += ["", "Speed (the speed phase, results/peers_timing.json; medians):", "", *speed]
+        table += [item for line in decoding_ceiling(results["baseline"], timing) for item in ("", line)]
     table += ["", "Wall time of each command (loading included; the quality phase's ran two at a time at one thread "
               "each when its runs say so, the speed phase's one at a time):", "", *wall_table(results, timing)]
     path.write_text(f"{head}{DOCS_BEGIN}\n" + "\n".join(table) + f"\n{DOCS_END}{tail}", encoding="utf-8")

@@ -209,3 +209,28 @@ def test_resummarize_recomputes_the_medians_from_the_runs(tmp_path):
     assert eole["batch1_sents_per_s"] == statistics.median([10 / 1.0, 10 / 1.2]) and eole["batch1_threads"] == 1
     assert set(part["by_threads"]["eole"]) == {"1", "2"}
     assert part["summarized"]["by"] == "benchmarks.peers.report.speed_medians" and part["summarized"]["commit"]
+
+
+def test_the_decoding_ceiling_is_what_the_clocked_model_computation_allows(tmp_path):
+    """Ours' test decodes clocked inside the model (decode_ours.model_clock): the sentence under the targets names
+    the median model-only speed, its ratio to the faster peer and the shares, recomputed here from the runs."""
+    runs = [{"toolkit": "ours", "threads": 2, "best_batch_size": 64, "batch1": {"sentences": 10, "seconds": 1.0},
+             "test": {"sentences": 1000, "seconds": seconds, "model_seconds": inside, "output_layer_seconds": layer,
+                      "mean_output_pieces": 12.0, "peak_rss_mb": 500.0}}
+            for seconds, inside, layer in ((5.0, 3.5, 2.0), (6.0, 4.0, 2.5), (5.5, 3.0, 2.2))]
+    summary = report.decoding_summary(runs)
+    assert summary["model_only_sents_per_s"] == statistics.median([1000 / 3.5, 1000 / 4.0, 1000 / 3.0])
+    assert summary["model_share"] == statistics.median([3.5 / 5.0, 4.0 / 6.0, 3.0 / 5.5])
+    assert summary["output_layer_share"] == statistics.median([2.0 / 5.0, 2.5 / 6.0, 2.2 / 5.5])
+    assert "model_only_sents_per_s" not in report.decoding_summary([{**runs[0], "test": {
+        key: value for key, value in runs[0]["test"].items() if key != "model_seconds"}}])
+
+    timing = json.loads(json.dumps(TIMING))
+    timing["decoding"]["median"]["ours"].update(summary)
+    table = report.markdown(make_results(), tmp_path / report.CTRANSLATE2, timing)
+    alone = summary["model_only_sents_per_s"]
+    assert (f"ours would decode {alone:.1f} sentences/s, {alone / 30.0:.2f}x eole's 30.0; 1.5x that is 45.0."
+            in table)
+    assert (f"took a median {summary['model_share']:.0%} of the seconds, the output layer alone "
+            f"{summary['output_layer_share']:.0%}" in table)
+    assert "would decode" not in report.markdown(make_results(), tmp_path / report.CTRANSLATE2, TIMING)
