@@ -174,7 +174,7 @@ def decoding_ceiling(baseline: str, timing: dict) -> list[str]:
         return []
     fastest = max(peers, key=lambda name: timed[name]["best_batch_sents_per_s"])
     peer, alone = timed[fastest]["best_batch_sents_per_s"], ours["model_only_sents_per_s"]
-    return [f"Inside {baseline}'s decoding at its best batch and thread count, the model's own computation (the "
+    return [f"Inside the decoding of {baseline} at its best batch and thread count, the model's own computation (the "
             f"encoder, every decoding step, the output layer) took a median {ours['model_share']:.0%} of the "
             f"seconds, the output layer alone {ours['output_layer_share']:.0%}. Were the rest (generate()'s "
             f"preparation and the search's scoring, ranking and reordering) free, {baseline} would decode "
