@@ -117,6 +117,13 @@ def summarize(results: dict) -> list[dict]:
     return rows
 
 
+# The speed figures of the tables, in their order: part, key, title in the by-threads table, decimals.
+SPEED_FIGURES = (("training", "train_tokens_per_s", "training tokens/s", 0),
+                 ("training", "train_tokens_per_s_without_validation", "without validation", 0),
+                 ("decoding", "best_batch_sents_per_s", "beam-5 sentences/s at best batch", 1),
+                 ("decoding", "batch1_sents_per_s", "at batch 1", 1))
+
+
 def speeds(timing: dict) -> dict[str, dict]:
     """Per toolkit, the speed phase's medians (peers_timing.json): training tokens/s (with and without its
     validations) and beam-5 sentences/s at its best batch size and at batch 1, where measured."""
@@ -269,38 +276,32 @@ def threads_note(medians: dict, key: str) -> str:
     return f" ({count} thread{'s' if count > 1 else ''})" if count is not None else ""
 
 
+def figure_cell(medians: dict, key: str, digits: int) -> str:
+    return f"{medians[key]:.{digits}f}" if key in medians else ""
+
+
 def speed_table(timing: dict) -> list[str]:
     """The speed phase's table (peers_timing.json): a row per toolkit, a blank cell where a part was not run; each
     part's figures at the toolkit's fastest thread count, named when several were tried."""
     timed = speeds(timing)
     if not timed:
         return []
-
-    def cell(medians: dict, key: str, digits: int) -> str:
-        return f"{medians[key]:.{digits}f}" if key in medians else ""
-
+    threads_keys = {figure: key for _, figures in SPEED_PARTS.values() for figure, key in figures.items()}
     lines = ["| toolkit | training tokens/s | training tokens/s without validation | beam-5 sentences/s at best "
              "batch (batch) | beam-5 sentences/s at batch 1 | test output pieces per sentence |",
              "|---|---|---|---|---|---|"]
     for name, medians in timed.items():
-        batch = f" ({medians['best_batch_size']})" if "best_batch_size" in medians else ""
-        threads = {figure: threads_note(medians, key) for _, figures in SPEED_PARTS.values()
-                   for figure, key in figures.items()}
-        lines.append(f"| {name} | {cell(medians, 'train_tokens_per_s', 0)}{threads['train_tokens_per_s']} | "
-                     f"{cell(medians, 'train_tokens_per_s_without_validation', 0)}"
-                     f"{threads['train_tokens_per_s_without_validation']} | "
-                     f"{cell(medians, 'best_batch_sents_per_s', 1)}{batch}{threads['best_batch_sents_per_s']} | "
-                     f"{cell(medians, 'batch1_sents_per_s', 1)}{threads['batch1_sents_per_s']} | "
-                     f"{cell(medians, 'mean_output_pieces', 1)} |")
+        cells = []
+        for _, key, _, digits in SPEED_FIGURES:
+            batch = (f" ({medians['best_batch_size']})" if key == "best_batch_sents_per_s"
+                     and "best_batch_size" in medians else "")
+            cells.append(figure_cell(medians, key, digits) + batch + threads_note(medians, threads_keys[key]))
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {figure_cell(medians, 'mean_output_pieces', 1)} |")
     return lines
 
 
 def by_threads_table(timing: dict) -> list[str]:
     """Every toolkit at every thread count the speed phase tried (its parts' ``by_threads``), when it tried several."""
-    columns = (("training", "train_tokens_per_s", "training tokens/s", 0),
-               ("training", "train_tokens_per_s_without_validation", "without validation", 0),
-               ("decoding", "best_batch_sents_per_s", "beam-5 sentences/s at best batch", 1),
-               ("decoding", "batch1_sents_per_s", "at batch 1", 1))
     found = [part for part in ("training", "decoding")
              if any(len(summaries) > 1 for summaries in timing.get(part, {}).get("by_threads", {}).values())]
     if not found:
@@ -310,13 +311,13 @@ def by_threads_table(timing: dict) -> list[str]:
         for name, summaries in timing[part]["by_threads"].items():
             for count, medians in summaries.items():
                 cells.setdefault((name, count), {}).update(medians)
-    shown = [column for column in columns if column[0] in found]
+    shown = [column for column in SPEED_FIGURES if column[0] in found]
     lines = ["", "Each toolkit at each thread count (OMP_NUM_THREADS; medians over the rounds):", "",
              "| toolkit | threads | " + " | ".join(title for _, _, title, _ in shown) + " |",
              "|---|---|" + "---|" * len(shown)]
     for (name, count), medians in cells.items():
         lines.append(f"| {name} | {count} | " + " | ".join(
-            f"{medians[key]:.{digits}f}" if key in medians else "" for _, key, _, digits in shown) + " |")
+            figure_cell(medians, key, digits) for _, key, _, digits in shown) + " |")
     return lines
 
 
