@@ -162,31 +162,34 @@ def targets(results: dict, timing: dict | None = None) -> list[dict]:
             ratio = ours["train_tokens_per_s"] / timed[name]["train_tokens_per_s"]
             found.append({"name": f"training tokens/s, {baseline} / {name}", "value": round(ratio, 2),
                           "wanted": ">= 1", "met": ratio >= 1})
-    decoded = [name for name in peers if "best_batch_sents_per_s" in timed[name]]
-    if "best_batch_sents_per_s" in ours and decoded:
-        fastest = max(decoded, key=lambda name: timed[name]["best_batch_sents_per_s"])
+    fastest = fastest_decoding_peer(baseline, timed)
+    if "best_batch_sents_per_s" in ours and fastest is not None:
         ratio = ours["best_batch_sents_per_s"] / timed[fastest]["best_batch_sents_per_s"]
         found.append({"name": f"beam-5 sentences/s at the best batch, {baseline} / {fastest} (the faster peer)",
                       "value": round(ratio, 2), "wanted": ">= 1.5", "met": ratio >= 1.5})
     return found
 
 
-def decoding_ceiling(baseline: str, timing: dict) -> list[str]:
+def fastest_decoding_peer(baseline: str, timed: dict[str, dict]) -> str | None:
+    """Of the peers with a best-batch decoding speed in ``timed`` (`speeds`), the fastest; None without any."""
+    decoded = [name for name in timed if name != baseline and "best_batch_sents_per_s" in timed[name]]
+    return max(decoded, key=lambda name: timed[name]["best_batch_sents_per_s"]) if decoded else None
+
+
+def decoding_ceiling(baseline: str, timing: dict) -> str | None:
     """What issue 39's decoding target asks of the baseline's model, where the speed phase clocked it: a sentence
     comparing the faster peer's best-batch speed with what the baseline's model computation alone allows."""
     timed = speeds(timing)
-    ours = timed.get(baseline, {})
-    peers = [name for name in timed if name != baseline and "best_batch_sents_per_s" in timed[name]]
-    if "model_only_sents_per_s" not in ours or not peers:
-        return []
-    fastest = max(peers, key=lambda name: timed[name]["best_batch_sents_per_s"])
+    ours, fastest = timed.get(baseline, {}), fastest_decoding_peer(baseline, timed)
+    if "model_only_sents_per_s" not in ours or fastest is None:
+        return None
     peer, alone = timed[fastest]["best_batch_sents_per_s"], ours["model_only_sents_per_s"]
-    return [f"Inside the decoding of {baseline} at its best batch and thread count, the model's own computation (the "
+    return (f"Inside the decoding of {baseline} at its best batch and thread count, the model's own computation (the "
             f"encoder, every decoding step, the output layer) took a median {ours['model_share']:.0%} of the "
             f"seconds, the output layer alone {ours['output_layer_share']:.0%}. Were the rest (generate()'s "
             f"preparation and the search's scoring, ranking and reordering) free, {baseline} would decode "
             f"{alone:.1f} sentences/s, {alone / peer:.2f}x {fastest}'s {peer:.1f}; 1.5x that is "
-            f"{1.5 * peer:.1f}."]
+            f"{1.5 * peer:.1f}.")
 
 
 def bootstrap_cell(run: dict, baseline: str) -> str:
@@ -395,7 +398,7 @@ def markdown(results: dict, ctranslate2: Path | None = None, timing: dict | None
                   "|---|---|---|---|"]
         lines += [f"| {t['name']} | {t['value']} | {t['wanted']} | {'met' if t['met'] else 'missed'} |" for t in found]
     if ceiling := decoding_ceiling(baseline, timing):
-        lines += ["", *ceiling]
+        lines += ["", ceiling]
     lines += [
         "",
         "## Every run",
@@ -472,7 +475,8 @@ def update_docs(results: dict, timing: dict, path: Path) -> None:
              f"{results['machine']})", "", *summary_table(results)]
     if speed := speed_table(timing):
         table += ["", "Speed (the speed phase, results/peers_timing.json; medians):", "", *speed]
-        table += [item for line in decoding_ceiling(results["baseline"], timing) for item in ("", line)]
+        if ceiling := decoding_ceiling(results["baseline"], timing):
+            table += ["", ceiling]
     table += ["", "Wall time of each command (loading included; the quality phase's ran two at a time at one thread "
               "each when its runs say so, the speed phase's one at a time):", "", *wall_table(results, timing)]
     path.write_text(f"{head}{DOCS_BEGIN}\n" + "\n".join(table) + f"\n{DOCS_END}{tail}", encoding="utf-8")
