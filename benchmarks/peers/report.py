@@ -61,13 +61,15 @@ def model_clock_summary(tests: list[dict]) -> dict:
             "output_layer_share": statistics.median(test["output_layer_seconds"] / test["seconds"] for test in tests)}
 
 
-# Per part of the speed phase: its summary of a toolkit's runs at one thread count, and its speed figures, each
-# with the key its best thread count is stored under. The first figure's count carries the part's other values.
-SPEED_PARTS = {
-    "training": (training_summary, {"train_tokens_per_s": "train_threads",
-                                    "train_tokens_per_s_without_validation": "train_threads_without_validation"}),
-    "decoding": (decoding_summary, {"best_batch_sents_per_s": "decode_threads", "batch1_sents_per_s": "batch1_threads"}),
-}
+# Per part of the speed phase, its summary of a toolkit's runs at one thread count.
+SPEED_SUMMARIES = {"training": training_summary, "decoding": decoding_summary}
+# The speed figures, in the tables' order: part, key, the key its best thread count is stored under, title in the
+# by-threads table, decimals. A part's first figure's count carries the part's other values.
+SPEED_FIGURES = (("training", "train_tokens_per_s", "train_threads", "training tokens/s", 0),
+                 ("training", "train_tokens_per_s_without_validation", "train_threads_without_validation",
+                  "without validation", 0),
+                 ("decoding", "best_batch_sents_per_s", "decode_threads", "beam-5 sentences/s at best batch", 1),
+                 ("decoding", "batch1_sents_per_s", "batch1_threads", "at batch 1", 1))
 
 
 def speed_medians(part: str, runs: list[dict]) -> dict:
@@ -75,7 +77,8 @@ def speed_medians(part: str, runs: list[dict]) -> dict:
     at the part's one count); ``median``: per toolkit, each speed figure at the thread count where it is highest,
     with that count (the number of threads is a setting, and each toolkit is timed at its best), and the part's other
     values at the count of its first figure."""
-    summary, figures = SPEED_PARTS[part]
+    summary = SPEED_SUMMARIES[part]
+    figures = [(figure, key) for owner, figure, key, _, _ in SPEED_FIGURES if owner == part]
     names = list(dict.fromkeys(run["toolkit"] for run in runs))
     by_threads = {name: {str(count): summary([run for run in runs if run["toolkit"] == name
                                               and run.get("threads") == count])
@@ -84,7 +87,7 @@ def speed_medians(part: str, runs: list[dict]) -> dict:
                   for name in names}
     median = {}
     for name, summaries in by_threads.items():
-        for number, (figure, key) in enumerate(figures.items()):
+        for number, (figure, key) in enumerate(figures):
             count = max(summaries, key=lambda count: summaries[count][figure])
             if number == 0:
                 median[name] = dict(summaries[count])
@@ -115,13 +118,6 @@ def summarize(results: dict) -> list[dict]:
                      "parameters": sorted({run["train"]["parameters"] for run in runs}),
                      **{key: mean_sd(values) for key, values in figures.items()}})
     return rows
-
-
-# The speed figures of the tables, in their order: part, key, title in the by-threads table, decimals.
-SPEED_FIGURES = (("training", "train_tokens_per_s", "training tokens/s", 0),
-                 ("training", "train_tokens_per_s_without_validation", "without validation", 0),
-                 ("decoding", "best_batch_sents_per_s", "beam-5 sentences/s at best batch", 1),
-                 ("decoding", "batch1_sents_per_s", "at batch 1", 1))
 
 
 def speeds(timing: dict) -> dict[str, dict]:
@@ -289,16 +285,15 @@ def speed_table(timing: dict) -> list[str]:
     timed = speeds(timing)
     if not timed:
         return []
-    threads_keys = {figure: key for _, figures in SPEED_PARTS.values() for figure, key in figures.items()}
     lines = ["| toolkit | training tokens/s | training tokens/s without validation | beam-5 sentences/s at best "
              "batch (batch) | beam-5 sentences/s at batch 1 | test output pieces per sentence |",
              "|---|---|---|---|---|---|"]
     for name, medians in timed.items():
         cells = []
-        for _, key, _, digits in SPEED_FIGURES:
+        for _, key, threads_key, _, digits in SPEED_FIGURES:
             batch = (f" ({medians['best_batch_size']})" if key == "best_batch_sents_per_s"
                      and "best_batch_size" in medians else "")
-            cells.append(figure_cell(medians, key, digits) + batch + threads_note(medians, threads_keys[key]))
+            cells.append(figure_cell(medians, key, digits) + batch + threads_note(medians, threads_key))
         lines.append(f"| {name} | " + " | ".join(cells) + f" | {figure_cell(medians, 'mean_output_pieces', 1)} |")
     return lines
 
@@ -316,11 +311,11 @@ def by_threads_table(timing: dict) -> list[str]:
                 cells.setdefault((name, count), {}).update(medians)
     shown = [column for column in SPEED_FIGURES if column[0] in found]
     lines = ["", "Each toolkit at each thread count (OMP_NUM_THREADS; medians over the rounds):", "",
-             "| toolkit | threads | " + " | ".join(title for _, _, title, _ in shown) + " |",
+             "| toolkit | threads | " + " | ".join(title for _, _, _, title, _ in shown) + " |",
              "|---|---|" + "---|" * len(shown)]
     for (name, count), medians in cells.items():
         lines.append(f"| {name} | {count} | " + " | ".join(
-            figure_cell(medians, key, digits) for _, key, _, digits in shown) + " |")
+            figure_cell(medians, key, digits) for _, key, _, _, digits in shown) + " |")
     return lines
 
 
