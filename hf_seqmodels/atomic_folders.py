@@ -5,9 +5,12 @@
   old or the complete new folder. Without that call, the old folder is renamed aside (``.<name>.old-<pid>``) first;
   `remove_temporaries` puts it back if a kill came between the two renames.
 * `saving`: a failed write (a full disk) removes the partial copy and says that the previous folder is kept.
-* `MANIFEST`: every folder `replacing` writes lists the entries it wrote; replacing a folder drops only those of the
-  earlier writer and carries every other file (`foreign`) and folder into the new one as hard links (copies where the
-  file system has none), before the swap: nothing of the user's is ever deleted, at whatever moment a run dies.
+* `MANIFEST`: every folder `replacing` writes lists the entries it wrote, and the sha256 of each weight file
+  (`check_digests`: damaged weights are refused by name); replacing a folder drops only those of the earlier writer
+  (for a folder from before manifests, those its content shows a run wrote: `earlier_runs`) and carries every other
+  file (`foreign`) and folder into the new one as hard links (copies where the file system has none), before the
+  swap: nothing of the user's is ever deleted, at whatever moment a run dies. The new folder takes the old one's
+  permissions and owner.
 * `remove_temporaries`: what killed runs left beside a folder, removed when the next run starts.
 * `lock_folder`: one run at a time per folder; a second is refused with the pid, host and start time of the first.
 * `rotate`: keep the newest checkpoints, and always the best one (`delete_dir`: a folder goes whole or not at all).
@@ -18,12 +21,15 @@ import errno
 import fcntl
 import fnmatch
 import glob
+import hashlib
 import json
 import os
+import re
 import shutil
 import socket
+import stat
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -31,6 +37,8 @@ AT_FDCWD, RENAME_EXCHANGE = -100, 2  # from <fcntl.h> and <linux/fs.h>
 _LIBC = ctypes.CDLL(None, use_errno=True)
 _HELD_LOCKS: dict[Path, int] = {}  # folder -> open file descriptor of its lock, held until the process exits
 MANIFEST = ".hf_seqmodels-files.json"  # in each folder hf_seqmodels writes: the names of the entries it wrote there
+DIGESTED = "*.safetensors"  # the files whose sha256 a MANIFEST records
+Recogniser = Callable[[Path], set[str]]  # a folder without a MANIFEST -> the names of the entries a run wrote there
 
 
 def temp_path(target: Path) -> Path:
@@ -83,6 +91,7 @@ def saving(temp: Path, target: Path) -> Iterator[None]:
         yield
     except BaseException as error:
         shutil.rmtree(temp, ignore_errors=True)
+        error = as_os_error(error)
         if not isinstance(error, OSError):
             raise
         kept = (f"the previous {target} is kept unchanged" if target.is_dir() else
@@ -92,14 +101,25 @@ def saving(temp: Path, target: Path) -> Iterator[None]:
         raise (OSError(error.errno, message) if error.errno else OSError(message)) from error
 
 
+def as_os_error(error: BaseException) -> BaseException:
+    """``error``, or the OSError that safetensors' writer reports in its own words (``SafetensorError: Error while
+    serializing: I/O error: No space left on device (os error 28)``, a full disk)."""
+    found = re.search(r"\(os error (\d+)\)", str(error)) if type(error).__name__ == "SafetensorError" else None
+    if found is None:
+        return error
+    code = int(found.group(1))
+    return OSError(code, os.strerror(code))
+
+
 @contextmanager
-def replacing(target: str | Path, legacy: Sequence[str] = ()) -> Iterator[Path]:
+def replacing(target: str | Path, recognise: Recogniser | None = None) -> Iterator[Path]:
     """Yield an empty temporary folder beside ``target``; once the block has written it completely, it gets the
     `MANIFEST` of what it wrote and links to every entry of ``target`` that an earlier writer did not write
-    (`foreign`, with ``legacy`` for a folder without a manifest), then replaces ``target`` (`replace_dir`). If the
-    block fails, ``target`` is left as it was (`saving`); a name written by both the block and the user is refused
-    (a ValueError listing them), the user's file kept."""
-    target = Path(target)
+    (`foreign`; ``recognise`` knows an earlier run's entries in a folder without a manifest), takes ``target``'s
+    permissions and owner, then replaces ``target`` (`replace_dir`). If the block fails, ``target`` is left as it
+    was (`saving`); a name written by both the block and the user is refused (a ValueError listing them), the
+    user's file kept. ``target`` may be relative, ``.`` included."""
+    target = _absolute(target)
     check_replaceable(target)
     temp = temp_path(target)
     shutil.rmtree(temp, ignore_errors=True)
@@ -107,61 +127,111 @@ def replacing(target: str | Path, legacy: Sequence[str] = ()) -> Iterator[Path]:
         temp.mkdir(parents=True)
         yield temp
         write_manifest(temp)
-        kept = foreign(target, legacy)
+        kept = foreign(target, recognise)
         if clashes := [name for name in kept if (temp / name).exists() or (temp / name).is_symlink()]:
             raise ValueError(f"{target} holds {', '.join(clashes)}, which no earlier run wrote, and the new one writes "
                              f"files of the same names: nothing was replaced. Move them out of {target} and run "
                              f"again, or save elsewhere.")
         for name in kept:
             link_entry(target / name, temp / name)
+        take_mode_and_owner(target, temp)
+        working = Path(os.getcwd())
         replace_dir(temp, target)
+        if target in (working, *working.parents):  # the working folder was swapped away: the same path, in the new one
+            os.chdir(working if working.is_dir() else target)
+
+
+def take_mode_and_owner(old: Path, new: Path) -> None:
+    """Give the folder ``new`` the permissions and owner of the folder ``old`` (nothing if ``old`` is absent)."""
+    if not old.is_dir():
+        return
+    status = old.stat()
+    os.chmod(new, stat.S_IMODE(status.st_mode))
+    if (status.st_uid, status.st_gid) != (new.stat().st_uid, new.stat().st_gid):
+        os.chown(new, status.st_uid, status.st_gid)
 
 
 def write_manifest(folder: Path) -> None:
-    """Record the entries of ``folder`` (all written by this run) in its `MANIFEST`."""
-    _write_manifest(folder, [path.name for path in folder.iterdir() if path.name != MANIFEST])
+    """Record the entries of ``folder`` (all written by this run) in its `MANIFEST`, with their digests."""
+    _write_manifest(folder, [path.name for path in folder.iterdir() if path.name != MANIFEST], {})
 
 
 def add_to_manifest(folder: str | Path, *names: str) -> None:
     """Record ``names``, just written into ``folder``, in its `MANIFEST`; nothing for a folder without one (not
     written by a run of hf_seqmodels)."""
     folder = Path(folder)
-    if (written := _listed(folder)) is not None:
-        _write_manifest(folder, {*names, *written})
+    if (manifest := _read_manifest(folder)) is not None:
+        kept = {name: digest for name, digest in manifest.get("sha256", {}).items() if name not in names}
+        _write_manifest(folder, {*names, *manifest["files"]}, kept)
 
 
-def _write_manifest(folder: Path, names) -> None:
+def _write_manifest(folder: Path, names, digests: dict[str, str]) -> None:
+    digests = {**digests, **{name: sha256(folder / name) for name in names
+                             if matches(name, [DIGESTED]) and name not in digests and (folder / name).is_file()}}
     temp = folder / f"{MANIFEST}.tmp-{os.getpid()}"
-    temp.write_text(json.dumps({"written_by": "hf_seqmodels", "files": sorted(names)}, indent=1) + "\n")
+    temp.write_text(json.dumps({"written_by": "hf_seqmodels", "files": sorted(names), "sha256": digests},
+                               indent=1, sort_keys=True) + "\n")
     os.replace(temp, folder / MANIFEST)
 
 
-def ours(folder: Path, legacy: Sequence[str] = ()) -> bool:
-    """Whether ``folder`` was written by hf_seqmodels: it has a `MANIFEST`, or an entry matching the glob
-    patterns ``legacy`` (what an earlier version wrote there before manifests)."""
-    return (folder / MANIFEST).is_file() or any(matches(path.name, legacy) for path in folder.iterdir())
+def sha256(path: Path) -> str:
+    """The sha256 of the file ``path``, in hexadecimal."""
+    digest = hashlib.sha256()
+    with path.open("rb") as file:
+        while chunk := file.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
-def foreign(folder: Path, legacy: Sequence[str] = ()) -> list[str]:
+def check_digests(folder: str | Path) -> None:
+    """Raise an OSError naming the file unless every weight file of ``folder`` whose sha256 its `MANIFEST` records
+    still has it (nothing to check without a manifest: a folder no run wrote, a Hub download; a missing file is the
+    loader's to name)."""
+    folder = Path(folder)
+    manifest = _read_manifest(folder) if folder.is_dir() else None
+    for name, digest in (manifest or {}).get("sha256", {}).items():
+        if (path := folder / name).is_file() and sha256(path) != digest:
+            raise OSError(f"{path} does not hold the bytes the run saved (its sha256 differs from the one "
+                          f"{folder / MANIFEST} recorded): the file is damaged or was changed since, and loading it "
+                          f"could compute with wrong weights. Save or copy the model again; if you wrote new weights "
+                          f"there yourself, delete its entry under \"sha256\" in {MANIFEST}.")
+
+
+def ours(folder: Path, recognise: Recogniser | None = None) -> bool:
+    """Whether ``folder`` was written by hf_seqmodels: it has a `MANIFEST`, or ``recognise`` finds what an earlier
+    version wrote there before manifests."""
+    return (folder / MANIFEST).is_file() or bool(recognise and recognise(folder))
+
+
+def foreign(folder: Path, recognise: Recogniser | None = None) -> list[str]:
     """The names of the entries of ``folder`` (none if absent) that hf_seqmodels did not write there: those its
-    `MANIFEST` does not list, or without one, those not matching the glob patterns ``legacy`` (the manifest and
-    what a kill left of its rewriting excepted)."""
+    `MANIFEST` does not list, or without one, those ``recognise`` does not know as an earlier run's (all, without
+    it); the manifest and what a kill left of its rewriting excepted."""
     if not folder.is_dir():
         return []
-    written = _listed(folder)
-    return sorted(path.name for path in folder.iterdir() if not path.name.startswith(MANIFEST) and not (
-        matches(path.name, legacy) if written is None else path.name in written))
+    ran = written(folder, recognise)
+    return sorted(path.name for path in folder.iterdir() if not path.name.startswith(MANIFEST) and path.name not in ran)
 
 
-def _listed(folder: Path) -> list[str] | None:
-    """The names the `MANIFEST` of ``folder`` lists; None without one."""
+def written(folder: Path, recognise: Recogniser | None = None) -> set[str]:
+    """The names of the entries hf_seqmodels wrote in the folder ``folder``: those its `MANIFEST` lists, or without
+    one, those ``recognise`` knows as an earlier run's (none, without it)."""
+    manifest = _read_manifest(folder)
+    return set(manifest["files"]) if manifest is not None else recognise(folder) if recognise else set()
+
+
+def _read_manifest(folder: Path) -> dict | None:
+    """The `MANIFEST` of ``folder`` (``files``: the names a run wrote; ``sha256``: name -> digest); None without
+    one."""
     manifest = folder / MANIFEST
     if not manifest.is_file():
         return None
     try:
-        written = json.loads(manifest.read_text())["files"]
-        if isinstance(written, list) and all(isinstance(name, str) for name in written):
-            return written
+        found = json.loads(manifest.read_text())
+        written, digests = found["files"], found.get("sha256", {})
+        if isinstance(written, list) and all(isinstance(name, str) for name in written) and isinstance(
+                digests, dict) and all(isinstance(value, str) for value in digests.values()):
+            return found
     except (ValueError, KeyError, TypeError):
         pass
     raise ValueError(f"{manifest} is damaged (not the JSON list of the files a run wrote there), so what in {folder} "

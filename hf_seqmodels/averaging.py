@@ -14,7 +14,7 @@ import torch
 from safetensors.torch import load_file, load_model, save_file
 from transformers import AutoConfig, GenerationConfig
 
-from .atomic_folders import replacing
+from .atomic_folders import check_digests, replacing
 from .checkpoint_format import MODEL_FILE
 from .checkpoints import TOKENIZER_DIR, Checkpoints
 
@@ -51,6 +51,7 @@ def read_weights(checkpoint: Path) -> dict[str, torch.Tensor]:
     file = Path(checkpoint) / MODEL_FILE
     if not file.is_file():
         raise ValueError(f"{checkpoint} has no {MODEL_FILE}: pass step_<n> checkpoint folders of a run.")
+    check_digests(checkpoint)
     return load_file(str(file))
 
 

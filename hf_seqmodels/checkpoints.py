@@ -25,17 +25,27 @@ from accelerate import Accelerator
 from accelerate.logging import get_logger
 from transformers import AutoTokenizer
 
-from .atomic_folders import MANIFEST, delete_dir, ours, remove_temporaries, replace_dir, rotate, saving, write_manifest
+from .atomic_folders import (MANIFEST, check_digests, delete_dir, ours, remove_temporaries, replace_dir, rotate, saving,
+                             write_manifest)
 from .checkpoint_format import TrainingState, pickle_files
+from .earlier_runs import read_json, starts_with
 from .tokenization import load_tokenizer as load_saved_tokenizer, save_tokenizer
 
 logger = get_logger(__name__)
 
 TOKENIZER_DIR = "tokenizer"  # the run's tokenizer, inside every step_<n> checkpoint
 PREFIX = "step_"
-# A checkpoint written before checkpoints held an atomic_folders.MANIFEST has one of these (its optimizer's state: ours,
-# or accelerator.save_state's).
-LEGACY_FILES = ("optimizer.json", "optimizer.bin")
+ZIP_SIGNATURE = b"PK\x03\x04"  # torch.save's format
+
+
+def earlier_checkpoint(folder: Path) -> set[str]:
+    """The entries of ``folder`` if it is a checkpoint written before checkpoints held an `atomic_folders.MANIFEST`,
+    known by its optimizer's state: ours (``optimizer.json``, a JSON object with ``param_groups``) or
+    accelerator.save_state's (``optimizer.bin``, a torch archive); else none."""
+    state = read_json(folder / "optimizer.json")
+    if isinstance(state, dict) and "param_groups" in state or starts_with(folder / "optimizer.bin", ZIP_SIGNATURE):
+        return {path.name for path in folder.iterdir()}
+    return set()
 
 
 def save_config(model, folder: Path) -> None:
@@ -80,11 +90,11 @@ class Checkpoints:
     def written(self) -> list[Path]:
         """The checkpoints of `all` that a run wrote (they hold an `atomic_folders.MANIFEST`, or an older version's
         optimizer state): the only ones rotation and --overwrite_output_dir delete."""
-        return [path for path in self.all() if ours(path, LEGACY_FILES)]
+        return [path for path in self.all() if ours(path, earlier_checkpoint)]
 
     def foreign(self) -> list[Path]:
         """The checkpoint-named folders of `all` that no run wrote (e.g. a ``step_1/`` of the user's)."""
-        return [path for path in self.all() if not ours(path, LEGACY_FILES)]
+        return [path for path in self.all() if not ours(path, earlier_checkpoint)]
 
     def latest(self) -> Path | None:
         found = self.all()
@@ -119,7 +129,7 @@ class Checkpoints:
         never the checkpoint of the best evaluation (of ``state.extras["best_model"]``, a `training.BestModel`). A
         failed save (a full disk) keeps the previous checkpoints."""
         target = self.folder / f"{PREFIX}{step}"
-        if target.is_dir() and not ours(target, LEGACY_FILES):
+        if target.is_dir() and not ours(target, earlier_checkpoint):
             raise ValueError(f"{target} is a folder that no run wrote (no {MANIFEST}), so the checkpoint of step "
                              f"{step} does not replace it: move it, or pass another --checkpoint_dir.")
         temp = target.with_name(f".{target.name}.tmp")  # the same name on every process: each writes its RNG state
@@ -150,6 +160,7 @@ class Checkpoints:
         ``accelerator.load_state``."""
         if self.resume_from is None:
             return 0
+        check_digests(self.resume_from)
         if self.trust_pickled and pickle_files(self.resume_from):
             accelerator.register_for_checkpointing(state.scheduler, *state.extras.values())
             accelerator.load_state(str(self.resume_from))

@@ -10,8 +10,8 @@ and swaps it into place (`atomic_folders.replacing`); it replaces an earlier run
 ``--overwrite_output_dir``, which also deletes that run's checkpoints when a new run starts (`start_run` locks
 both folders against a second run and checks them before any training; parsing the arguments reads no file).
 Only what a run wrote is ever replaced or deleted: the files its `atomic_folders.MANIFEST` lists (for a folder from
-before manifests, the names in `training_args.RUN_OUTPUT_NAMES`); any other file or folder there is kept. The
-checkpoints (``<checkpoint_dir>/step_<n>``, each with the run's tokenizer) and the one a run resumes from are a
+before manifests, those its content shows a run wrote: `earlier_runs.run_output`); any other file or folder there is
+kept. The checkpoints (``<checkpoint_dir>/step_<n>``, each with the run's tokenizer) and the one a run resumes from are a
 `checkpoints.Checkpoints`.
 """
 
@@ -43,6 +43,7 @@ from .atomic_folders import lock_folders, remove_temporaries_of, replacing, unlo
 from .checkpoint_format import TrainingState
 from .checkpoints import Checkpoints
 from .data import TokenBatchSampler
+from .earlier_runs import run_output
 from .evaluation import perplexity
 from .models.modeling_utils import lm_loss
 from .nt_asgd import NTASGD, evaluate_with_averages
@@ -52,7 +53,6 @@ from .scheduled_sampling import TeacherForcing
 from .tokenization import save_tokenizer
 from .training_args import (
     METRIC_SCHEDULERS,
-    RUN_OUTPUT_NAMES,
     TrainingArguments,
     check_earlier_run,
     scheduler_options,
@@ -352,7 +352,7 @@ def save_model(
     failed write (a full disk) keeps the previous one."""
     accelerator.wait_for_everyone()
     if accelerator.is_main_process:
-        with replacing(output_dir, RUN_OUTPUT_NAMES) as temp:
+        with replacing(output_dir, run_output) as temp:
             accelerator.unwrap_model(model).save_pretrained(temp)
             save_tokenizer(tokenizer, temp)
             if results is not None:

@@ -3,7 +3,8 @@
 `TrainingArguments.__post_init__` checks each option and the options together when they are parsed, reading no
 file. `check_earlier_run` checks the folders the options name against what is on disk: `training.start_run` calls
 it when a run starts (and again under the run's locks). Only what a run wrote is ever replaced or deleted: the files
-its `atomic_folders.MANIFEST` lists (for a folder from before manifests, the names in `RUN_OUTPUT_NAMES`).
+its `atomic_folders.MANIFEST` lists (for a folder from before manifests, those its content shows a run wrote:
+`earlier_runs.run_output`).
 """
 
 import json
@@ -18,6 +19,7 @@ from . import models
 from .argument_checks import check_at_least, check_range
 from .atomic_folders import MANIFEST, foreign, matches
 from .checkpoints import Checkpoints
+from .earlier_runs import run_output
 from .models.configuration_utils import check_choice
 from .models.pipeline_translation import SOURCE_TOKENIZER_DIR
 from .scheduled_sampling import SCHEDULES, check_arguments as check_scheduled_sampling
@@ -34,16 +36,23 @@ MIN_LR_SCHEDULERS = ("cosine_with_min_lr", "cosine_warmup_with_min_lr")  # they 
 WSD_DECAY_SHARE = 0.1  # warmup_stable_decay without num_decay_steps decays over the last 10% of the steps
 MIXED_PRECISIONS = ("no", "fp16", "bf16")
 TRACKERS = ("none", "tensorboard")
-RUN_OUTPUT_FILES = ("config.json", "results.json")  # one of them marks a folder as the output of an earlier run
 TEST_HYPOTHESES = "test_hypotheses.txt"  # translation's test translations, one line per sentence, in output_dir
 ATTENTION_PLOT = "attention.png"  # translation's attention heatmap of an example, in output_dir
-# What a run writes in output_dir (glob patterns): without an atomic_folders.MANIFEST (an older version's run), these
-# are the earlier run's files that --overwrite_output_dir replaces; a file of the user's with one of these names is
-# refused.
+# What a run may write in output_dir (glob patterns): a file of the user's with one of these names is refused before
+# the run starts.
 RUN_OUTPUT_NAMES = ("*.safetensors", "model.safetensors.index.json", "config.json", "generation_config.json",
                     "results.json", *TOKENIZER_FILES, SOURCE_TOKENIZER_DIR, "custom_generate", TEST_HYPOTHESES,
                     ATTENTION_PLOT,
                     *sorted(path.name for path in Path(models.__file__).parent.glob("*.py")))  # remote code
+
+
+def beside(folder: str, kind: str) -> str:
+    """``<folder>-<kind>``: the folder of that kind beside ``folder`` (of ``.`` or ``..``, beside the folder they
+    name)."""
+    folder = os.path.normpath(folder)
+    if os.path.basename(folder) in (".", ".."):
+        folder = os.path.abspath(folder)
+    return f"{folder}-{kind}"
 
 
 @dataclass
@@ -228,9 +237,9 @@ class TrainingArguments:
         if not (isinstance(self.output_dir, str) and self.output_dir.strip()):
             raise ValueError(f"--output_dir must name a folder, got {self.output_dir!r}.")
         if self.checkpoint_dir is None:
-            self.checkpoint_dir = f"{self.output_dir.rstrip('/')}-checkpoints"
+            self.checkpoint_dir = beside(self.output_dir, "checkpoints")
         if self.logging_dir is None:
-            self.logging_dir = f"{self.output_dir.rstrip('/')}-runs"
+            self.logging_dir = beside(self.output_dir, "runs")
         check_range(self, "min_lr", 0)
         self.lr_scheduler_kwargs = check_scheduler_options(self)
         check_at_least(self, "unfreeze_embeddings_after_epochs", 1)
@@ -288,6 +297,12 @@ def scheduler_options(args: TrainingArguments, options: dict, max_steps: int) ->
     return options
 
 
+def listing(names: list[str], shown: int = 8) -> str:
+    """``names`` for a message: the first ``shown``, then how many more."""
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
+
+
 def check_earlier_run(args: TrainingArguments) -> None:
     """Refuse, before any training, to replace what ``args.output_dir`` holds or to start a new run next to the
     checkpoints of another, unless --overwrite_output_dir (which replaces only an earlier run's output)."""
@@ -304,15 +319,19 @@ def check_earlier_run(args: TrainingArguments) -> None:
         if not args.overwrite_output_dir:
             raise ValueError(f"--output_dir={output} is not empty; pass --overwrite_output_dir to replace the "
                              f"earlier run there, or another folder.")
-        if not any((output / name).is_file() for name in (*RUN_OUTPUT_FILES, MANIFEST)):
-            raise ValueError(f"--output_dir={output} is not empty and holds no earlier run (no "
-                             f"{' or '.join(RUN_OUTPUT_FILES)}), so even --overwrite_output_dir does not replace "
-                             f"it; pass the path of a new or empty folder.")
-        theirs = foreign(output, RUN_OUTPUT_NAMES)
+        theirs = foreign(output, run_output)
+        if not (output / MANIFEST).is_file() and not run_output(output):
+            raise ValueError(f"--output_dir={output} is not empty and holds no earlier run (no {MANIFEST}, nor a "
+                             f"config.json saved with the model.safetensors it describes), so even "
+                             f"--overwrite_output_dir replaces nothing there: {listing(theirs)} are not a run's. Pass "
+                             f"the path of a new or empty folder.")
         if clashes := [name for name in theirs if matches(name, RUN_OUTPUT_NAMES)]:
             raise ValueError(f"--output_dir={output} holds {', '.join(clashes)}, which the earlier run there did not "
                              f"write and this run would (--overwrite_output_dir replaces only what a run wrote): "
                              f"move them out of {output} or pass another folder.")
+        if (owner := output.stat().st_uid) != os.geteuid() and os.geteuid() != 0:
+            raise ValueError(f"--output_dir={output} belongs to another user (uid {owner}); the run replaces the "
+                             f"folder whole and could not give the new one that owner. Pass a folder of your own.")
     written = [("--checkpoint_dir", args.checkpoint_dir, "checkpoints")]
     if args.report_to != "none":
         written.append(("--logging_dir", args.logging_dir, "runs"))

@@ -183,9 +183,12 @@ def test_output_dir_is_replaced_only_when_it_holds_an_earlier_run_and_overwrite_
     (folder / "notes.txt").write_text("a user's notes")
     with pytest.raises(ValueError, match="--output_dir=.*folder is not empty; pass --overwrite_output_dir"):
         check(output_dir=str(folder))
-    with pytest.raises(ValueError, match="holds no earlier run .*not replace it"):
+    with pytest.raises(ValueError, match="holds no earlier run .*replaces nothing there: notes.txt are not a run's"):
         check(output_dir=str(folder), overwrite_output_dir=True)
-    (folder / "results.json").write_text("{}")
+    (folder / "results.json").write_text("{}")  # a name a run writes proves nothing without the model it goes with
+    with pytest.raises(ValueError, match="holds no earlier run .*: notes.txt, results.json are not a run's"):
+        check(output_dir=str(folder), overwrite_output_dir=True)
+    tiny_model().save_pretrained(folder)  # an earlier run's model, saved before runs wrote a manifest
     assert check(output_dir=str(folder), overwrite_output_dir=True).overwrite_output_dir
     assert (folder / "notes.txt").read_text() == "a user's notes"  # nothing is deleted before training
 

@@ -1,12 +1,14 @@
 """The folder a trained model is uploaded as, staged and checked offline.
 
 `stage_hub_folder` copies what a Hub repo needs (safetensors weights, config.json with ``auto_map`` and the code
-files it names, tokenizer files, results.json) and writes the card as README.md; `check_hub_folder` validates that
-folder without the network. A staged folder holds a `STAGING_MARKER` file (never uploaded): staging replaces only
-a folder that has one, so it never deletes a folder of the user's.
+files it names, tokenizer files, results.json), of the files the run wrote only (its folder's manifest), and writes
+the card as README.md; `check_hub_folder` validates that folder without the network. A staged folder holds a
+`STAGING_MARKER` file (never uploaded): staging replaces only a folder that has one, so it never deletes a folder of
+the user's.
 """
 
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -14,7 +16,8 @@ from pathlib import Path
 from huggingface_hub import ModelCard
 from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 
-from ..atomic_folders import MANIFEST, foreign, lock_folder, remove_temporaries_of, replacing
+from ..atomic_folders import MANIFEST, check_digests, foreign, lock_folder, remove_temporaries_of, replacing, written
+from ..earlier_runs import code_files, run_output, staged_output
 from ..models.pipeline_translation import SOURCE_TOKENIZER_DIR
 from ..tokenization import TOKENIZER_FILES
 from .render import SPLITS
@@ -24,21 +27,32 @@ WEIGHT_FILES = ("*.safetensors", "model.safetensors.index.json")
 OTHER_FILES = ("config.json", "generation_config.json", "results.json")
 PICKLE_FILES = ("*.bin", "*.pt", "*.pth", "*.ckpt", "*.pkl")
 STAGING_MARKER = ".hf_seqmodels-staging"  # in every folder stage_hub_folder writes, and only there
-# What a staging writes (glob patterns): in a staged folder without an atomic_folders.MANIFEST (an older version's), the
-# rest is the user's.
-STAGED_NAMES = (*WEIGHT_FILES, *OTHER_FILES, *TOKENIZER_FILES, "*.py", SOURCE_TOKENIZER_DIR, "custom_generate",
-                "README.md", STAGING_MARKER)
+STAGED_ENTRIES = (*WEIGHT_FILES, *OTHER_FILES, *TOKENIZER_FILES, "*.py", SOURCE_TOKENIZER_DIR, "custom_generate")
 
 
 def _matches(name: str, patterns) -> bool:
     return any(Path(name).match(pattern) for pattern in patterns)
 
 
-def _code_files(config: dict) -> list[str]:
-    """The module files the config's ``auto_map`` names (``"modeling_x.Class"`` -> ``modeling_x.py``)."""
-    references = [ref for refs in config.get("auto_map", {}).values()
-                  for ref in (refs if isinstance(refs, list) else [refs]) if ref]
-    return sorted({ref.split("--")[-1].rsplit(".", 1)[0] + ".py" for ref in references})
+def model_entries(model_dir: Path) -> list[str]:
+    """The entries of ``model_dir`` that make the model on the Hub (`STAGED_ENTRIES`), of those the run wrote there
+    (its manifest; for a folder from before manifests, those `earlier_runs.run_output` knows): never a file of the
+    user's beside them. A ValueError names the first symbolic link among them, or says that no run saved a model
+    there."""
+    entries = sorted(name for name in written(model_dir, run_output) if _matches(name, STAGED_ENTRIES) and (
+        (model_dir / name).exists() or (model_dir / name).is_symlink()))
+    if "config.json" not in entries:
+        raise ValueError(f"{model_dir} holds no model saved by a run (no {MANIFEST} listing its config.json, nor a "
+                         f"config.json saved with the model.safetensors it describes): pass the output_dir of a "
+                         f"training script.")
+    for name in entries:
+        path = model_dir / name
+        for found in [path, *(sorted(path.rglob("*")) if path.is_dir() and not path.is_symlink() else [])]:
+            if found.is_symlink():
+                raise ValueError(f"{found} is a symbolic link (to {os.readlink(found)}): staging copies only the "
+                                 f"files of the model itself, never what a link points to. Replace it with the file "
+                                 f"it stands for, or remove it, and stage again.")
+    return entries
 
 
 def check_model_dir(model_dir: str | Path) -> None:
@@ -54,10 +68,10 @@ def check_model_dir(model_dir: str | Path) -> None:
 def stage_hub_folder(model_dir: str | Path, target: str | Path, card: ModelCard) -> list[str]:
     """Copy the files a Hub repo needs from ``model_dir`` into a fresh ``target`` and write ``card`` as README.md.
 
-    Copied: weights (safetensors only), config.json, generation_config.json, results.json, tokenizer files (and
-    those of a translation model's ``source_tokenizer/``), and every ``.py`` file in ``model_dir`` (the remote code
-    ``save_pretrained`` wrote next to config.json) with the decoding loop in ``custom_generate/``. Pickle weights
-    (``*.bin``...) are refused: they run code when loaded. An existing ``target`` is replaced (whole, at once:
+    Copied, of the files the run wrote (`model_entries`: never a file of the user's, nor a symbolic link): weights
+    (safetensors only), config.json, generation_config.json, results.json, tokenizer files (and those of a
+    translation model's ``source_tokenizer/``), the remote code ``save_pretrained`` wrote next to config.json, and
+    the decoding loop in ``custom_generate/``. Pickle weights (``*.bin``...) are refused: they run code when loaded. An existing ``target`` is replaced (whole, at once:
     `atomic_folders.replacing`) only if it is empty or a folder staged earlier (it holds `STAGING_MARKER`) that holds
     nothing else (a file of the user's there is refused, as it would be uploaded); it may not overlap ``model_dir``.
     ``target`` stays locked for this process (`atomic_folders.lock_folder`: another staging into it is refused), and
@@ -83,23 +97,24 @@ def stage_hub_folder(model_dir: str | Path, target: str | Path, card: ModelCard)
     if target.is_dir() and any(target.iterdir()) and not (target / STAGING_MARKER).is_file():
         raise ValueError(f"{target} exists and is not a folder staged earlier (it has no {STAGING_MARKER} file): "
                          "nothing there is deleted; pass another --staging_dir or remove it yourself.")
-    if theirs := foreign(target, STAGED_NAMES):
+    entries = model_entries(model_dir)
+    check_digests(model_dir)  # damaged weights are not uploaded
+    if theirs := foreign(target, staged_output(STAGING_MARKER)):
         raise ValueError(f"{target} holds {', '.join(theirs)}, which no staging wrote: the staged folder is uploaded "
                          f"whole, so nothing is staged there. Move them out of {target} or pass another "
                          "--staging_dir.")
-    with replacing(target, STAGED_NAMES) as temp:
+    with replacing(target, staged_output(STAGING_MARKER)) as temp:
         (temp / STAGING_MARKER).write_text(f"Staged from {model} by hf_seqmodels; the next staging replaces it.\n")
-        for path in sorted(model_dir.iterdir()):
-            if path.is_file() and (_matches(path.name, WEIGHT_FILES + OTHER_FILES) or path.name in TOKENIZER_FILES
-                                   or path.suffix == ".py"):
-                shutil.copy2(path, temp / path.name)
-        if (source := model_dir / SOURCE_TOKENIZER_DIR).is_dir():
-            (temp / SOURCE_TOKENIZER_DIR).mkdir()
-            for path in source.iterdir():
-                if path.name in TOKENIZER_FILES:
-                    shutil.copy2(path, temp / SOURCE_TOKENIZER_DIR / path.name)
-        if (decoding := model_dir / "custom_generate").is_dir():  # the model's own decoding loop (models/decoding.py)
-            shutil.copytree(decoding, temp / "custom_generate", ignore=shutil.ignore_patterns("__pycache__"))
+        for name in entries:
+            if name == SOURCE_TOKENIZER_DIR:
+                (temp / name).mkdir()
+                for path in (model_dir / name).iterdir():
+                    if path.name in TOKENIZER_FILES:
+                        shutil.copy2(path, temp / name / path.name)
+            elif name == "custom_generate":  # the model's own decoding loop (models/decoding.py)
+                shutil.copytree(model_dir / name, temp / name, ignore=shutil.ignore_patterns("__pycache__"))
+            else:
+                shutil.copy2(model_dir / name, temp / name)
         card.save(temp / "README.md")
     return sorted(str(p.relative_to(target)) for p in target.rglob("*")
                   if p.is_file() and p.name not in (STAGING_MARKER, MANIFEST))
@@ -142,7 +157,7 @@ def _config_problems(folder: Path, names: set[str]) -> list[str]:
     if config.get("model_type") not in CONFIG_MAPPING_NAMES:
         if "auto_map" not in config:
             problems.append(f"config.json of model_type {config.get('model_type')!r} has no auto_map")
-        for code_file in _code_files(config):
+        for code_file in sorted(code_files(config)):
             if code_file not in names:
                 problems.append(f"auto_map names {code_file}, which is missing")
         for code_file in (n for n in names if n.endswith(".py")):

@@ -69,7 +69,8 @@ def test_folders_of_the_user_are_never_replaced(tmp_path):
     assert_outcome(AREA, lambda: start(folder), error="--output_dir=.*folder is not empty; pass "
                                                        "--overwrite_output_dir to replace the earlier run there")
     assert_outcome(AREA, lambda: start(folder, overwrite_output_dir=True),
-                   error="holds no earlier run .*so even --overwrite_output_dir does not replace it")
+                   error="holds no earlier run .*so even --overwrite_output_dir replaces nothing there: "
+                         "notes.txt are not a run's. Pass the path of a new or empty folder")
     checkpoints = tmp_path / "folder-checkpoints"
     Checkpoints(checkpoints).save(accelerator(tmp_path), 3, training_state())
     assert_outcome(AREA, lambda: start(tmp_path / "new", checkpoint_dir=str(checkpoints)),

@@ -5,8 +5,11 @@ import json
 import re
 
 import pytest
+import torch
 from huggingface_hub import ModelCard
+from safetensors.torch import save_file
 
+from hf_seqmodels.atomic_folders import add_to_manifest, write_manifest
 from hf_seqmodels.cards import prepare_hub_folder
 from hf_seqmodels.cards.hub import check_repo_id
 
@@ -14,13 +17,15 @@ from .runs import NER_RUN
 
 
 def bert_folder(tmp_path):
-    """A fine-tuned BERT's output_dir, as run_ner.py writes it (weights stubbed), plus a file not to upload."""
+    """A fine-tuned BERT's output_dir, as run_ner.py writes it (weights and tokenizer stubbed, with its manifest),
+    plus a file of the user's not to upload."""
     model_dir = tmp_path / "ner"
     model_dir.mkdir()
-    (model_dir / "config.json").write_text(json.dumps({"model_type": "bert"}))
-    (model_dir / "model.safetensors").write_bytes(b"\0")
-    (model_dir / "tokenizer.json").write_text("{}")
+    (model_dir / "config.json").write_text(json.dumps({"model_type": "bert", "transformers_version": "5.0.0"}))
+    save_file({"weight": torch.zeros(2)}, str(model_dir / "model.safetensors"), metadata={"format": "pt"})
+    (model_dir / "tokenizer.json").write_text(json.dumps({"model": {}, "added_tokens": []}))
     (model_dir / "results.json").write_text(json.dumps(NER_RUN))
+    write_manifest(model_dir)
     (model_dir / "train_log.txt").write_text("step 1")
     return model_dir
 
@@ -70,6 +75,7 @@ def test_the_model_s_decoding_loop_is_staged_with_it(tmp_path):
     for name in ("generate.py", "decoding.py"):
         (model_dir / "custom_generate" / name).write_text(f"# {name}\n")
     (model_dir / "custom_generate" / "__pycache__").mkdir()
+    add_to_manifest(model_dir, "custom_generate")
     folder = prepare_hub_folder(model_dir, "me/ner-bert", benchmarks="")
     assert "custom_generate/generate.py" in folder.files and "custom_generate/decoding.py" in folder.files
     assert not any("__pycache__" in name for name in folder.files)

@@ -4,6 +4,8 @@ staging never deletes a folder it did not stage."""
 import json
 
 import pytest
+import torch
+from safetensors.torch import save_file
 
 from hf_seqmodels.cards import check_hub_folder, render_card, stage_hub_folder
 from hf_seqmodels.cards.staging import STAGING_MARKER
@@ -34,11 +36,16 @@ def test_check_hub_folder_catches_wrong_numbers_and_missing_files(tmp_path):
         check_hub_folder(tmp_path)
 
 
+def saved_model(folder):
+    """A folder as ``save_pretrained`` leaves it, without a manifest: config.json and model.safetensors."""
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"model_type": "recurrent", "transformers_version": "5.0.0"}))
+    save_file({"weight": torch.zeros(2)}, str(folder / "model.safetensors"), metadata={"format": "pt"})
+
+
 def test_staging_never_deletes_what_it_did_not_stage(tmp_path):
     model_dir = tmp_path / "model"
-    model_dir.mkdir()
-    (model_dir / "config.json").write_text("{}")
-    (model_dir / "model.safetensors").write_bytes(b"\0")
+    saved_model(model_dir)
     card = render_card(RUN)
     for target in (model_dir, tmp_path):  # the model folder itself, or a folder holding it
         with pytest.raises(ValueError, match="overlap"):
