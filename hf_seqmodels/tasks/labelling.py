@@ -135,7 +135,8 @@ class DataArguments(arguments.DataArguments):
 
     def load_labelled(self) -> datasets.DatasetDict:
         """The ``train`` and ``validation`` splits, and the ``test`` split when it has labels, cut to
-        ``--max_train_samples`` / ``--max_eval_samples``; refused unless each has the columns and a labelled row.
+        ``--max_train_samples`` / ``--max_eval_samples``; refused unless each has the columns and a labelled row,
+        and, for tags (one label per word), unless every tag is one of the label list (`check_tags`).
         A data set's test split without labels (GLUE's hidden ones, -1) is dropped with a warning; a --test_file
         without labels is refused."""
         raw = self.load()
@@ -152,7 +153,21 @@ class DataArguments(arguments.DataArguments):
                     f"{'train on' if split == 'train' else 'score'}: pass a --{split}_file (or --dataset_name) with "
                     "labels."
                 )
+        if self.column_kinds().get(self.label_column_name) == "labels":
+            labels = label_names(raw, self.label_column_name)
+            for split, rows in raw.items():
+                check_tags(rows, self.source(split), self.label_column_name, labels)
         return raw
+
+    def source(self, split: str) -> str:
+        """The data of ``split`` as errors name it, e.g. "The train file a.jsonl" (as `data.load_text_dataset`
+        names them)."""
+        files = self.files()
+        if split in files:
+            return f"The {split} file {files[split]}"
+        if files:  # the validation split cut from the train file
+            return f"The {split} split (the last rows of the train file {files['train']})"
+        return f"The {split!r} split of {self.dataset_name}"
 
 
 def has_labels(rows: datasets.Dataset, column: str) -> bool:
@@ -209,6 +224,26 @@ def check_columns(raw: datasets.DatasetDict, columns: tuple[str, str]) -> None:
             if column not in dataset.column_names:
                 raise ValueError(f"Column {column!r} not found in the {split!r} split, which has columns "
                                  f"{dataset.column_names}. Pick one with --text_column_name / --label_column_name.")
+
+
+def check_tags(rows: datasets.Dataset, name: str, column: str, labels: list[str]) -> None:
+    """Raise a ValueError naming ``name`` (e.g. "The train file a.jsonl"), the row (1 = the first), the column, the
+    word and the tag at the first tag of ``column`` (a list of tags per row) that is not one of ``labels`` (the label
+    list, `label_names`): an id of a `datasets.ClassLabel` column outside 0..n-1, or -1, which marks an unlabelled row
+    of a text-classification data set and is no word's tag."""
+    feature = rows.features[column]
+    class_ids = isinstance(getattr(feature, "feature", feature), datasets.ClassLabel)
+    names = set(labels)
+    for row, tags in enumerate(rows[column], 1):
+        for word, tag in enumerate(tags, 1):
+            if not (0 <= tag < len(labels) if class_ids else tag != -1 and _label_name(tag, column) in names):
+                unlabelled = "; -1 marks an unlabelled row of a text-classification data set, not a word's tag" \
+                    if tag == -1 else ""
+                raise ValueError(
+                    f"{name}, row {row}, column {column!r}: the tag {tag!r} of word {word} is not one of the "
+                    f"{len(labels)} tags of the label list, {labels} (their ids 0..{len(labels) - 1}){unlabelled}. "
+                    "Fix or drop the row."
+                )
 
 
 def label_mapper(feature, labels: list[str], column: str):
