@@ -1,5 +1,6 @@
-"""Pooling, the classifier heads' losses and the CRF output layer of the taggers, shared by the sequence and token
-classification heads of the recurrent and Transformer families."""
+"""Pooling, the classifier heads' losses, the CRF output layer of the taggers, and the clear error of a classifier
+asked to generate text, shared by the sequence and token classification heads of the recurrent and Transformer
+families."""
 
 import math
 
@@ -14,6 +15,33 @@ from .modeling_utils import check_tensor
 from .pipeline_token_classification import CUSTOM_PIPELINES as CRF_PIPELINES
 
 _CLASS_ID_DTYPES = (torch.long, torch.int)
+
+
+class DoesNotGenerateError(AttributeError, TypeError):
+    """``generate`` asked of a model that does not generate text. An AttributeError, so that
+    ``hasattr(model, "generate")`` stays False, as it is for transformers' own classifiers (pipelines, Trainer and
+    PEFT ask it to tell a generating model); a TypeError, as is an operation that the object's type does not have, so
+    that the error reads as the caller's mistake."""
+
+
+class ClassifierHeadMixin:
+    """What every classification head shares: it has no ``generate``, and saying so names the family's classes that
+    have one (``generating_classes``, set by each family). Put it before the family's `PreTrainedModel` in the bases.
+
+    ``generate`` is answered in ``__getattr__``, which Python asks only when the attribute is not found otherwise
+    (torch's ``nn.Module.__getattr__``, next in line, finds the submodules and parameters): ``can_generate()`` and
+    ``hasattr`` answer as before, False."""
+
+    generating_classes: tuple[str, ...] = ()  # e.g. "RecurrentForCausalLM (a language model)"
+
+    def __getattr__(self, name: str):
+        if name == "generate":
+            raise DoesNotGenerateError(
+                f"{type(self).__name__} is a classifier: it does not generate text (it has no `generate`); call it "
+                f"for its `logits`. To generate text, use {' or '.join(self.generating_classes)}.",
+                name=name,
+            )
+        return super().__getattr__(name)
 
 
 class SequencePooler(nn.Module):

@@ -6,12 +6,13 @@ Read top-down: `RecurrentModel` embeds the tokens (with AWD-LSTM's word-type and
 (`recurrent_layers.py`: torch's fused kernels, locked dropout and DropConnect). `RecurrentForCausalLM` puts a softmax
 over the top layer's outputs, tied to the embeddings (Press & Wolf 2017) or adaptive (Grave et al. 2017), and adds
 AR/TAR to its loss; the two classifiers pool the outputs (`RecurrentForSequenceClassification`) or score every token,
-with an optional CRF over the scores (`RecurrentForTokenClassification`, Lample et al. 2016). The checks of the
-inputs and the cache are in `recurrent_input_checks.py`, the decoding loop's one-token steps in
-`recurrent_decoding_steps.py`.
+with an optional CRF over the scores (`RecurrentForTokenClassification`, Lample et al. 2016). A left-to-right
+classifier continues from a cache as the language model does, so that a sequence read in chunks is classified as a
+whole. The checks of the inputs and the cache are in `recurrent_input_checks.py`, the decoding loop's one-token steps
+in `recurrent_decoding_steps.py`.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, make_dataclass
 from typing import Unpack
 
 import torch
@@ -27,10 +28,10 @@ from transformers.modeling_outputs import (
 
 from .adaptive_softmax import AdaptiveSoftmaxHead
 from .cache import RecurrentCache, RecurrentGenerationMixin
-from .modeling_utils import cache_field, output_cache, takes_cache
+from .modeling_utils import CACHE_NAME, cache_field, output_cache, takes_cache
 from .configuration_recurrent import RecurrentConfig
 from .embeddings import word_type_dropout
-from .heads import SequencePooler, TaggerOutputMixin, sequence_classification_loss
+from .heads import ClassifierHeadMixin, SequencePooler, TaggerOutputMixin, sequence_classification_loss
 from .masks import carry_over_padding
 from .modeling_utils import (
     CausalLMLossKwargs,
@@ -65,6 +66,21 @@ class RecurrentModelOutput(BaseModelOutputWithPast):
     """
 
     final_state: tuple[tuple[torch.FloatTensor, ...], ...] | None = None
+
+
+def _with_cache(output_class: type) -> type:
+    """transformers' ``output_class`` with one more field, after the others (so that its tuple is the same without
+    a cache): the `RecurrentCache` of ``use_cache=True``, under the installed transformers' name for it (``cache``;
+    ``past_key_values`` before 5.24). Still an ``output_class``, as its users check."""
+    doc = (f"transformers' `{output_class.__name__}`, and `{CACHE_NAME}` (`RecurrentCache`, *optional*): the state "
+           "after the tokens read, to continue from, returned when `use_cache=True`.")
+    cache = (CACHE_NAME, RecurrentCache | None, field(default=None))
+    return make_dataclass(f"Recurrent{output_class.__name__}", [cache], bases=(output_class,),
+                          namespace={"__module__": __name__, "__doc__": doc})
+
+
+RecurrentSequenceClassifierOutput = _with_cache(SequenceClassifierOutput)
+RecurrentTokenClassifierOutput = _with_cache(TokenClassifierOutput)
 
 
 class RecurrentPreTrainedModel(SeqModelsPreTrainedModel):
@@ -295,14 +311,17 @@ class RecurrentForCausalLM(RecurrentLMSteps, RecurrentGenerationMixin, Recurrent
         return super().resize_token_embeddings(*args, **kwargs)
 
 
-class RecurrentClassifierModel(RecurrentPreTrainedModel):
+class RecurrentClassifierModel(ClassifierHeadMixin, RecurrentPreTrainedModel):
     """What the two classifiers share: a forward that runs the recurrent encoder (`model`, usually bidirectional)
     and hands its outputs to the head's `classify`, which returns the logits and the loss, in the head's
-    `output_class`."""
+    `output_class`. No `generate` (see `ClassifierHeadMixin`)."""
 
     output_class: type[SequenceClassifierOutput | TokenClassifierOutput]
     reads_final_state = False  # whether `classify` reads the encoder's `final_state`
+    generating_classes = ("RecurrentForCausalLM (a language model)",
+                          "AttentionSeq2SeqForConditionalGeneration (a sequence-to-sequence model)")
 
+    @takes_cache
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,
@@ -311,26 +330,46 @@ class RecurrentClassifierModel(RecurrentPreTrainedModel):
         labels: torch.Tensor | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
+        cache: Cache | None = None,
+        use_cache: bool | None = None,
     ) -> SequenceClassifierOutput | TokenClassifierOutput | tuple:
-        """labels: as the head's `classify` says. The other arguments are those of [`RecurrentModel.forward`]."""
+        """
+        labels: as the head's `classify` says.
+        cache: the `RecurrentCache` this head returned (`use_cache=True`) after the earlier tokens of the same
+            sequences, to continue from, as GPT2ForSequenceClassification continues from its cache: the logits are
+            then those of the whole sequences read at once (a left-to-right model; the sequence head pools with
+            `classifier_pooling="last"`, the one pooling a state carries). `past_key_values` is its name before
+            transformers 5.24; either is accepted.
+        use_cache: return the state after these tokens in the output's cache field. Default: when `cache` is given.
+        The other arguments are those of [`RecurrentModel.forward`].
+        """
         return_dict = self._flag(return_dict, "return_dict")
+        if isinstance(cache, Cache) and cache.get_seq_length() > 0:
+            self.check_continuation()
         outputs = self.model(
             input_ids=input_ids,
             attention_mask=attention_mask,
             inputs_embeds=inputs_embeds,
+            cache=cache,
+            use_cache=cache is not None if use_cache is None else use_cache,
             output_final_state=self.reads_final_state,
             output_hidden_states=output_hidden_states,
             return_dict=True,
         )
         logits, loss = self.classify(outputs, attention_mask, labels)
-        result = self.output_class(loss=loss, logits=logits, hidden_states=outputs.hidden_states)
+        result = self.output_class(loss=loss, logits=logits, hidden_states=outputs.hidden_states,
+                                   **cache_field(output_cache(outputs)))
         return result if return_dict else result.to_tuple()
+
+    def check_continuation(self) -> None:
+        """Raise unless continuing from a cache classifies as the whole sequence would (the encoder itself refuses
+        a cache it cannot continue: a bidirectional one)."""
 
 
 class RecurrentForSequenceClassification(RecurrentClassifierModel):
     """A recurrent encoder with a pooled classifier: single-label, multi-label or regression (`problem_type`)."""
 
-    output_class = SequenceClassifierOutput
+    output_class = RecurrentSequenceClassifierOutput
 
     def __init__(self, config: RecurrentConfig):
         super().__init__(config)
@@ -344,6 +383,16 @@ class RecurrentForSequenceClassification(RecurrentClassifierModel):
     @property
     def reads_final_state(self) -> bool:
         return self.pooler.pooling == "last"
+
+    def check_continuation(self) -> None:
+        if self.pooler.pooling != "last":
+            raise ValueError(
+                f"`cache` / `past_key_values`: this classifier pools with classifier_pooling={self.pooler.pooling!r}, "
+                "over the outputs at every token, and a cache carries the recurrent state after the earlier tokens, "
+                "not their outputs: continuing from it would classify the new tokens alone. Pass whole sequences "
+                "without a cache, or use classifier_pooling='last' (the state after the last token), which a cache "
+                "continues."
+            )
 
     def classify(self, outputs: RecurrentModelOutput, attention_mask: torch.Tensor | None,
                  labels: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -364,7 +413,7 @@ class RecurrentForTokenClassification(TaggerOutputMixin, RecurrentClassifierMode
     """A recurrent encoder (usually bidirectional) with a per-token classifier, for tagging; with `use_crf` a CRF
     over the classifier's scores (the BiLSTM-CRF), whose tags `viterbi_tags` decodes (see `TaggerOutputMixin`)."""
 
-    output_class = TokenClassifierOutput
+    output_class = RecurrentTokenClassifierOutput
 
     def __init__(self, config: RecurrentConfig):
         super().__init__(config)

@@ -36,7 +36,7 @@ from transformers.modeling_outputs import (
 from .multi_head_attention import MultiHeadAttention
 from .configuration_transformer import TransformerConfig
 from .embeddings import TransformerEmbeddings, sinusoidal_positions
-from .heads import SequencePooler, TaggerOutputMixin, sequence_classification_loss
+from .heads import ClassifierHeadMixin, SequencePooler, TaggerOutputMixin, sequence_classification_loss
 from .masks import cached_length, carry_over_padding
 from .modeling_utils import (
     CausalLMLossKwargs,
@@ -528,8 +528,12 @@ class TransformerEncoderModel(TransformerStackMixin, TransformerPreTrainedModel)
         )
 
 
-class _TransformerEncoderClassifier(TransformerPreTrainedModel):
-    """A ``TransformerEncoderModel`` (its base model, under ``model``) with a head."""
+class _TransformerEncoderClassifier(ClassifierHeadMixin, TransformerPreTrainedModel):
+    """A ``TransformerEncoderModel`` (its base model, under ``model``) with a head. No ``generate`` (see
+    ``ClassifierHeadMixin``), and no cache: as BERT's heads, they read whole sequences (``check_no_cache``)."""
+
+    generating_classes = ("TransformerForCausalLM (a language model)",
+                          "TransformerForConditionalGeneration (a sequence-to-sequence model)")
 
     def __init__(self, config: TransformerConfig):
         config = config_with(config, is_encoder_decoder=False)
@@ -538,6 +542,17 @@ class _TransformerEncoderClassifier(TransformerPreTrainedModel):
         self.model = TransformerEncoderModel(config)
         self.dropout = nn.Dropout(config.classifier_dropout)
         self.classifier = nn.Linear(config.d_model, config.num_labels)
+
+    def check_no_cache(self, cache: Cache | None) -> None:
+        """Refuse a cache (``cache``, or ``past_key_values``), which BERT's heads would silently ignore: the encoder's
+        self-attention is bidirectional, so the tokens read before cannot be continued. ``use_cache`` is taken, as
+        BERT's heads take it, and unused: the encoder keeps no cache."""
+        if cache is not None:
+            raise ValueError(
+                f"`cache` / `past_key_values`: {type(self).__name__} cannot continue from a cache. Its "
+                "encoder's self-attention is bidirectional (each token also attends to the tokens after it), so the "
+                "states of earlier tokens change with every token added. Pass whole sequences, without a cache."
+            )
 
 
 class TransformerForSequenceClassification(_TransformerEncoderClassifier):
@@ -548,6 +563,7 @@ class TransformerForSequenceClassification(_TransformerEncoderClassifier):
         self.pooler = SequencePooler(config.classifier_pooling, config.d_model)
         self.post_init()
 
+    @takes_cache
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,
@@ -557,9 +573,13 @@ class TransformerForSequenceClassification(_TransformerEncoderClassifier):
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
+        cache: Cache | None = None,
+        use_cache: bool | None = None,
     ) -> SequenceClassifierOutput | tuple:
         """labels: ``(batch,)`` class ids (-100 for sequences that do not count), ``(batch, num_labels)`` multi-hot
-        floats, or ``(batch,)`` floats for regression."""
+        floats, or ``(batch,)`` floats for regression. ``cache`` (``past_key_values``) is refused and ``use_cache``
+        unused: see ``check_no_cache``."""
+        self.check_no_cache(cache)
         outputs = self.model(input_ids, attention_mask, inputs_embeds, output_attentions, output_hidden_states, True)
         mask = None if attention_mask is None else attention_mask.bool()
         logits = self.classifier(self.dropout(self.pooler(outputs.last_hidden_state, mask)))
@@ -577,6 +597,7 @@ class TransformerForTokenClassification(TaggerOutputMixin, _TransformerEncoderCl
         self._init_crf(self.config)
         self.post_init()
 
+    @takes_cache
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,
@@ -586,8 +607,12 @@ class TransformerForTokenClassification(TaggerOutputMixin, _TransformerEncoderCl
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
+        cache: Cache | None = None,
+        use_cache: bool | None = None,
     ) -> TokenClassifierOutput | tuple:
-        """labels: ``(batch, length)`` tag ids, -100 for positions that do not count (padding, later sub-words)."""
+        """labels: ``(batch, length)`` tag ids, -100 for positions that do not count (padding, later sub-words).
+        ``cache`` (``past_key_values``) is refused and ``use_cache`` unused: see ``check_no_cache``."""
+        self.check_no_cache(cache)
         outputs = self.model(input_ids, attention_mask, inputs_embeds, output_attentions, output_hidden_states, True)
         logits = self.classifier(self.dropout(outputs.last_hidden_state))
         loss = None if labels is None else self.tagging_loss(logits, labels)
