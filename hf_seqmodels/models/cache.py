@@ -292,8 +292,8 @@ class RecurrentGenerationMixin:
 
 # A recurrent decoding step replayed as a CUDA graph.
 #
-# On a GPU, one step of a small recurrent decoder is some thirty tiny kernels whose launches cost more than their
-# work. A CUDA graph launches them all at once. A graph always reads and writes the same tensors, so it owns its
+# On a GPU, one step of a small recurrent decoder is many tiny kernels whose launches cost more than their work.
+# A CUDA graph launches them all at once. A graph always reads and writes the same tensors, so it owns its
 # inputs: the token ids are copied in at every step, the per-input tensors (encoder outputs, their mask and
 # projection) only when a different tensor comes (once per ``generate()`` call), and a static ``RecurrentCache``
 # takes over the graph's state tensors at its first step, after which beam search reorders them in place.

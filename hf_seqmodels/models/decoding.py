@@ -1,6 +1,7 @@
 """Our decoding loop behind ``generate()``: greedy search, sampling and beam search in which the sentences that have
-finished leave the batch, so that their rows stop costing (GenerationMixin keeps computing them to the end of the
-batch: issue 7 counted 2.3-2.5x the rows needed).
+finished leave the batch, so that their rows stop costing (GenerationMixin keeps computing every row until the
+last sentence of the batch has finished, so a batch of sentences of different lengths pays for rows that no sentence
+needs).
 
 ``decode`` has the signature of GenerationMixin's decoding methods, so ``generate()`` runs it after all of its own
 preparation (encoder run, beam expansion, logits processors, stopping criteria)::
@@ -19,7 +20,7 @@ and are its own since) and without its output objects, on the cache alone, which
 prepared at the first step. Other models take every step through ``prepare_inputs_for_generation`` and
 ``forward``, as GenerationMixin does. The steps write their logits, and beam search its log-probabilities, into the
 first rows of buffers made at the first step (the live rows only shrink): no rows x vocabulary tensor is allocated
-per step, whose fresh pages cost, on a CPU, a sixth of a 320-row step.
+per step, since on a CPU the fresh pages of such a tensor cost a sizeable share of a batched step.
 
 Outputs are those of GenerationMixin: the same tokens, the same pad/eos conventions in the returned tensors, the same
 ``sequences_scores`` and ``beam_indices``. Differences, by design:
