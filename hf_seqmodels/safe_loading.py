@@ -7,8 +7,8 @@ naming them, where transformers' ``from_pretrained`` logs a table and initialise
 
 from pathlib import Path
 
-from .checkpoint_format import PICKLE_SUFFIXES
 from .models.configuration_utils import check_config_file
+from .models.weight_files import refuse_pickled_weights
 
 
 def load_pretrained(auto_class, name_or_path, new_head: bool = False, **kwargs):
@@ -21,15 +21,7 @@ def load_pretrained(auto_class, name_or_path, new_head: bool = False, **kwargs):
     the bare body of a saved model with a head: weights outside the body may then be missing or left over; the
     body's must all be there."""
     folder = Path(name_or_path)
-    if folder.is_dir() and not any(folder.glob("*.safetensors")):
-        pickled = sorted(path.name for path in folder.iterdir() if path.suffix.lower() in PICKLE_SUFFIXES)
-        if pickled:
-            raise ValueError(
-                f"{folder} holds its weights only as {', '.join(pickled)}, a pickle: loading one can run any code "
-                f"its author put in it, so hf_seqmodels loads model.safetensors only. If you trust its source, "
-                f"convert it once (transformers' {auto_class.__name__}.from_pretrained(folder).save_pretrained("
-                f"new_folder) writes model.safetensors) and pass the new folder."
-            )
+    refuse_pickled_weights(folder, auto_class.__name__)  # any model's folder, not only ours
     if (folder / "config.json").is_file():
         check_config_file(folder / "config.json")
     with_info = kwargs.pop("output_loading_info", False)

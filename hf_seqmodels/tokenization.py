@@ -25,6 +25,7 @@ The same texts give byte-identical tokenizer files in every process (see `_conti
 differs slightly from run to run (`REPRODUCIBLE_KINDS` are the others).
 """
 
+import json
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -38,6 +39,10 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_ma
 DEFAULT_SPECIAL_TOKENS = {"pad_token": "<pad>", "unk_token": "<unk>", "bos_token": "<s>", "eos_token": "</s>"}
 KINDS = ("word", "bpe", "wordpiece", "unigram", "char")
 REPRODUCIBLE_KINDS = ("word", "bpe", "wordpiece", "char")
+# The largest tokenizer.json a vocabulary of n tokens can have: BYTES_PER_TOKEN * n + SLACK_BYTES. A vocabulary
+# entry takes about 20 bytes in it (a word-level or unigram entry, or a BPE token with its merge; an added special
+# token about 150), and its other parts (normalizer, pre-tokenizer, a SentencePiece character map) less than a MB.
+BYTES_PER_TOKEN, SLACK_BYTES = 1024, 4 * 2**20
 # CJK ideographs and CJK / full-width punctuation: no space is written next to them when decoding WordPiece.
 CJK = r"\p{Han}\u3000-\u303f\uff00-\uffef"
 
@@ -146,10 +151,45 @@ def save_tokenizer(tokenizer, folder) -> None:
     tokenizer.save_pretrained(folder)
 
 
+def check_tokenizer_size(folder, option: str) -> None:
+    """Raise a ValueError naming ``option``, the tokenizer.json of ``folder``, its size and the config's vocab_size
+    when that file is larger than a tokenizer of the vocabulary the model's config.json declares can be
+    (`BYTES_PER_TOKEN` per token of the larger of its `vocab_size` and `source_vocab_size`, plus `SLACK_BYTES`). The
+    config is ``folder``'s, else its parent's (a checkpoint keeps its tokenizer in ``tokenizer/``, a translation model
+    its source tokenizer in ``source_tokenizer/``); without one, or without a tokenizer.json, nothing is checked. Only
+    the file's size is read: a tokenizer.json of 10 million entries is refused at once, where loading it takes a
+    minute and gigabytes before the model says its vocabulary differs."""
+    folder = Path(folder)
+    tokenizer_file = folder / "tokenizer.json"
+    config_file = next((path for path in (folder / "config.json", folder.parent / "config.json") if path.is_file()),
+                       None)
+    if config_file is None or not tokenizer_file.is_file():
+        return
+    try:
+        config = json.loads(config_file.read_text())
+    except (OSError, ValueError):
+        return  # loading the model names a damaged config.json
+    sizes = {name: config.get(name) for name in ("vocab_size", "source_vocab_size")} if isinstance(config, dict) else {}
+    sizes = {name: size for name, size in sizes.items() if isinstance(size, int) and not isinstance(size, bool)}
+    if not sizes:
+        return
+    name, vocab_size = max(sizes.items(), key=lambda item: item[1])
+    size, limit = tokenizer_file.stat().st_size, BYTES_PER_TOKEN * max(vocab_size, 0) + SLACK_BYTES
+    if size > limit:
+        raise ValueError(
+            f"{option}: {tokenizer_file} is {size / 2**20:,.1f} MB, more than a tokenizer of the {vocab_size} tokens "
+            f"that {config_file} declares ({name}={vocab_size}) can take ({limit / 2**20:,.1f} MB: "
+            f"{BYTES_PER_TOKEN} bytes a token and {SLACK_BYTES // 2**20} MB for the rest); it was not loaded. It "
+            f"holds another, far larger vocabulary than the model's: pass the tokenizer the model was trained with."
+        )
+
+
 def load_tokenizer(name_or_path, option: str, load: Callable = AutoTokenizer.from_pretrained, **kwargs):
     """``load(name_or_path, **kwargs)`` (``AutoTokenizer.from_pretrained`` by default), the tokenizer that ``option``
     names; whatever stops it (no tokenizer there, a damaged or empty file) is a ValueError naming the option, the
-    folder and the tokenizer files it holds."""
+    folder and the tokenizer files it holds. A tokenizer.json far larger than the model's vocabulary is refused
+    before it is loaded (`check_tokenizer_size`)."""
+    check_tokenizer_size(name_or_path, option)
     try:
         return load(name_or_path, **kwargs)
     except Exception as error:  # noqa: BLE001 - a folder's files can fail in the tokenizers library in any way

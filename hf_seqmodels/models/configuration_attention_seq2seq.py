@@ -3,6 +3,7 @@
 from .configuration_utils import (
     CELL_TYPES,
     CheckedConfig,
+    SizeTerm,
     check_choice,
     check_dropouts,
     check_flags,
@@ -11,6 +12,8 @@ from .configuration_utils import (
     check_sizes,
     check_token_ids,
     is_number,
+    linear,
+    recurrent_stack,
     decoder_start_token_id as start_token_rule,
 )
 
@@ -95,7 +98,8 @@ class AttentionSeq2SeqConfig(CheckedConfig):
 
     Every field is checked when the config is made and when it is loaded: a value of the wrong type or out of range,
     an unknown field, or a config.json that lacks a field or was written for another model raises a `ValueError`
-    that names the field (see `CheckedConfig`).
+    that names the field (see `CheckedConfig`), and so do sizes whose model would not fit in `HF_SEQMODELS_MAX_MODEL_GB`
+    (64 GB unless set; see `configuration_utils.max_model_gb`).
 
     Example:
 
@@ -174,6 +178,40 @@ class AttentionSeq2SeqConfig(CheckedConfig):
         follow a scheduled-sampling schedule."""
         check_teacher_forcing_ratio(ratio)
         self.teacher_forcing_ratio = ratio
+
+    def size_terms(self, stacks: str | None = None) -> list[SizeTerm]:
+        """The parts of the model, counted from the fields (see `CheckedConfig.size_terms`; every model has both
+        stacks, so ``stacks`` is unused): both embeddings, the encoder's and decoder's recurrent layers, the bridge,
+        the attention and its output layer, and the output layer (tied: its bias, and a projection when the sizes
+        differ)."""
+        vocab, embedding, hidden = self.vocab_size, self.embedding_size, self.hidden_size
+        memory, attention = self.encoder_output_size, self.attention_size or hidden
+        directions, parts = (2 if self.bidirectional_encoder else 1), (2 if self.cell_type == "lstm" else 1)
+        fed = memory if self.attention_type == "bahdanau" else hidden if self.input_feeding else 0
+        attention_layers = {
+            "bahdanau": hidden * attention + memory * attention + attention + linear(memory + hidden + embedding, hidden),
+            "luong_dot": linear(memory + hidden, hidden, bias=False),
+            "luong_general": memory * hidden + linear(memory + hidden, hidden, bias=False),
+            "luong_concat": (hidden + memory + 1) * attention + linear(memory + hidden, hidden, bias=False),
+            "none": 0,
+        }[self.attention_type]
+        output = (hidden * embedding if hidden != embedding else 0) + vocab if self.tie_word_embeddings else linear(
+            hidden, vocab)
+        return [
+            SizeTerm("the source embeddings", {"source_vocab_size": self.encoder_vocab_size, "embedding_size":
+                     embedding}, self.encoder_vocab_size * embedding),
+            SizeTerm("the target embeddings", {"vocab_size": vocab, "embedding_size": embedding}, vocab * embedding),
+            SizeTerm("the encoder's recurrent layers", {"encoder_layers": self.encoder_layers, "hidden_size": hidden,
+                     "embedding_size": embedding},
+                     recurrent_stack(self.cell_type, embedding, hidden, self.encoder_layers, directions)),
+            SizeTerm("the decoder's recurrent layers", {"decoder_layers": self.decoder_layers, "hidden_size": hidden,
+                     "embedding_size": embedding},
+                     recurrent_stack(self.cell_type, embedding + fed, hidden, self.decoder_layers)),
+            SizeTerm("the bridge", {"decoder_layers": self.decoder_layers, "hidden_size": hidden},
+                     linear(parts * memory, parts * self.decoder_layers * hidden)),
+            SizeTerm("the attention", {"attention_size": attention, "hidden_size": hidden}, attention_layers),
+            SizeTerm("the output layer", {"vocab_size": vocab, "hidden_size": hidden}, output, "lm_head"),
+        ]
 
     @property
     def encoder_vocab_size(self) -> int:

@@ -2,8 +2,9 @@
 
 import math
 
-from .configuration_utils import CELL_TYPES, CheckedConfig, check_choice, check_dropouts, check_flags
+from .configuration_utils import CELL_TYPES, CheckedConfig, SizeTerm, check_choice, check_dropouts, check_flags
 from .configuration_utils import check_initializer_range, check_sizes, check_token_ids, is_integer, is_number
+from .configuration_utils import linear, recurrent_stack
 from .crf import check_crf_fields
 
 NONLINEARITIES = ("tanh", "relu")
@@ -138,7 +139,8 @@ class RecurrentConfig(CheckedConfig):
 
     Every field is checked when the config is made and when it is loaded: a value of the wrong type or out of range,
     an unknown field, or a config.json that lacks a field or was written for another model raises a `ValueError`
-    that names the field (see `CheckedConfig`).
+    that names the field (see `CheckedConfig`), and so do sizes whose model would not fit in `HF_SEQMODELS_MAX_MODEL_GB`
+    (64 GB unless set; see `configuration_utils.max_model_gb`).
 
     Example:
 
@@ -217,6 +219,51 @@ class RecurrentConfig(CheckedConfig):
             adaptive_softmax_cutoffs = list(adaptive_softmax_cutoffs)
         self.set_fields(locals())
         check_crf_fields(use_crf, crf_constrain_bio, self.id2label)
+
+    def size_terms(self, stacks: str | None = None) -> list[SizeTerm]:
+        """The parts of the model, counted from the fields (see `CheckedConfig.size_terms`; one stack, so
+        ``stacks`` is unused): embeddings, spelling CNN, recurrent layers, and the heads: the language model's output
+        layer (tied: its bias, and a projection when the sizes differ; or the adaptive softmax) and the classifier's
+        (with attention pooling and the CRF)."""
+        vocab, embedding, hidden, layers = self.vocab_size, self.embedding_size, self.hidden_size, self.num_layers
+        directions = 2 if self.bidirectional else 1
+        terms = [
+            SizeTerm("the token embeddings", {"vocab_size": vocab, "embedding_size": embedding}, vocab * embedding),
+            SizeTerm("the recurrent layers", {"num_layers": layers, "hidden_size": hidden, "embedding_size":
+                     embedding}, recurrent_stack(self.cell_type, self.input_size, hidden, layers, directions)),
+        ]
+        if self.spelling_features:
+            conv = self.spelling_embedding_size * self.spelling_features * self.spelling_kernel_size
+            terms += [
+                SizeTerm("the spelling CNN", {"spelling_features": self.spelling_features, "spelling_embedding_size":
+                         self.spelling_embedding_size, "spelling_kernel_size": self.spelling_kernel_size},
+                         conv + 257 * self.spelling_embedding_size),
+                SizeTerm("the token spellings (int64)", {"vocab_size": vocab, "max_spelling_length":
+                         self.max_spelling_length}, vocab * self.max_spelling_length, "buffer", element_bytes=8),
+            ]
+        if not self.bidirectional:  # a causal LM reads left to right
+            terms.append(self._lm_head_term())
+        classifier = linear(self.output_size, self.num_labels) + (
+            linear(self.output_size, self.output_size) + self.output_size if self.classifier_pooling == "attention"
+            else 0) + (self.num_labels * (self.num_labels + 2) if self.use_crf else 0)
+        terms.append(SizeTerm("the classifier", {"num_labels": self.num_labels, "hidden_size": hidden}, classifier,
+                              "classifier"))
+        return terms
+
+    def _lm_head_term(self) -> SizeTerm:
+        vocab, embedding, hidden = self.vocab_size, self.embedding_size, self.hidden_size
+        if self.adaptive_softmax_cutoffs:
+            cutoffs = self.adaptive_softmax_cutoffs + [vocab]
+            count = linear(hidden, cutoffs[0] + len(cutoffs) - 1)
+            for i, (low, high) in enumerate(zip(cutoffs, cutoffs[1:]), start=1):
+                projected = int(hidden // self.adaptive_softmax_div_value**i)
+                count += hidden * projected + projected * (high - low)
+            return SizeTerm("the adaptive softmax", {"vocab_size": vocab, "hidden_size": hidden}, count, "lm_head")
+        if self.tie_word_embeddings:  # the embedding matrix, counted once; a bias, and a projection to its size
+            return SizeTerm("the output layer's projection", {"hidden_size": hidden, "embedding_size": embedding},
+                            (hidden * embedding if hidden != embedding else 0) + vocab, "lm_head")
+        return SizeTerm("the output layer", {"vocab_size": vocab, "hidden_size": hidden}, linear(hidden, vocab),
+                        "lm_head")
 
     @property
     def input_size(self) -> int:

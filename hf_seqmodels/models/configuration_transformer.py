@@ -2,6 +2,7 @@
 
 from .configuration_utils import (
     CheckedConfig,
+    SizeTerm,
     check_choice,
     check_dropouts,
     check_flags,
@@ -9,6 +10,7 @@ from .configuration_utils import (
     check_positive_number,
     check_sizes,
     check_token_ids,
+    linear,
     decoder_start_token_id as start_token_rule,
 )
 from .crf import check_crf_fields
@@ -102,7 +104,8 @@ class TransformerConfig(CheckedConfig):
 
     Every field is checked when the config is made and when it is loaded: a value of the wrong type or out of range,
     an unknown field, or a config.json that lacks a field or was written for another model raises a `ValueError`
-    that names the field (see `CheckedConfig`).
+    that names the field (see `CheckedConfig`), and so do sizes whose model would not fit in `HF_SEQMODELS_MAX_MODEL_GB`
+    (64 GB unless set; see `configuration_utils.max_model_gb`).
 
     Example:
 
@@ -187,6 +190,47 @@ class TransformerConfig(CheckedConfig):
             check_token_ids(source_vocab_size, "source vocabulary", pad_token_id=pad_token_id)
         self.set_fields(locals())
         check_crf_fields(use_crf, crf_constrain_bio, self.id2label)
+
+    def size_terms(self, stacks: str | None = None) -> list[SizeTerm]:
+        """The parts of the model, counted from the fields (see `CheckedConfig.size_terms`): each stack's embeddings
+        (and position table) and layers, the language model's output layer (none when tied) and the classifier.
+        ``stacks``: "both" (the encoder-decoder), "encoder" (encoder-only heads) or "decoder" (the decoder-only
+        language model); None, both when `is_encoder_decoder`, else the larger one."""
+        d_model, ffn, positions, vocab = self.d_model, self.ffn_dim, self.max_position_embeddings, self.vocab_size
+        attention, norm = linear(d_model, 4 * d_model), 2 * d_model  # query, key, value and output projections
+
+        def stack(name: str, vocab_size: int, vocab_field: str, layers: int, cross: bool) -> list[SizeTerm]:
+            attentions = 2 if cross else 1  # self-attention, and cross-attention in an encoder-decoder's decoder
+            layer = attentions * attention + linear(d_model, ffn) + linear(ffn, d_model) + (attentions + 1) * norm
+            position = {"max_position_embeddings": positions, "d_model": d_model}
+            return [
+                SizeTerm(f"the {name}'s token embeddings", {vocab_field: vocab_size, "d_model": d_model},
+                         vocab_size * d_model),
+                SizeTerm(f"the {name}'s positions", position, positions * d_model,
+                         "body" if self.position_embedding == "learned" else "buffer"),
+                SizeTerm(f"the {name}'s layers", {f"{name}_layers": layers, "d_model": d_model, "ffn_dim": ffn},
+                         layers * layer + norm),
+            ]
+
+        encoder = stack("encoder", self.encoder_vocab_size, "source_vocab_size" if self.source_vocab_size else
+                        "vocab_size", self.encoder_layers, cross=False)
+        decoder_only = stack("decoder", vocab, "vocab_size", self.decoder_layers, cross=False)
+        if stacks is None:
+            larger = max((encoder, decoder_only), key=lambda terms: sum(term.bytes for term in terms))
+            stacks = "both" if self.is_encoder_decoder else ("encoder" if larger is encoder else "decoder")
+        terms = {"encoder": encoder, "decoder": decoder_only,
+                 "both": encoder + stack("decoder", vocab, "vocab_size", self.decoder_layers, cross=True)}[stacks]
+        if stacks == "both" and self.share_encoder_decoder_embeddings:
+            terms = [term for term in terms if term.what != "the decoder's token embeddings"]
+        if stacks != "encoder" and not self.tie_word_embeddings:
+            terms.append(SizeTerm("the output layer", {"vocab_size": vocab, "d_model": d_model}, vocab * d_model,
+                                  "lm_head"))
+        if stacks == "encoder":
+            pooling = linear(d_model, d_model) + d_model if self.classifier_pooling == "attention" else 0
+            crf = self.num_labels * (self.num_labels + 2) if self.use_crf else 0
+            terms.append(SizeTerm("the classifier", {"num_labels": self.num_labels, "d_model": d_model},
+                                  linear(d_model, self.num_labels) + pooling + crf, "classifier"))
+        return terms
 
     @property
     def encoder_vocab_size(self) -> int:

@@ -7,6 +7,10 @@ PretrainedConfig keeps (labels, problem type, output flags, dtype, architectures
 which `from_pretrained` and `AutoConfig` call), a config dict that lacks a field or was written for another model.
 Keys that no one knows are kept as attributes, as transformers' configs keep them; the config files our loaders read
 (`check_config_file`) may not hold them.
+
+Sizes are bounded too: each family counts, from its fields alone, the memory its model would take (`size_terms`), and
+`check_model_size` refuses a config whose model would not fit in `HF_SEQMODELS_MAX_MODEL_GB` before anything is
+allocated.
 """
 
 import dataclasses
@@ -15,6 +19,7 @@ import functools
 import inspect
 import json
 import math
+import os
 import re
 from pathlib import Path
 from typing import ClassVar
@@ -34,6 +39,11 @@ LABEL_KEYS = {"num_labels", "id2label", "label2id"}
 PRETRAINED_KEYS = {"model_type", "auto_map", "custom_pipelines", "num_labels", "torch_dtype", "output_attentions",
                    "attn_implementation", "experts_implementation", "name_or_path", "_name_or_path", "_commit_hash"}
 PRETRAINED_FLAGS = ("return_dict", "output_hidden_states", "output_attentions", "is_encoder_decoder")
+# The largest model a config may describe, in GB (10**9 bytes) of parameters and buffers, read from the environment at
+# every check (see `max_model_gb`); a config field could not be trusted with it: config.json comes with the model.
+MAX_MODEL_GB_VARIABLE = "HF_SEQMODELS_MAX_MODEL_GB"
+DEFAULT_MAX_MODEL_GB = 64.0
+GB = 10**9
 
 
 def is_integer(value) -> bool:
@@ -243,11 +253,103 @@ def check_pretrained_fields(config: dict) -> None:
             raise ValueError(f"`{name}`={value!r} must be None, a torch.dtype or its name (such as 'float32').")
 
 
+@dataclasses.dataclass(frozen=True)
+class SizeTerm:
+    """One part of a model, counted from its config without building it: ``what`` it is, the config ``fields`` its
+    size follows (name -> value), and ``count`` elements of ``element_bytes`` bytes each (float32 weights: 4).
+    ``kind`` says where it sits: "body" (embeddings and layers, which a base model and every head share), "lm_head"
+    (the language model's output layer) or "classifier" (the classification heads'), which are parameters, saved in
+    the weights file, and "buffer", a tensor the model builds and does not save (the sinusoidal position table) or
+    saves beside its weights but is no parameter (token spellings)."""
+
+    what: str
+    fields: dict
+    count: int
+    kind: str = "body"
+    element_bytes: int = 4
+
+    @property
+    def bytes(self) -> int:
+        return self.count * self.element_bytes
+
+    def describe(self) -> str:
+        """``what`` and its fields, the largest value first: the field most likely to blame leads."""
+        fields = sorted(self.fields.items(), key=lambda item: -item[1] if is_number(item[1]) else 0)
+        return f"{self.what} ({', '.join(f'{name}={value}' for name, value in fields)})"
+
+
+def linear(inputs: int, outputs: int, bias: bool = True) -> int:
+    """The parameters of ``nn.Linear(inputs, outputs, bias)``."""
+    return inputs * outputs + (outputs if bias else 0)
+
+
+def recurrent_stack(cell_type: str, input_size: int, hidden_size: int, num_layers: int, directions: int = 1) -> int:
+    """The parameters of ``num_layers`` torch recurrent layers (``cell_type``, ``directions`` each): every gate of
+    every direction has ``W_ih``, ``W_hh`` and two biases; layers above the first read all directions' outputs."""
+    gates = {"rnn": 1, "gru": 3, "lstm": 4}[cell_type] * hidden_size * directions
+    first = gates * (input_size + hidden_size + 2)
+    return first + (num_layers - 1) * gates * (directions * hidden_size + hidden_size + 2)
+
+
+def with_heads(terms: list[SizeTerm], head: str | None = None) -> list[SizeTerm]:
+    """``terms`` of the model with ``head`` ("lm_head" or "classifier"; "body": none, the base model), buffers kept;
+    None: the largest head of those ``terms`` count, the largest model the config builds."""
+    heads = {term.kind for term in terms} - {"body", "buffer"}
+    if head is None and heads:
+        head = max(heads, key=lambda kind: sum(term.bytes for term in terms if term.kind == kind))
+    return [term for term in terms if term.kind in ("body", "buffer", head)]
+
+
+def parameter_count(terms: list[SizeTerm], head: str | None = None) -> int:
+    """The parameters of the model that ``terms`` describe, with ``head`` (see `with_heads`): no buffers."""
+    return sum(term.count for term in with_heads(terms, head) if term.kind != "buffer")
+
+
+def max_model_gb() -> float:
+    """The largest model a config may describe, in GB: ``$HF_SEQMODELS_MAX_MODEL_GB``, else 64.
+
+    64 GB holds 16 billion float32 parameters: 50 times GPT-2 XL, 5,000 times the models this repository trains, and
+    no less than what a workstation's memory holds (training needs four times the parameters' memory, for gradients
+    and Adam's two moments). A config that asks for more is a typing slip (`hidden_size=1000000000`) or an edited
+    config.json, and a clear error now beats minutes of allocation and an out-of-memory kill later. Machines that do
+    hold larger models set the variable (a number of GB; ``inf`` turns the check off). It is read at every check and
+    is no config field, so that a config.json cannot raise it."""
+    value = os.environ.get(MAX_MODEL_GB_VARIABLE)
+    if value is None:
+        return DEFAULT_MAX_MODEL_GB
+    try:
+        limit = float(value)
+    except ValueError:
+        limit = math.nan
+    if not limit > 0:  # also NaN
+        raise ValueError(f"${MAX_MODEL_GB_VARIABLE}={value!r} must be a positive number of GB (10**9 bytes; 'inf': no "
+                         f"limit): the largest model a config may describe. Unset, it is {DEFAULT_MAX_MODEL_GB:g}.")
+    return limit
+
+
+def check_model_size(config) -> None:
+    """Raise a ValueError unless the largest model ``config`` builds (its `size_terms`, with the largest head) fits
+    in `max_model_gb`: it names the term that takes most of the memory and its fields, the memory the model would
+    need and how to raise the limit. Counted from the fields, never by building the model."""
+    terms = with_heads(config.size_terms())
+    needed, limit = sum(term.bytes for term in terms), max_model_gb()
+    if needed <= limit * GB:
+        return
+    largest = max(terms, key=lambda term: term.bytes)
+    raise ValueError(
+        f"{type(config).__name__} describes a model of {needed / GB:,.1f} GB (float32 parameters and buffers), more "
+        f"than the limit of {limit:g} GB; {largest.bytes / GB:,.1f} GB of it are {largest.describe()}. Lower those "
+        f"sizes, or, on a machine with the memory for it, raise the limit: {MAX_MODEL_GB_VARIABLE}="
+        f"{math.ceil(needed / GB)} (in GB; inf turns the check off)."
+    )
+
+
 class CheckedConfig(PretrainedConfig):
     """The base of every family's configuration: it checks PretrainedConfig's own fields on construction (keys that
     neither the family nor PretrainedConfig knows are kept, as transformers keeps them), and refuses a config dict
     that lacks a field or was written for another model on loading. The family's `__init__` checks its own fields,
-    then hands them to `set_fields`.
+    then hands them to `set_fields`, which also bounds the size of the model (`check_model_size`, from the family's
+    `size_terms`).
 
     A family lists in ``fields_added_later`` the fields it gained after configs were first saved and whose default
     computes what the model computed before them: a config saved without them loads with their defaults; and in
@@ -279,6 +381,14 @@ class CheckedConfig(PretrainedConfig):
                 setattr(self, name, arguments[name])
         CheckedConfig.__init__(self, **{name: arguments[name] for name in fields if name in declared},
                                **arguments["kwargs"])
+        check_model_size(self)
+
+    def size_terms(self, stacks: str | None = None) -> list[SizeTerm]:
+        """The parts of the model this config describes, counted from its fields (`SizeTerm`): the dominant ones,
+        within a factor of 2 of the real parameter count, the heads of all kinds the family has (`with_heads` picks
+        one). ``stacks`` (encoder-decoder families with encoder-only and decoder-only models): "encoder", "decoder"
+        or "both"; None, the largest model the config builds."""
+        raise NotImplementedError(f"{type(self).__name__} does not count its model's size (`size_terms`).")
 
     def to_diff_dict(self) -> dict:
         """What `save_pretrained` writes: PretrainedConfig's diff, with every field of the family even where it

@@ -11,6 +11,7 @@ would break the graph. The traced code is the code that ran (and checked) eagerl
 import functools
 import inspect
 import math
+import os
 import shutil
 import warnings
 from pathlib import Path
@@ -19,7 +20,7 @@ from typing import TypedDict
 import torch
 from torch import nn
 from torch.nn import functional as F
-from transformers import GenerationConfig, PreTrainedModel
+from transformers import GenerationConfig, PretrainedConfig, PreTrainedModel
 from transformers.cache_utils import Cache
 from transformers import initialization as init
 from transformers.generation.utils import GENERATION_MODES_MAPPING
@@ -29,6 +30,9 @@ from transformers.modeling_outputs import CausalLMOutputWithPast, ModelOutput
 from transformers.modeling_utils import safe_open
 from transformers.models.bart.modeling_bart import shift_tokens_right
 from transformers.utils import is_tracing
+
+from .configuration_utils import LABEL_KEYS, CheckedConfig, own_fields
+from .weight_files import check_config_fits_weights, refuse_pickled_weights, safetensors_files
 
 # The name under which transformers passes the decoding cache: ``past_key_values`` up to 5.23, ``cache`` from 5.24.
 # generate() hands the cache to ``forward`` under that name and reads it back from the output under that name, and
@@ -106,7 +110,12 @@ class SeqModelsPreTrainedModel(PreTrainedModel):
         """transformers' ``from_pretrained``; a damaged safetensors file (truncated, empty, not safetensors) is an
         OSError naming the file, where safetensors' own error names none. Missing or unexpected weights keep
         transformers' behaviour (a log table; new weights initialised), which loading a body under a new head needs:
-        ``hf_seqmodels.safe_loading.load_pretrained`` refuses them."""
+        ``hf_seqmodels.safe_loading.load_pretrained`` refuses them.
+
+        A local folder is judged before anything is built (`check_local_folder`): weights only pickled are refused
+        unless ``use_safetensors=False`` is passed (a trusted pickle, to convert), and so is a config describing far
+        more parameters than its safetensors files hold."""
+        check_local_folder(cls, pretrained_model_name_or_path, kwargs)
         try:
             return super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
         except Exception as error:
@@ -164,6 +173,39 @@ class SeqModelsPreTrainedModel(PreTrainedModel):
                 "trust_remote_code=True`."
             )
         return super()._get_deprecated_gen_repo(generation_mode, trust_remote_code, custom_generate)
+
+
+def check_local_folder(cls, name_or_path, kwargs: dict) -> None:
+    """What ``cls.from_pretrained(name_or_path, **kwargs)`` checks in a local folder before building the model:
+    weights only pickled are a ValueError naming the files (`refuse_pickled_weights`; not with an explicit
+    ``use_safetensors=False``); a config (``kwargs["config"]``, else the folder's config.json with the config fields
+    among ``kwargs``) whose embeddings and layers count far more parameters than the folder's safetensors files hold,
+    a ValueError naming the config, the field and the files (`check_config_fits_weights`). A Hub name, a state dict
+    or a GGUF file are left to transformers."""
+    if name_or_path is None or kwargs.get("state_dict") is not None or kwargs.get("gguf_file"):
+        return
+    folder = Path(name_or_path, kwargs.get("subfolder") or "")
+    if not folder.is_dir():
+        return
+    if kwargs.get("use_safetensors") is not False:
+        refuse_pickled_weights(folder, cls.__name__)
+    files = safetensors_files(folder, kwargs.get("variant"))
+    config, config_file = kwargs.get("config"), folder / "config.json"
+    if files is None or not issubclass(cls.config_class, CheckedConfig):
+        return
+    if isinstance(config, PretrainedConfig):
+        if Path(config.name_or_path or "").absolute() not in (folder.absolute(), Path(name_or_path).absolute()):
+            config_file = "the config passed to from_pretrained"
+    else:
+        config_file = Path(config) / "config.json" if isinstance(config, (str, os.PathLike)) else config_file
+        if not config_file.is_file():
+            return
+        fields = set(own_fields(cls.config_class)) | set(cls.config_class.attribute_map) | LABEL_KEYS
+        config = cls.config_class.from_pretrained(config_file.parent,
+                                                  **{key: kwargs[key] for key in kwargs if key in fields})
+    if hasattr(config, "size_terms"):
+        stacks = "both" if issubclass(cls, EncoderDecoderMixin) else "decoder" if cls.can_generate() else "encoder"
+        check_config_fits_weights(config, str(config_file), files, stacks)
 
 
 def save_custom_generate(model: PreTrainedModel, folder: str | Path) -> None:

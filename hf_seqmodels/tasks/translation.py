@@ -58,6 +58,7 @@ from ..models.pipeline_translation import CUSTOM_PIPELINES, SOURCE_TOKENIZER_DIR
 from ..paths import check_model_path
 from ..safe_loading import load_pretrained
 from ..tokenization import DEFAULT_SPECIAL_TOKENS, KINDS, load_tokenizer, save_tokenizer, train_tokenizer
+from ..tokenization import check_tokenizer_size
 from ..training import finish_run, start_run, train
 from ..training_args import ATTENTION_PLOT, TEST_HYPOTHESES, TrainingArguments
 from . import arguments
@@ -202,9 +203,12 @@ def train_tokenizers(
 
 
 def load_tokenizers(folder) -> TranslationTokenizers:
-    """The tokenizers saved with a model by `TranslationTokenizers.save_pretrained`."""
-    target = AutoTokenizer.from_pretrained(folder)
+    """The tokenizers saved with a model by `TranslationTokenizers.save_pretrained`; a tokenizer.json far larger than
+    the vocabulary of the model's config.json is refused before it is loaded (`check_tokenizer_size`)."""
     source_folder = Path(folder) / SOURCE_TOKENIZER_DIR
+    for tokenizer_folder in (folder, source_folder):
+        check_tokenizer_size(tokenizer_folder, f"the tokenizers of {folder}")
+    target = AutoTokenizer.from_pretrained(folder)
     return TranslationTokenizers(AutoTokenizer.from_pretrained(source_folder) if source_folder.is_dir() else target,
                                  target)
 

@@ -9,8 +9,11 @@ import textwrap
 
 import pytest
 
+import hf_seqmodels
 from hf_seqmodels import AttentionSeq2SeqConfig, RecurrentConfig, TransformerConfig
 from hf_seqmodels.models.configuration_utils import (
+    DEFAULT_MAX_MODEL_GB,
+    GB,
     check_architectures,
     check_choice,
     check_dropouts,
@@ -23,6 +26,8 @@ from hf_seqmodels.models.configuration_utils import (
     check_sizes,
     check_token_ids,
     own_fields,
+    parameter_count,
+    with_heads,
 )
 
 
@@ -191,6 +196,7 @@ def test_saved_code_refuses_a_bad_config_json(tmp_path):
         "model_type": ("", {"model_type": "transformer"}, "`model_type`='transformer'"),
         "flag": ("", {"bidirectional": "false"}, "`bidirectional`='false' must be True or False"),
         "unknown": ("", {"dropuot": 0.1}, None),  # kept, as transformers' configs keep it; load_pretrained refuses
+        "size": ("", {"num_layers": 10**9}, r"num_layers=1000000000.*HF_SEQMODELS_MAX_MODEL_GB"),
     }
     cases = []
     for name, (drop, changes, message) in edits.items():
@@ -225,3 +231,80 @@ def test_a_config_saved_before_the_later_fields_loads_with_their_defaults(config
     (tmp_path / "config.json").write_text(json.dumps(older))
     with pytest.raises(ValueError, match="lacks `dropout`"):
         config_class.from_pretrained(tmp_path)
+
+
+# The size estimate (`size_terms`) against the parameters torch builds: the independent count
+
+def R(**fields) -> RecurrentConfig:
+    return RecurrentConfig(**{"vocab_size": 50, "embedding_size": 8, "hidden_size": 12, "num_layers": 2,
+                              "num_labels": 5, **fields})
+
+
+def A(**fields) -> AttentionSeq2SeqConfig:
+    return AttentionSeq2SeqConfig(**{"vocab_size": 50, "embedding_size": 8, "hidden_size": 12, "encoder_layers": 2,
+                                     "decoder_layers": 2, **fields})
+
+
+def T(**fields) -> TransformerConfig:
+    return TransformerConfig(**{"vocab_size": 50, "d_model": 16, "num_heads": 2, "encoder_layers": 2,
+                                "decoder_layers": 3, "ffn_dim": 24, "max_position_embeddings": 32, "num_labels": 5,
+                                **fields})
+
+
+ESTIMATED = {  # name: (model class, config, the stacks and head it builds)
+    **{f"recurrent LM {cell}": ("RecurrentForCausalLM", R(cell_type=cell), None, "lm_head") for cell in
+       ("rnn", "lstm", "gru")},
+    "recurrent LM untied": ("RecurrentForCausalLM", R(tie_word_embeddings=False), None, "lm_head"),
+    "recurrent LM adaptive softmax": ("RecurrentForCausalLM", R(tie_word_embeddings=False, hidden_size=16,
+                                      adaptive_softmax_cutoffs=[10, 30], adaptive_softmax_div_value=2.0), None,
+                                      "lm_head"),
+    "recurrent LM spelling": ("RecurrentForCausalLM", R(spelling_features=6), None, "lm_head"),
+    "recurrent base": ("RecurrentModel", R(bidirectional=True), None, "body"),
+    "bidirectional classifier": ("RecurrentForSequenceClassification", R(bidirectional=True, cell_type="gru",
+                                 classifier_pooling="attention"), None, "classifier"),
+    "tagger with CRF": ("RecurrentForTokenClassification", R(bidirectional=True, use_crf=True), None, "classifier"),
+    **{f"attention {kind} {cell}": ("AttentionSeq2SeqForConditionalGeneration",
+                                    A(cell_type=cell, attention_type=kind, bidirectional_encoder=kind != "luong_dot",
+                                      input_feeding=kind.startswith("luong")), None, "lm_head")
+       for kind in ("bahdanau", "luong_dot", "luong_general", "luong_concat", "none") for cell in ("gru", "lstm")},
+    "attention untied, own source vocabulary": ("AttentionSeq2SeqForConditionalGeneration",
+                                                A(tie_word_embeddings=False, source_vocab_size=70, attention_size=5),
+                                                None, "lm_head"),
+    "attention base": ("AttentionSeq2SeqModel", A(), None, "body"),
+    "transformer encoder-decoder": ("TransformerForConditionalGeneration", T(), "both", "lm_head"),
+    "transformer untied, learned positions, pre-norm": ("TransformerForConditionalGeneration",
+                                                        T(tie_word_embeddings=False, position_embedding="learned",
+                                                          norm_position="pre", source_vocab_size=70), "both",
+                                                        "lm_head"),
+    "transformer shared embeddings": ("TransformerForConditionalGeneration", T(share_encoder_decoder_embeddings=True),
+                                      "both", "lm_head"),
+    "transformer base": ("TransformerModel", T(), "both", "body"),
+    "transformer decoder-only": ("TransformerForCausalLM", T(tie_word_embeddings=False), "decoder", "lm_head"),
+    "transformer encoder-only": ("TransformerEncoderModel", T(), "encoder", "body"),
+    "transformer classifier": ("TransformerForSequenceClassification", T(classifier_pooling="attention"), "encoder",
+                               "classifier"),
+    "transformer tagger with CRF": ("TransformerForTokenClassification", T(use_crf=True), "encoder", "classifier"),
+}
+
+
+@pytest.mark.parametrize("name", ESTIMATED)
+def test_the_size_estimate_is_within_a_factor_of_2_of_the_parameters(name):
+    """Counted from the fields, never built: within a factor of 2 of `sum(p.numel() for p in model.parameters())`
+    for the model built, and the bound the config check uses (the largest model the config builds) no less than half
+    of it. Tied weights count once, as `parameters()` does."""
+    class_name, config, stacks, head = ESTIMATED[name]
+    model = getattr(hf_seqmodels, class_name)(config)
+    parameters = sum(p.numel() for p in model.parameters())
+    estimate = parameter_count(config.size_terms(stacks), head)
+    assert parameters / 2 <= estimate <= 2 * parameters, (estimate, parameters)
+    bound = sum(term.bytes for term in with_heads(config.size_terms())) / 4
+    assert bound >= parameters / 2, (bound, parameters)
+
+
+def test_the_default_limit_holds_what_the_size_terms_count():
+    """`check_model_size` refuses from the terms' bytes, and not below the limit: a config just under it is made."""
+    terms = RecurrentConfig(hidden_size=60_000).size_terms()
+    assert sum(term.bytes for term in with_heads(terms)) < DEFAULT_MAX_MODEL_GB * GB
+    RecurrentConfig(hidden_size=60_000)
+    with pytest.raises(ValueError, match=r"\(hidden_size=70000, "):
+        RecurrentConfig(hidden_size=70_000)
