@@ -29,10 +29,11 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
+from .models.weight_files import PICKLE_SUFFIXES
+
 logger = logging.getLogger(__name__)
 
 MODEL_FILE = "model.safetensors"
-PICKLE_SUFFIXES = (".pkl", ".pickle", ".bin", ".pt", ".pth", ".ckpt")
 TENSOR, TUPLE, INT_KEYS = "__tensor__", "__tuple__", "__int_keys__"
 DEVICE_OPTIONS = {"params", "foreach", "fused", "capturable", "differentiable"}  # not checked on a CPU stand-in
 WHAT_TO_DO = ("resume from a complete checkpoint of a run with the same model and options, or start a new run "

@@ -25,14 +25,14 @@ import math
 from pathlib import Path
 
 import torch
-from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, GenerationConfig
+from transformers import AutoConfig, AutoModelForCausalLM, GenerationConfig
 
 from .atomic_folders import replacing
 from .models.configuration_transformer import TransformerConfig
 from .safe_loading import load_pretrained
 from .tasks.inference import Hypothesis, check_translation_options
 from .tasks.translation import SOURCE_TOKENIZER_DIR, batches_by_length, load_tokenizers, load_translation_model
-from .tokenization import save_tokenizer
+from .tokenization import load_tokenizer, save_tokenizer
 
 try:
     import ctranslate2
@@ -195,7 +195,7 @@ def export_ctranslate2(model_dir, output_dir, quantization: str | None = None) -
         source, target = tokenizers.source, tokenizers.target
     else:
         model = load_pretrained(AutoModelForCausalLM, model_dir, config=config)
-        source = target = AutoTokenizer.from_pretrained(model_dir)
+        source = target = load_tokenizer(model_dir, "--model_dir")
     check_generation_defaults(model.generation_config)
     spec = model_spec(model.float().eval(), source, target)
     spec.validate()

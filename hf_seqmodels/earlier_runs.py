@@ -11,13 +11,14 @@ write over it (`atomic_folders.replacing`).
 
 import json
 import re
-import struct
 from collections.abc import Callable
 from pathlib import Path
 
-from .models.pipeline_translation import SOURCE_TOKENIZER_DIR
+from transformers.utils import SAFE_WEIGHTS_INDEX_NAME, SAFE_WEIGHTS_NAME
 
-SAFETENSORS_HEADER_LIMIT = 100_000_000  # safetensors' own cap on a header, in bytes
+from .models.pipeline_translation import SOURCE_TOKENIZER_DIR
+from .models.weight_files import read_header, safetensors_files
+
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
@@ -37,32 +38,6 @@ def starts_with(path: Path, signature: bytes) -> bool:
         return file.read(len(signature)) == signature
 
 
-def safetensors_header(path: Path) -> dict | None:
-    """The header of the safetensors file ``path`` (tensor name -> dtype, shape, data offsets); None where the file
-    is not one (a link, too short, a header that is not such a JSON object, offsets beyond the file's end)."""
-    if path.is_symlink() or not path.is_file():
-        return None
-    size = path.stat().st_size
-    try:
-        with path.open("rb") as file:
-            (length,) = struct.unpack("<Q", file.read(8))
-            if not 2 <= length <= min(SAFETENSORS_HEADER_LIMIT, size - 8):
-                return None
-            header = json.loads(file.read(length))
-    except (OSError, struct.error, UnicodeDecodeError, ValueError):
-        return None
-    if not isinstance(header, dict):
-        return None
-    tensors = {name: entry for name, entry in header.items() if name != "__metadata__"}
-    data_size = size - 8 - length
-    if not all(isinstance(entry, dict) and {"dtype", "shape", "data_offsets"} <= set(entry)
-               and isinstance(entry["data_offsets"], list) and len(entry["data_offsets"]) == 2
-               and all(isinstance(offset, int) and 0 <= offset <= data_size for offset in entry["data_offsets"])
-               for entry in tensors.values()):
-        return None
-    return header
-
-
 def saved_config(folder: Path) -> dict | None:
     """``folder``'s config.json where transformers' ``save_pretrained`` wrote it; else None."""
     config = read_json(folder / "config.json")
@@ -72,19 +47,13 @@ def saved_config(folder: Path) -> dict | None:
 
 
 def weight_files(folder: Path) -> set[str] | None:
-    """The weight files of the model saved in ``folder``: ``model.safetensors``, or ``model.safetensors.index.json``
-    and every shard it names, each a safetensors file; None where they are missing or not such files."""
-    index = read_json(folder / "model.safetensors.index.json")
-    if index is None:
-        return {"model.safetensors"} if safetensors_header(folder / "model.safetensors") is not None else None
-    weight_map = index.get("weight_map") if isinstance(index, dict) else None
-    if not (isinstance(weight_map, dict) and weight_map and all(isinstance(name, str) and "/" not in name
-                                                                 for name in weight_map.values())):
+    """The weight files of the model saved in ``folder`` (``model.safetensors``, or ``model.safetensors.index.json``
+    and every shard it names), each with a safetensors header; None where they are missing or not such files."""
+    files = safetensors_files(folder)
+    if files is None or any(path.parent != folder or path.is_symlink() or read_header(path) is None for path in files):
         return None
-    shards = set(weight_map.values())
-    if any(safetensors_header(folder / shard) is None for shard in shards):
-        return None
-    return {"model.safetensors.index.json", *shards}
+    names = {path.name for path in files}
+    return names if names == {SAFE_WEIGHTS_NAME} else {*names, SAFE_WEIGHTS_INDEX_NAME}
 
 
 def code_files(config: dict) -> set[str]:

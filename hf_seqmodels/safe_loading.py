@@ -7,6 +7,7 @@ naming them, where transformers' ``from_pretrained`` logs a table and initialise
 
 from pathlib import Path
 
+from .atomic_folders import check_digests
 from .models.configuration_utils import check_config_file
 from .models.weight_files import refuse_pickled_weights
 
@@ -14,13 +15,16 @@ from .models.weight_files import refuse_pickled_weights
 def load_pretrained(auto_class, name_or_path, new_head: bool = False, **kwargs):
     """``auto_class.from_pretrained(name_or_path, use_safetensors=True, **kwargs)``, checked: a local folder whose
     weights are only pickled is refused first, with a ValueError naming the file and saying how to convert it; its
-    config.json must pass ``check_config_file``; a damaged safetensors file is an OSError naming it (our models'
-    ``from_pretrained``); weights the model lacks or does not take are a ValueError naming the keys.
+    config.json must pass ``check_config_file``; a damaged safetensors file is an OSError naming it (its sha256
+    differs from the one the folder's manifest recorded: `atomic_folders.check_digests`; or it does not open: our
+    models' ``from_pretrained``); weights the model lacks or does not take are a ValueError naming the keys.
 
     ``new_head``: the model puts a new head on the saved model's body (a classifier on a language model), or is
     the bare body of a saved model with a head: weights outside the body may then be missing or left over; the
     body's must all be there."""
     folder = Path(name_or_path)
+    if folder.is_dir():
+        check_digests(folder)  # weights whose bytes changed since the run saved them: an OSError naming the file
     refuse_pickled_weights(folder, auto_class.__name__)  # any model's folder, not only ours
     if (folder / "config.json").is_file():
         check_config_file(folder / "config.json")

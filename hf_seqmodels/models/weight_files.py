@@ -13,8 +13,7 @@ from transformers.utils import SAFE_WEIGHTS_INDEX_NAME, SAFE_WEIGHTS_NAME
 
 from .configuration_utils import GB
 
-# Suffixes of pickled files, as hf_seqmodels.checkpoint_format.PICKLE_SUFFIXES (this folder imports no module of the
-# package outside it: a saved model's code carries it).
+# Suffixes of pickled files (also those hf_seqmodels.checkpoint_format refuses in a checkpoint).
 PICKLE_SUFFIXES = (".pkl", ".pickle", ".bin", ".pt", ".pth", ".ckpt")
 # safetensors refuses headers above 100 MB: a larger one is damage, which loading reports.
 HEADER_LIMIT = 100 * 2**20
@@ -59,17 +58,27 @@ def safetensors_files(folder: Path, variant: str | None = None) -> list[Path] | 
     return files if files and all(path.is_file() for path in files) else None
 
 
-def stored_elements(path: Path) -> int | None:
-    """The number of elements of the tensors a safetensors file holds, read from its header (8 bytes of length,
-    then JSON: name -> dtype, shape, offsets), not from its data; None when the header is not readable."""
+def read_header(path: Path) -> dict | None:
+    """The header of a safetensors file (8 bytes of length, then JSON: name -> dtype, shape, offsets, and
+    ``__metadata__``), read without its data; None when it is not readable as such."""
     try:
         with open(path, "rb") as file:
             length = int.from_bytes(file.read(8), "little")
             if not 0 < length <= HEADER_LIMIT:
                 return None
             header = json.loads(file.read(length))
+    except (OSError, ValueError):
+        return None
+    return header if isinstance(header, dict) else None
+
+
+def stored_elements(path: Path) -> int | None:
+    """The number of elements of the tensors a safetensors file holds, from its header (`read_header`), not from its
+    data; None when the header is not readable."""
+    header = read_header(path)
+    try:
         return sum(math.prod(entry["shape"]) for name, entry in header.items() if name != "__metadata__")
-    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+    except (TypeError, KeyError, AttributeError):
         return None
 
 
