@@ -16,7 +16,7 @@ from pathlib import Path
 import evaluate
 from sacrebleu.metrics import BLEU, CHRF
 
-from .paths import REPO_ROOT
+from .data.paths import REPO_ROOT
 
 
 def metrics_dir() -> Path:

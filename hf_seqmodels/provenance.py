@@ -35,7 +35,7 @@ from pathlib import Path
 import torch
 import transformers
 
-from .paths import REPO_ROOT
+from .data.paths import REPO_ROOT
 
 RECORDED = "at run time"
 BACKFILLED = "backfilled from git history"

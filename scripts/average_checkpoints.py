@@ -11,7 +11,7 @@ The output folder loads like a run's output (AutoModelForSeq2SeqLM.from_pretrain
 
 import argparse
 
-from hf_seqmodels.averaging import average_checkpoints, last_checkpoints
+from hf_seqmodels.training.averaging import average_checkpoints, last_checkpoints
 
 
 def main():

@@ -27,7 +27,7 @@ import argparse
 from pathlib import Path
 
 from hf_seqmodels.comparison import DEFAULT_SEEDS, SUITES, RunOptions, run_suite
-from hf_seqmodels.paths import REPO_ROOT
+from hf_seqmodels.data.paths import REPO_ROOT
 
 
 def seed_list(text: str) -> list[int]:

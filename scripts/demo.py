@@ -11,7 +11,7 @@ Imported, it builds nothing: `translation_demo(folder)` (hf_seqmodels.tasks.infe
 import argparse
 
 import hf_seqmodels  # noqa: F401  (registers the models with the Auto classes)
-from hf_seqmodels.tasks.inference import translation_demo
+from hf_seqmodels.serving.inference import translation_demo
 
 
 def main():

@@ -12,7 +12,7 @@ A config that CTranslate2's Transformer cannot express is refused with the field
 import argparse
 
 import hf_seqmodels  # noqa: F401  (registers the models with the Auto classes)
-from hf_seqmodels.tasks.inference import check_model_folder
+from hf_seqmodels.serving.inference import check_model_folder
 
 
 def main():
@@ -23,7 +23,7 @@ def main():
                         help="How the weights are stored: int8, int8_float32, float16, ... (default: float32).")
     args = parser.parse_args()
     check_model_folder(args.model_dir, "scripts/run_translation.py or run_clm.py")
-    from hf_seqmodels.ctranslate2_export import export_ctranslate2
+    from hf_seqmodels.serving.ctranslate2_export import export_ctranslate2
 
     print(export_ctranslate2(args.model_dir, args.output_dir, args.quantization))
 

@@ -14,7 +14,7 @@ The same --seed gives the same samples. Options left out take the model's saved 
 import argparse
 
 import hf_seqmodels  # noqa: F401  (registers the models with the Auto classes)
-from hf_seqmodels.tasks import inference
+from hf_seqmodels.serving import inference
 
 
 def main():

@@ -21,7 +21,7 @@ pip install "hf-seqmodels[serve]"): pass the export's folder, the options are th
 import argparse
 
 import hf_seqmodels  # noqa: F401  (registers the models with the Auto classes)
-from hf_seqmodels.tasks import inference
+from hf_seqmodels.serving import inference
 
 
 def main():

@@ -3,7 +3,7 @@ and no module that does not exist: the map stays complete as modules come and go
 
 import re
 
-from hf_seqmodels.paths import REPO_ROOT
+from hf_seqmodels.data.paths import REPO_ROOT
 
 DOC = REPO_ROOT / "docs" / "architecture.md"
 

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 
 import hf_seqmodels  # noqa: F401  (registers the model types)
-from hf_seqmodels.argument_checks import check_at_least, check_different, check_range, parse_config_overrides
+from hf_seqmodels.training.argument_checks import check_at_least, check_different, check_range, parse_config_overrides
 
 
 def test_config_overrides_are_typed_like_the_defaults():

@@ -14,8 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from transformers import default_data_collator
 
-from hf_seqmodels import RecurrentConfig, RecurrentForCausalLM, atomic_folders
-from hf_seqmodels.training import TrainingArguments, make_accelerator, train
+from hf_seqmodels import RecurrentConfig, RecurrentForCausalLM
+from hf_seqmodels.storage import atomic_folders
+from hf_seqmodels.training.loop import TrainingArguments, make_accelerator, train
 
 
 def write_tree(folder, tree: dict[str, bytes]) -> None:
@@ -99,7 +100,7 @@ def test_temporaries_are_removed_only_under_the_lock_and_an_old_folder_is_put_ba
 
 HOLD_LOCK = """
 import sys
-from hf_seqmodels.atomic_folders import lock_folder
+from hf_seqmodels.storage.atomic_folders import lock_folder
 lock_folder(sys.argv[1], "--output_dir")
 print("locked", flush=True)
 sys.stdin.read()

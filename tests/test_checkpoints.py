@@ -23,11 +23,11 @@ from hf_seqmodels import (
     RecurrentConfig,
     RecurrentForCausalLM,
 )
-from hf_seqmodels.averaging import average_checkpoints, average_weights, last_checkpoints
-from hf_seqmodels.checkpoint_format import TrainingState, pickle_files
-from hf_seqmodels.checkpoints import TOKENIZER_DIR, Checkpoints
-from hf_seqmodels.tokenization import train_tokenizer
-from hf_seqmodels.training import BestModel, TrainingArguments, make_accelerator, train
+from hf_seqmodels.data.tokenization import train_tokenizer
+from hf_seqmodels.training.averaging import average_checkpoints, average_weights, last_checkpoints
+from hf_seqmodels.training.checkpoint_format import TrainingState, pickle_files
+from hf_seqmodels.training.checkpoints import TOKENIZER_DIR, Checkpoints
+from hf_seqmodels.training.loop import BestModel, TrainingArguments, make_accelerator, train
 
 
 def tiny_state(seed: int = 0, hidden_size: int = 8, best: bool = True, steps: int = 2) -> TrainingState:

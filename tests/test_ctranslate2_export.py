@@ -16,16 +16,16 @@ from transformers import GenerationConfig
 ctranslate2 = pytest.importorskip("ctranslate2")
 
 from hf_seqmodels import TransformerConfig, TransformerForCausalLM, TransformerForConditionalGeneration  # noqa: E402
-from hf_seqmodels.ctranslate2_export import (  # noqa: E402
+from hf_seqmodels.data.tokenization import save_tokenizer, train_tokenizer  # noqa: E402
+from hf_seqmodels.serving import inference  # noqa: E402
+from hf_seqmodels.serving.ctranslate2_export import (
     EXPORT_FILE,
     CTranslate2Translator,
     as_translated,
     check_exportable,
     export_ctranslate2,
 )
-from hf_seqmodels.tasks import inference  # noqa: E402
 from hf_seqmodels.tasks.translation import train_tokenizers  # noqa: E402
-from hf_seqmodels.tokenization import save_tokenizer, train_tokenizer  # noqa: E402
 from tests.conftest import REPO_ROOT  # noqa: E402
 from tests.tasks.test_translation import PAIRS  # noqa: E402
 

@@ -5,7 +5,8 @@ import datasets
 import pytest
 import torch
 
-from hf_seqmodels.data import (
+from hf_seqmodels.data.checks import check_values
+from hf_seqmodels.data.loading import (
     LengthGroupedSampler,
     TokenBatchSampler,
     check_column_files,
@@ -14,8 +15,7 @@ from hf_seqmodels.data import (
     load_text_dataset,
     tokenize_for_lm,
 )
-from hf_seqmodels.data_checks import check_values
-from hf_seqmodels.tokenization import train_tokenizer
+from hf_seqmodels.data.tokenization import train_tokenizer
 
 
 def test_group_texts_concatenates_and_drops_the_tail():

@@ -42,7 +42,7 @@ from transformers.modeling_outputs import (
 )
 
 import hf_seqmodels  # noqa: F401  (registers the Auto classes)
-from hf_seqmodels.tokenization import word_decoder
+from hf_seqmodels.data.tokenization import word_decoder
 from hf_seqmodels.models.modeling_utils import CACHE_NAME, output_cache
 
 PAD, BOS, EOS, UNK = 0, 1, 2, 3

@@ -4,8 +4,8 @@ evaluating and saving."""
 import pytest
 import torch
 
-from hf_seqmodels.nt_asgd import NTASGD, evaluate_with_averages
-from hf_seqmodels.training import TrainingArguments, make_optimizer
+from hf_seqmodels.training.loop import TrainingArguments, make_optimizer
+from hf_seqmodels.training.nt_asgd import NTASGD, evaluate_with_averages
 
 
 def model_and_data():

@@ -13,11 +13,15 @@ from transformers import AutoModelForSeq2SeqLM, AutoModelForSequenceClassificati
 
 from hf_seqmodels import RecurrentConfig, RecurrentForCausalLM
 from hf_seqmodels.cards import render_card
-from hf_seqmodels.pretrained_embeddings import detect_format, load_word_vectors, read_word_vectors, vectors_dimension
+from hf_seqmodels.data.pretrained_embeddings import (
+    detect_format,
+    load_word_vectors,
+    read_word_vectors,
+    vectors_dimension,
+)
+from hf_seqmodels.data.tokenization import train_tokenizer
 from hf_seqmodels.tasks import labelling, translation
-from hf_seqmodels.tokenization import train_tokenizer
-from hf_seqmodels.training import TrainingArguments, make_accelerator, train
-
+from hf_seqmodels.training.loop import TrainingArguments, make_accelerator, train
 from tests.cards.runs import ARGUMENTS, RUN
 
 WORDS = ["the", "Cat", "cat", "sat", "dog", "naïve", "</s>"]

@@ -10,9 +10,15 @@ import torch
 import transformers
 
 from hf_seqmodels import provenance as module
-from hf_seqmodels.paths import REPO_ROOT
+from hf_seqmodels.data.paths import REPO_ROOT
 from hf_seqmodels.provenance import (
-    BACKFILLED, ENVIRONMENT, KEYS, RECORDED, git_state, missing_provenance, provenance,
+    BACKFILLED,
+    ENVIRONMENT,
+    KEYS,
+    RECORDED,
+    git_state,
+    missing_provenance,
+    provenance,
 )
 
 

@@ -16,10 +16,10 @@ from hf_seqmodels import (
     TransformerConfig,
     TransformerForConditionalGeneration,
 )
-from hf_seqmodels.scheduled_sampling import SCHEDULES, TeacherForcing, teacher_forcing_ratio
 from hf_seqmodels.tasks import translation
 from hf_seqmodels.tasks.arguments import task_parser
-from hf_seqmodels.training import TrainingArguments, make_accelerator, train
+from hf_seqmodels.training.loop import TrainingArguments, make_accelerator, train
+from hf_seqmodels.training.scheduled_sampling import SCHEDULES, TeacherForcing, teacher_forcing_ratio
 
 PAD, BOS, EOS = 0, 1, 2
 

@@ -12,7 +12,7 @@ import torch
 from transformers import AutoTokenizer, pipeline
 
 from hf_seqmodels import RecurrentConfig, RecurrentForCausalLM
-from hf_seqmodels.tokenization import DEFAULT_SPECIAL_TOKENS, REPRODUCIBLE_KINDS, train_tokenizer
+from hf_seqmodels.data.tokenization import DEFAULT_SPECIAL_TOKENS, REPRODUCIBLE_KINDS, train_tokenizer
 
 # PTB style: already tokenized, with "<unk>" in the text.
 TEXTS = ["the company said <unk> N shares", "the market fell", "<unk> said the market rose N %"] * 3
@@ -62,7 +62,7 @@ def test_vocab_size_must_leave_room_beyond_the_special_tokens(kind, vocab_size):
 TRAIN_IN_A_FRESH_PROCESS = """
 import sys
 import datasets
-from hf_seqmodels.tokenization import REPRODUCIBLE_KINDS, train_tokenizer
+from hf_seqmodels.data.tokenization import REPRODUCIBLE_KINDS, train_tokenizer
 
 texts = datasets.load_dataset("json", data_files=sys.argv[1], split="train")["sentence"][:2000]
 for kind in REPRODUCIBLE_KINDS:

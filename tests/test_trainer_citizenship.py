@@ -18,7 +18,7 @@ from transformers import (
 
 from hf_seqmodels import AttentionSeq2SeqForConditionalGeneration, TransformerForConditionalGeneration
 from hf_seqmodels.tasks.arguments import task_parser
-from hf_seqmodels.training import TrainingArguments as TrainingLoopArguments
+from hf_seqmodels.training.loop import TrainingArguments as TrainingLoopArguments
 
 from .models.test_modeling_attention_seq2seq import AttentionSeq2SeqModelTester
 from .models.test_modeling_recurrent import RecurrentModelTester

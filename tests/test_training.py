@@ -26,11 +26,12 @@ from hf_seqmodels import (
     RecurrentForCausalLM,
     RecurrentForSequenceClassification,
 )
-from hf_seqmodels.atomic_folders import MANIFEST
+from hf_seqmodels.data.loading import TokenBatchSampler
+from hf_seqmodels.data.tokenization import train_tokenizer
 from hf_seqmodels.models.modeling_utils import lm_loss
-from hf_seqmodels.data import TokenBatchSampler
-from hf_seqmodels.tokenization import train_tokenizer
-from hf_seqmodels.training import (
+from hf_seqmodels.storage.atomic_folders import MANIFEST
+from hf_seqmodels.training.arguments import METRIC_SCHEDULERS, MIN_LR_SCHEDULERS, TrainingArguments, check_earlier_run
+from hf_seqmodels.training.loop import (
     TRACKER_PACKAGES,
     evaluate_loss,
     length_order,
@@ -41,7 +42,6 @@ from hf_seqmodels.training import (
     train,
     training_loss,
 )
-from hf_seqmodels.training_args import METRIC_SCHEDULERS, MIN_LR_SCHEDULERS, TrainingArguments, check_earlier_run
 
 VOCAB = 12
 
@@ -526,7 +526,7 @@ def test_every_scheduler_type_follows_transformers_and_resumes(tmp_path, name):
 
 
 def scheduler_options(args: TrainingArguments, max_steps: int) -> dict:
-    from hf_seqmodels.training_args import scheduler_options as options_of
+    from hf_seqmodels.training.arguments import scheduler_options as options_of
     return options_of(args, args.lr_scheduler_kwargs, max_steps)
 
 

@@ -15,8 +15,8 @@ from pathlib import Path
 from huggingface_hub import HfApi
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 
-from ..atomic_folders import MANIFEST
 from ..models.pipeline_translation import SOURCE_TOKENIZER_DIR
+from ..storage.atomic_folders import MANIFEST
 from .catalog import TASKS
 from .render import render_card
 from .results import find_results_file, load_benchmarks, load_run

@@ -16,10 +16,18 @@ from pathlib import Path
 from huggingface_hub import ModelCard
 from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 
-from ..atomic_folders import MANIFEST, check_digests, foreign, lock_folder, remove_temporaries_of, replacing, written
-from ..earlier_runs import code_files, run_output, staged_output
+from ..data.tokenization import TOKENIZER_FILES
 from ..models.pipeline_translation import SOURCE_TOKENIZER_DIR
-from ..tokenization import TOKENIZER_FILES
+from ..storage.atomic_folders import (
+    MANIFEST,
+    check_digests,
+    foreign,
+    lock_folder,
+    remove_temporaries_of,
+    replacing,
+    written,
+)
+from ..storage.earlier_runs import code_files, run_output, staged_output
 from .render import SPLITS
 from .results import run_scores
 

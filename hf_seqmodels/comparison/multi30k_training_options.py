@@ -28,12 +28,12 @@ from pathlib import Path
 
 import torch
 
-from ..averaging import average_checkpoints, last_checkpoints
-from ..paths import REPO_ROOT
+from ..data.paths import REPO_ROOT
 from ..provenance import provenance
+from ..serving.inference import load_translator
 from ..tasks import translation
 from ..tasks.arguments import DataArguments
-from ..tasks.inference import load_translator
+from ..training.averaging import average_checkpoints, last_checkpoints
 from .aggregate import mean_sd
 from .report import mean_sd_cell
 from .translation_bleu import FOLDER_SEED, seed_folder

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import torch
 
-from ..atomic_folders import add_to_manifest
+from ..storage.atomic_folders import add_to_manifest
 
 PEAK_MEMORY = "peak_memory.json"
 

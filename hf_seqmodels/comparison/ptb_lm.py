@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 from ..tasks import language_modeling as lm
-from ..training import TrainingArguments
+from ..training.loop import TrainingArguments
 from .recipes import PTB_AWD, PTB_PLAIN
 
 TRAIN_SHARE = 0.85  # of the budget; the rest is left for the final validation and test passes and saving

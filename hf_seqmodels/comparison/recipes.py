@@ -2,7 +2,7 @@
 `tasks.arguments.parse_dict` reads them). Our models train a tokenizer on the training texts; the pretrained encoder
 keeps its own. The recipes came from short runs on the validation splits."""
 
-from ..paths import data_dir
+from ..data.paths import data_dir
 
 BERT = str(data_dir() / "models" / "all-MiniLM-L6-v2")
 RNN_SST2 = {"model_type": "recurrent", "tokenizer_type": "word", "vocab_size": 16000, "embedding_size": 128,

@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 
 from ..cards import format_metric
-from ..paths import REPO_ROOT
+from ..data.paths import REPO_ROOT
 from ..provenance import provenance
 from ..tasks import word_vectors
 from ..tasks.arguments import parse_dict

@@ -21,7 +21,7 @@ import torch
 from torch.utils.data import Sampler
 from transformers import PreTrainedTokenizerBase
 
-from .data_checks import OPENERS, check_file, check_values
+from .checks import OPENERS, check_file, check_values
 from .paths import data_dir
 
 # `datasets` builder and its options for each file extension (a compression suffix such as ".gz" is ignored).

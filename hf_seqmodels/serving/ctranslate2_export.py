@@ -27,12 +27,12 @@ from pathlib import Path
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM, GenerationConfig
 
-from .atomic_folders import replacing
-from .models.configuration_transformer import TransformerConfig
-from .safe_loading import load_pretrained
-from .tasks.inference import Hypothesis, check_translation_options
-from .tasks.translation import SOURCE_TOKENIZER_DIR, batches_by_length, load_tokenizers, load_translation_model
-from .tokenization import load_tokenizer, save_tokenizer
+from ..data.tokenization import load_tokenizer, save_tokenizer
+from ..models.configuration_transformer import TransformerConfig
+from ..storage.atomic_folders import replacing
+from ..storage.safe_loading import load_pretrained
+from ..tasks.translation import SOURCE_TOKENIZER_DIR, batches_by_length, load_tokenizers, load_translation_model
+from .translations import Hypothesis, check_translation_options
 
 try:
     import ctranslate2

@@ -13,16 +13,15 @@ parse their options and call these.
 import io
 import math
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM, set_seed
 from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
 
-from ..safe_loading import load_pretrained
-from ..tokenization import load_tokenizer
-from .translation import (
+from ..data.tokenization import load_tokenizer
+from ..storage.safe_loading import load_pretrained
+from ..tasks.translation import (
     TranslationTokenizers,
     attention_figure,
     batches_by_length,
@@ -30,6 +29,8 @@ from .translation import (
     load_tokenizers,
     load_translation_model,
 )
+from .ctranslate2_export import CTranslate2Translator
+from .translations import Hypothesis, check_positive, check_translation_options
 
 __all__ = ["ENGINES", "given", "Hypothesis", "check_model_folder", "load_translator", "load_language_model",
            "read_lines", "check_translation_options", "translate_nbest", "format_translations",
@@ -42,15 +43,6 @@ ENGINES = ("transformers", "ctranslate2")  # what runs a translator: our generat
 def given(**options) -> dict:
     """The ``options`` that are set (not None): those left None take the model's saved generation defaults."""
     return {name: value for name, value in options.items() if value is not None}
-
-
-@dataclass
-class Hypothesis:
-    """One translation of a sentence: its text and, from beam search, its score (``generate``'s
-    ``sequences_scores``: the log-probability of its tokens divided by its length ** ``length_penalty``)."""
-
-    text: str
-    score: float | None = None
 
 
 def check_model_folder(model_dir, made_by: str) -> None:
@@ -76,8 +68,6 @@ def load_translator(model_dir, engine: str = "transformers", num_threads: int = 
         raise ValueError(f"--num_threads must be an integer of at least 0 (0: the engine's default), got "
                          f"{num_threads!r}.")
     if engine == "ctranslate2":
-        from ..ctranslate2_export import CTranslate2Translator
-
         translator = CTranslate2Translator(model_dir, intra_threads=num_threads)
         return translator, translator.tokenizers
     check_model_folder(model_dir, "scripts/run_translation.py")
@@ -106,24 +96,6 @@ def read_lines(path=None) -> list[str]:
     if not Path(path).is_file():
         raise ValueError(f"--input={str(path)!r}: no such file.")
     return Path(path).read_text(encoding="utf-8").splitlines()
-
-
-def _check_positive(name: str, value) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ValueError(f"--{name} must be an integer of at least 1, got {value!r}.")
-
-
-def check_translation_options(model, num_beams: int | None, num_return_sequences: int, **sizes) -> None:
-    """Raise a ValueError naming the option when a count (``num_beams``, ``num_return_sequences``, or one of
-    ``sizes`` such as ``batch_size``) is below 1, or when more translations are asked than the beams (``num_beams``,
-    or the model's saved default) keep."""
-    for name, value in {"num_beams": num_beams, "num_return_sequences": num_return_sequences, **sizes}.items():
-        _check_positive(name, value)
-    beams = num_beams or model.generation_config.num_beams or 1  # transformers leaves an unset default None
-    if num_return_sequences > beams:
-        raise ValueError(f"--num_return_sequences={num_return_sequences} is more than the {beams} beam(s) "
-                         f"{'asked' if num_beams else 'the model decodes with by default'}: beam search returns at "
-                         f"most one translation per beam. Raise --num_beams to at least {num_return_sequences}.")
 
 
 @torch.no_grad()
@@ -199,9 +171,9 @@ def check_sampling_options(do_sample: bool, num_return_sequences: int, max_new_t
                            temperature: float | None, top_k: int | None, top_p: float | None) -> None:
     """Raise a ValueError naming the option when a sampling option is out of range, is given without
     ``--do_sample``, or when greedy decoding is asked for more than one continuation."""
-    _check_positive("num_return_sequences", num_return_sequences)
-    _check_positive("max_new_tokens", max_new_tokens)
-    _check_positive("top_k", top_k)
+    check_positive("num_return_sequences", num_return_sequences)
+    check_positive("max_new_tokens", max_new_tokens)
+    check_positive("top_k", top_k)
     if temperature is not None and not (math.isfinite(temperature) and temperature > 0):
         raise ValueError(f"--temperature must be a finite number above 0, got {temperature!r}.")
     if top_p is not None and not 0 < top_p <= 1:

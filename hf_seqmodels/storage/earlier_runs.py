@@ -16,8 +16,8 @@ from pathlib import Path
 
 from transformers.utils import SAFE_WEIGHTS_INDEX_NAME, SAFE_WEIGHTS_NAME
 
-from .models.pipeline_translation import SOURCE_TOKENIZER_DIR
-from .models.weight_files import read_header, safetensors_files
+from ..models.pipeline_translation import SOURCE_TOKENIZER_DIR
+from ..models.weight_files import read_header, safetensors_files
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

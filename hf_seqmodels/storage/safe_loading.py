@@ -7,9 +7,9 @@ naming them, where transformers' ``from_pretrained`` logs a table and initialise
 
 from pathlib import Path
 
+from ..models.configuration_utils import check_config_file
+from ..models.weight_files import refuse_pickled_weights
 from .atomic_folders import check_digests
-from .models.configuration_utils import check_config_file
-from .models.weight_files import refuse_pickled_weights
 
 
 def load_pretrained(auto_class, name_or_path, new_head: bool = False, **kwargs):

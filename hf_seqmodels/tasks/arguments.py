@@ -19,13 +19,14 @@ from typing import ClassVar
 import datasets
 from transformers import AutoConfig, HfArgumentParser, PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
 
-from ..argument_checks import check_at_least, parse_config_overrides
-from ..data import check_file_formats, first_rows, load_text_dataset
+from ..data.loading import check_file_formats, first_rows, load_text_dataset
+from ..data.pretrained_embeddings import FORMATS as VECTOR_FORMATS
+from ..data.pretrained_embeddings import load_word_vectors, vectors_dimension
 from ..models.configuration_attention_seq2seq import AttentionSeq2SeqConfig
 from ..models.configuration_recurrent import RecurrentConfig
 from ..models.configuration_transformer import TransformerConfig
 from ..models.configuration_utils import check_choice
-from ..pretrained_embeddings import FORMATS as VECTOR_FORMATS, load_word_vectors, vectors_dimension
+from ..training.argument_checks import check_at_least, parse_config_overrides
 
 # --model_type -> the config's model_type (the Auto-class registry name). "marian" (translation only) takes our
 # Transformer's fields, which `translation.marian_config` turns into transformers' MarianConfig.

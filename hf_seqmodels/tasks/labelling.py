@@ -17,18 +17,18 @@ from accelerate.logging import get_logger
 from torch.utils.data import DataLoader
 from transformers import AutoModel, PreTrainedModel, PreTrainedTokenizerBase
 
-from ..argument_checks import check_at_least, check_different, check_range
-from ..data import LengthGroupedSampler
+from ..data.loading import LengthGroupedSampler
+from ..data.paths import check_model_path
+from ..data.pretrained_embeddings import pretrained_rows
+from ..data.tokenization import DEFAULT_SPECIAL_TOKENS, KINDS, load_tokenizer, train_tokenizer
 from ..models.configuration_recurrent import POOLINGS as RECURRENT_POOLINGS
 from ..models.configuration_transformer import TRANSFORMER_POOLINGS
 from ..models.configuration_utils import CELL_TYPES, check_choice
-from ..paths import check_model_path
-from ..pretrained_embeddings import pretrained_rows
 from ..provenance import describe_device
-from ..safe_loading import load_pretrained
-from ..tokenization import DEFAULT_SPECIAL_TOKENS, KINDS, load_tokenizer, train_tokenizer
-from ..training import finish_run, keep_model_inputs, sorted_by_length, start_run, train
-from ..training_args import TrainingArguments
+from ..storage.safe_loading import load_pretrained
+from ..training.argument_checks import check_at_least, check_different, check_range
+from ..training.arguments import TrainingArguments
+from ..training.loop import finish_run, keep_model_inputs, sorted_by_length, start_run, train
 from . import arguments
 
 logger = get_logger(__name__)

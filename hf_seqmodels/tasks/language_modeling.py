@@ -26,14 +26,14 @@ from typing import ClassVar
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, default_data_collator
 
-from ..argument_checks import check_at_least, check_range
-from ..data import check_column, tokenize_for_lm
+from ..data.loading import check_column, tokenize_for_lm
+from ..data.tokenization import DEFAULT_SPECIAL_TOKENS, KINDS, train_tokenizer
 from ..evaluation import perplexity
 from ..models.configuration_utils import CELL_TYPES, check_choice
-from ..safe_loading import load_pretrained
-from ..tokenization import DEFAULT_SPECIAL_TOKENS, KINDS, train_tokenizer
-from ..training import finish_run, start_run, train
-from ..training_args import TrainingArguments
+from ..storage.safe_loading import load_pretrained
+from ..training.argument_checks import check_at_least, check_range
+from ..training.arguments import TrainingArguments
+from ..training.loop import finish_run, start_run, train
 from . import arguments
 from .stateful_lm import evaluate_stateful, sliding_window_loss, token_stream, train_stateful
 

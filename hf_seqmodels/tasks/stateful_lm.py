@@ -24,9 +24,9 @@ import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase, get_scheduler
 
 from ..models.modeling_utils import output_cache
-from ..nt_asgd import evaluate_with_averages
-from ..training import make_optimizer
-from ..training_args import TrainingArguments
+from ..training.arguments import TrainingArguments
+from ..training.loop import make_optimizer
+from ..training.nt_asgd import evaluate_with_averages
 
 logger = logging.getLogger(__name__)
 

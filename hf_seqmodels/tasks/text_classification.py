@@ -16,7 +16,7 @@ import datasets
 from transformers import AutoModelForSequenceClassification, DataCollatorWithPadding, PreTrainedTokenizerBase
 
 from ..evaluation import classification_metrics
-from ..training_args import TrainingArguments
+from ..training.arguments import TrainingArguments
 from . import arguments, labelling
 from .labelling import ModelArguments
 

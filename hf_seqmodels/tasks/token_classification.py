@@ -30,7 +30,7 @@ from transformers import (
 )
 
 from ..evaluation import classification_metrics, tagging_metrics
-from ..training_args import TrainingArguments
+from ..training.arguments import TrainingArguments
 from . import arguments, labelling
 
 TRAINING_DEFAULTS = {}

@@ -46,21 +46,27 @@ from transformers import (
 )
 from transformers.models.auto.modeling_auto import MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING
 
-from ..argument_checks import check_at_least, check_different, check_range
-from ..atomic_folders import add_to_manifest
-from ..data import LengthGroupedSampler, TokenBatchSampler, check_column_files
+from ..data.loading import LengthGroupedSampler, TokenBatchSampler, check_column_files
+from ..data.paths import check_model_path
+from ..data.tokenization import (
+    DEFAULT_SPECIAL_TOKENS,
+    KINDS,
+    check_tokenizer_size,
+    load_tokenizer,
+    save_tokenizer,
+    train_tokenizer,
+)
 from ..evaluation import BLEU_TOKENIZE_CHOICES, bleu_tokenization, translation_metrics, translation_signatures
 from ..models import pipeline_translation
 from ..models.configuration_utils import check_choice
 from ..models.decoding import decode
 from ..models.modeling_utils import SeqModelsPreTrainedModel
 from ..models.pipeline_translation import CUSTOM_PIPELINES, SOURCE_TOKENIZER_DIR
-from ..paths import check_model_path
-from ..safe_loading import load_pretrained
-from ..tokenization import DEFAULT_SPECIAL_TOKENS, KINDS, load_tokenizer, save_tokenizer, train_tokenizer
-from ..tokenization import check_tokenizer_size
-from ..training import finish_run, start_run, train
-from ..training_args import ATTENTION_PLOT, TEST_HYPOTHESES, TrainingArguments
+from ..storage.atomic_folders import add_to_manifest
+from ..storage.safe_loading import load_pretrained
+from ..training.argument_checks import check_at_least, check_different, check_range
+from ..training.arguments import ATTENTION_PLOT, TEST_HYPOTHESES, TrainingArguments
+from ..training.loop import finish_run, start_run, train
 from . import arguments
 
 __all__ = ["ModelArguments", "DataArguments", "GenerationArguments", "ARGUMENTS", "TRAINING_DEFAULTS", "run",

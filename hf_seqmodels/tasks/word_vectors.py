@@ -15,8 +15,8 @@ from pathlib import Path
 from gensim.models import FastText, KeyedVectors, Word2Vec
 from tokenizers import pre_tokenizers
 
-from ..argument_checks import check_at_least, check_range
 from ..models.configuration_utils import check_choice
+from ..training.argument_checks import check_at_least, check_range
 from . import arguments
 
 MODELS = {"word2vec": Word2Vec, "fasttext": FastText}

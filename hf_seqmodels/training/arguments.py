@@ -15,15 +15,16 @@ from pathlib import Path
 import torch
 from transformers import get_scheduler
 
-from . import models
+from .. import models
+from ..data.tokenization import TOKENIZER_FILES
+from ..models.configuration_utils import check_choice
+from ..models.pipeline_translation import SOURCE_TOKENIZER_DIR
+from ..storage.atomic_folders import MANIFEST, foreign, matches
+from ..storage.earlier_runs import run_output
 from .argument_checks import check_at_least, check_range
-from .atomic_folders import MANIFEST, foreign, matches
 from .checkpoints import Checkpoints
-from .earlier_runs import run_output
-from .models.configuration_utils import check_choice
-from .models.pipeline_translation import SOURCE_TOKENIZER_DIR
-from .scheduled_sampling import SCHEDULES, check_arguments as check_scheduled_sampling
-from .tokenization import TOKENIZER_FILES
+from .scheduled_sampling import SCHEDULES
+from .scheduled_sampling import check_arguments as check_scheduled_sampling
 
 OPTIMIZERS = ("adamw", "sgd", "nt_asgd")
 # The transformers SchedulerType names stepped after each optimizer step, and those stepped on the validation metric

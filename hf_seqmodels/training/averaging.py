@@ -14,7 +14,7 @@ import torch
 from safetensors.torch import load_file, load_model, save_file
 from transformers import AutoConfig, GenerationConfig
 
-from .atomic_folders import check_digests, replacing
+from ..storage.atomic_folders import check_digests, replacing
 from .checkpoint_format import MODEL_FILE
 from .checkpoints import TOKENIZER_DIR, Checkpoints
 

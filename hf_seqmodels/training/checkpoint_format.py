@@ -29,7 +29,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from .models.weight_files import PICKLE_SUFFIXES
+from ..models.weight_files import PICKLE_SUFFIXES
 
 logger = logging.getLogger(__name__)
 

@@ -25,11 +25,21 @@ from accelerate import Accelerator
 from accelerate.logging import get_logger
 from transformers import AutoTokenizer
 
-from .atomic_folders import (MANIFEST, check_digests, delete_dir, ours, remove_temporaries, replace_dir, rotate, saving,
-                             write_manifest)
+from ..data.tokenization import load_tokenizer as load_saved_tokenizer
+from ..data.tokenization import save_tokenizer
+from ..storage.atomic_folders import (
+    MANIFEST,
+    check_digests,
+    delete_dir,
+    ours,
+    remove_temporaries,
+    replace_dir,
+    rotate,
+    saving,
+    write_manifest,
+)
+from ..storage.earlier_runs import read_json, starts_with
 from .checkpoint_format import TrainingState, pickle_files
-from .earlier_runs import read_json, starts_with
-from .tokenization import load_tokenizer as load_saved_tokenizer, save_tokenizer
 
 logger = get_logger(__name__)
 

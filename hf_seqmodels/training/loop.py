@@ -39,24 +39,19 @@ from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase, get_scheduler
 
-from .atomic_folders import lock_folders, remove_temporaries_of, replacing, unlock_folders
+from ..data.loading import TokenBatchSampler
+from ..data.pretrained_embeddings import set_embeddings_trainable
+from ..data.tokenization import save_tokenizer
+from ..evaluation import perplexity
+from ..models.modeling_utils import lm_loss
+from ..provenance import describe_device, provenance
+from ..storage.atomic_folders import lock_folders, remove_temporaries_of, replacing, unlock_folders
+from ..storage.earlier_runs import run_output
+from .arguments import METRIC_SCHEDULERS, TrainingArguments, check_earlier_run, scheduler_options
 from .checkpoint_format import TrainingState
 from .checkpoints import Checkpoints
-from .data import TokenBatchSampler
-from .earlier_runs import run_output
-from .evaluation import perplexity
-from .models.modeling_utils import lm_loss
 from .nt_asgd import NTASGD, evaluate_with_averages
-from .pretrained_embeddings import set_embeddings_trainable
-from .provenance import describe_device, provenance
 from .scheduled_sampling import TeacherForcing
-from .tokenization import save_tokenizer
-from .training_args import (
-    METRIC_SCHEDULERS,
-    TrainingArguments,
-    check_earlier_run,
-    scheduler_options,
-)
 
 logger = get_logger(__name__)
 

@@ -12,8 +12,8 @@ every training step, from the ``--teacher_forcing_ratio`` / ``--scheduled_sampli
 
 import math
 
+from ..models.configuration_utils import check_choice
 from .argument_checks import check_range
-from .models.configuration_utils import check_choice
 
 SCHEDULES = ("linear", "exponential", "inverse_sigmoid")
 # What k means for each schedule, and the values it takes.

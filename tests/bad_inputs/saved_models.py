@@ -9,9 +9,9 @@ from accelerate import Accelerator
 from transformers import AutoModelForCausalLM, get_scheduler
 
 from hf_seqmodels import RecurrentConfig, RecurrentForCausalLM
-from hf_seqmodels.checkpoint_format import TrainingState
-from hf_seqmodels.tokenization import train_tokenizer
-from hf_seqmodels.training import TrainingArguments, make_accelerator, save_model
+from hf_seqmodels.data.tokenization import train_tokenizer
+from hf_seqmodels.training.checkpoint_format import TrainingState
+from hf_seqmodels.training.loop import TrainingArguments, make_accelerator, save_model
 
 VERSIONS = {"old": 0, "new": 1}  # version -> seed of its weights
 

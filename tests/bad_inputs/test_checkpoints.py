@@ -32,11 +32,11 @@ from hf_seqmodels import (
     RecurrentConfig,
     RecurrentForCausalLM,
 )
-from hf_seqmodels.checkpoint_format import PICKLE_SUFFIXES
-from hf_seqmodels.checkpoints import Checkpoints
-from hf_seqmodels.safe_loading import load_pretrained
+from hf_seqmodels.storage.safe_loading import load_pretrained
 from hf_seqmodels.tasks.translation import load_translation_model
-from hf_seqmodels.training import BestModel, TrainingArguments, make_accelerator
+from hf_seqmodels.training.checkpoint_format import PICKLE_SUFFIXES
+from hf_seqmodels.training.checkpoints import Checkpoints
+from hf_seqmodels.training.loop import BestModel, TrainingArguments, make_accelerator
 
 from ..test_checkpoints import Marker, saved_state, tiny_state
 from .outcomes import assert_outcome

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from hf_seqmodels import atomic_folders
 from hf_seqmodels.cards import render_card, stage_hub_folder
-from hf_seqmodels.training import TrainingArguments, start_run
+from hf_seqmodels.storage import atomic_folders
+from hf_seqmodels.training.loop import TrainingArguments, start_run
 
 from ..cards.runs import NER_RUN
 from ..cards.test_hub import bert_folder

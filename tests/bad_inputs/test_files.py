@@ -12,10 +12,10 @@ import sys
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hf_seqmodels import atomic_folders
 from hf_seqmodels.cards import prepare_hub_folder, render_card, stage_hub_folder
-from hf_seqmodels.checkpoints import Checkpoints
-from hf_seqmodels.training import TrainingArguments, start_run
+from hf_seqmodels.storage import atomic_folders
+from hf_seqmodels.training.checkpoints import Checkpoints
+from hf_seqmodels.training.loop import TrainingArguments, start_run
 
 from ..cards.runs import NER_RUN
 from ..cards.test_hub import bert_folder  # a token-classification model folder as run_ner.py writes it

@@ -13,12 +13,13 @@ from pathlib import Path
 import pytest
 from transformers import AutoModelForCausalLM
 
-from hf_seqmodels import RecurrentConfig, RecurrentForCausalLM, atomic_folders
+from hf_seqmodels import RecurrentConfig, RecurrentForCausalLM
 from hf_seqmodels.cards import render_card, stage_hub_folder
-from hf_seqmodels.checkpoints import Checkpoints
-from hf_seqmodels.safe_loading import load_pretrained
-from hf_seqmodels.tokenization import train_tokenizer
-from hf_seqmodels.training import save_model
+from hf_seqmodels.data.tokenization import train_tokenizer
+from hf_seqmodels.storage import atomic_folders
+from hf_seqmodels.storage.safe_loading import load_pretrained
+from hf_seqmodels.training.checkpoints import Checkpoints
+from hf_seqmodels.training.loop import save_model
 
 from ..cards.runs import NER_RUN
 from .outcomes import assert_outcome

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from hf_seqmodels import atomic_folders
 from hf_seqmodels.cards import render_card, stage_hub_folder
 from hf_seqmodels.cards.staging import STAGING_MARKER
-from hf_seqmodels.checkpoints import Checkpoints
+from hf_seqmodels.storage import atomic_folders
+from hf_seqmodels.training.checkpoints import Checkpoints
 
 from ..cards.runs import NER_RUN
 from ..cards.test_hub import bert_folder

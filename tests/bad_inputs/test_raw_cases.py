@@ -20,8 +20,8 @@ import transformers
 from transformers import DynamicCache
 
 import hf_seqmodels as hs
+from hf_seqmodels.data.paths import REPO_ROOT
 from hf_seqmodels.models.modeling_utils import output_cache
-from hf_seqmodels.paths import REPO_ROOT
 from hf_seqmodels.tasks import labelling, token_classification
 
 from .outcomes import assert_outcome

@@ -34,11 +34,11 @@ from hf_seqmodels import (
     TransformerForSequenceClassification,
 )
 from hf_seqmodels.comparison import recipes
-from hf_seqmodels.paths import data_dir
-from hf_seqmodels.safe_loading import load_pretrained
-from hf_seqmodels.tasks.inference import load_language_model
+from hf_seqmodels.data.paths import data_dir
+from hf_seqmodels.data.tokenization import load_tokenizer, save_tokenizer, train_tokenizer
+from hf_seqmodels.serving.inference import load_language_model
+from hf_seqmodels.storage.safe_loading import load_pretrained
 from hf_seqmodels.tasks.translation import load_tokenizers
-from hf_seqmodels.tokenization import load_tokenizer, save_tokenizer, train_tokenizer
 
 from ..test_checkpoints import Marker
 from ..test_modeling_common import REMOTE_CODE_SCRIPT

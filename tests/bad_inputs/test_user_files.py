@@ -11,12 +11,14 @@ from pathlib import Path
 import pytest
 from transformers import AutoModelForCausalLM
 
-from hf_seqmodels import AttentionSeq2SeqConfig, AttentionSeq2SeqForConditionalGeneration, atomic_folders
+from hf_seqmodels import AttentionSeq2SeqConfig, AttentionSeq2SeqForConditionalGeneration
 from hf_seqmodels.cards import prepare_hub_folder, render_card, stage_hub_folder
-from hf_seqmodels.checkpoints import Checkpoints
-from hf_seqmodels.tasks import inference, labelling, text_classification
+from hf_seqmodels.data.tokenization import train_tokenizer
+from hf_seqmodels.serving import inference
+from hf_seqmodels.storage import atomic_folders
+from hf_seqmodels.tasks import labelling, text_classification
 from hf_seqmodels.tasks.translation import TranslationTokenizers, end_with_eos
-from hf_seqmodels.tokenization import train_tokenizer
+from hf_seqmodels.training.checkpoints import Checkpoints
 
 from ..cards.runs import NER_RUN
 from ..cards.test_hub import bert_folder

@@ -8,8 +8,8 @@ import torch
 
 from benchmarks.translation_training import Floor, variants
 from hf_seqmodels import AttentionSeq2SeqConfig, AttentionSeq2SeqForConditionalGeneration
-from hf_seqmodels.training import training_loss
-from hf_seqmodels.training_args import TrainingArguments
+from hf_seqmodels.training.arguments import TrainingArguments
+from hf_seqmodels.training.loop import training_loss
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from huggingface_hub import ModelCard
 
 from hf_seqmodels import AttentionSeq2SeqConfig
 from hf_seqmodels.cards import render_card
-from hf_seqmodels.paths import REPO_ROOT
+from hf_seqmodels.data.paths import REPO_ROOT
 
 BENCHMARKS = json.loads((REPO_ROOT / "results" / "benchmarks.json").read_text())  # python -m benchmarks.run's
 

@@ -9,9 +9,9 @@ import torch
 from huggingface_hub import ModelCard
 from safetensors.torch import save_file
 
-from hf_seqmodels.atomic_folders import add_to_manifest, write_manifest
 from hf_seqmodels.cards import prepare_hub_folder
 from hf_seqmodels.cards.hub import check_repo_id
+from hf_seqmodels.storage.atomic_folders import add_to_manifest, write_manifest
 
 from .runs import NER_RUN
 

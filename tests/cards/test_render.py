@@ -10,7 +10,7 @@ from huggingface_hub.repocard_data import model_index_to_eval_results
 import hf_seqmodels.cards
 from hf_seqmodels import AttentionSeq2SeqConfig, RecurrentConfig, TransformerConfig
 from hf_seqmodels.cards import TASKS, TEMPLATE_DIR, format_metric, render_card
-from hf_seqmodels.paths import REPO_ROOT
+from hf_seqmodels.data.paths import REPO_ROOT
 
 from .runs import ARGUMENTS, NER_RUN, RUN, TRANSLATION_ARGUMENTS, TRANSLATION_RUN, write_card
 

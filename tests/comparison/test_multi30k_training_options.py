@@ -10,8 +10,8 @@ import pytest
 import sacrebleu
 
 from hf_seqmodels.comparison import multi30k_training_options as options
-from hf_seqmodels.data import load_text_dataset
-from hf_seqmodels.tasks.inference import load_translator
+from hf_seqmodels.data.loading import load_text_dataset
+from hf_seqmodels.serving.inference import load_translator
 from hf_seqmodels.tasks.translation import translate
 
 

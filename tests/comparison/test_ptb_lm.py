@@ -4,7 +4,7 @@ results/ptb_lm.json."""
 import json
 
 from hf_seqmodels.comparison import ptb_lm
-from hf_seqmodels.data import load_text_dataset
+from hf_seqmodels.data.loading import load_text_dataset
 
 
 def test_ptb_lm_smoke_writes_the_table(data_dir, tmp_path, monkeypatch):

@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from hf_seqmodels import RecurrentConfig, RecurrentForCausalLM
+from hf_seqmodels.data.tokenization import train_tokenizer
 from hf_seqmodels.models.adaptive_softmax import AdaptiveSoftmaxHead
 from hf_seqmodels.tasks.stateful_lm import evaluate_stateful, stream_rows, train_stateful
-from hf_seqmodels.tokenization import train_tokenizer
-from hf_seqmodels.training import TrainingArguments
+from hf_seqmodels.training.loop import TrainingArguments
 
 from ..test_modeling_common import REMOTE_CODE_SCRIPT
 

@@ -35,10 +35,10 @@ from hf_seqmodels import (
     TransformerForTokenClassification,
     TransformerModel,
 )
-from hf_seqmodels.models.modeling_utils import output_cache
 from hf_seqmodels.models.modeling_transformer import TransformerEncoderModel, TransformerLayer
+from hf_seqmodels.models.modeling_utils import output_cache
+from hf_seqmodels.storage.safe_loading import load_pretrained
 from tests.test_generation_common import GenerationTesterMixin, prompt_batch
-from hf_seqmodels.safe_loading import load_pretrained
 from tests.test_modeling_common import BOS, EOS, PAD, REMOTE_CODE_SCRIPT, ModelTesterMixin, make_model
 
 VOCAB_SIZE = 14

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from hf_seqmodels.paths import REPO_ROOT
+from hf_seqmodels.data.paths import REPO_ROOT
 
 SCRIPTS = sorted(path.name for path in (REPO_ROOT / "scripts").glob("*.py"))
 

@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 import torch
 from safetensors.torch import load_file
+from test_scripts_smoke import free_port  # tests/scripts is on sys.path
 from transformers import AutoModelForSeq2SeqLM
 
 import hf_seqmodels  # noqa: F401  (registers the Auto classes for the reload)
-from hf_seqmodels.checkpoint_format import pickle_files
-from hf_seqmodels.checkpoints import TOKENIZER_DIR as CHECKPOINT_TOKENIZER_DIR
 from hf_seqmodels.tasks.translation import load_tokenizers
-from test_scripts_smoke import free_port  # tests/scripts is on sys.path
+from hf_seqmodels.training.checkpoint_format import pickle_files
+from hf_seqmodels.training.checkpoints import TOKENIZER_DIR as CHECKPOINT_TOKENIZER_DIR
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RUN_TRANSLATION = REPO_ROOT / "scripts" / "run_translation.py"

@@ -13,15 +13,14 @@ import subprocess
 import sys
 
 import pytest
+from hub_standin import HubStandIn  # tests/scripts is on sys.path (pytest rootdir-relative import)
 from huggingface_hub import ModelCard
+from test_run_classification_ner import TINY, script
 
-from hf_seqmodels.atomic_folders import MANIFEST
 from hf_seqmodels.cards import load_check
 from hf_seqmodels.cards.staging import STAGING_MARKER
-from hf_seqmodels.paths import REPO_ROOT
-
-from hub_standin import HubStandIn  # tests/scripts is on sys.path (pytest rootdir-relative import)
-from test_run_classification_ner import TINY, script
+from hf_seqmodels.data.paths import REPO_ROOT
+from hf_seqmodels.storage.atomic_folders import MANIFEST
 
 
 @pytest.fixture(scope="module")

@@ -5,11 +5,10 @@ trains, is scored on the test split and lands in the suite's results file with w
 import json
 
 import pytest
-
 from test_run_classification_ner import script  # tests/scripts is on sys.path
 
 from hf_seqmodels.comparison import SUITES
-from hf_seqmodels.paths import REPO_ROOT
+from hf_seqmodels.data.paths import REPO_ROOT
 
 SMOKE = ["--max_train_steps", "2", "--max_train_samples", "48", "--max_eval_samples", "16", "--jobs", "2", "--seeds",
          "1"]

@@ -15,7 +15,7 @@ from transformers import (
     pipeline,
 )
 
-from hf_seqmodels.paths import REPO_ROOT
+from hf_seqmodels.data.paths import REPO_ROOT
 from hf_seqmodels.tasks import labelling
 from tests.tasks.test_labelling import tiny_bert  # noqa: F401  (a fixture)
 

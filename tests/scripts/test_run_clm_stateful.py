@@ -7,7 +7,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
-from hf_seqmodels.data import load_text_dataset
+from hf_seqmodels.data.loading import load_text_dataset
 from tests.scripts.test_scripts_smoke import RUN_CLM, TINY_CLM
 
 AWD_OPTIONS = ["--lm_protocol", "stateful", "--variable_bptt", "--locked_dropout", "--embedding_dropout", "0.2",

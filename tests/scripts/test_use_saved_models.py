@@ -12,8 +12,8 @@ import torch
 from transformers import set_seed
 
 from hf_seqmodels import RecurrentConfig, RecurrentForCausalLM
+from hf_seqmodels.data.tokenization import save_tokenizer, train_tokenizer
 from hf_seqmodels.tasks.translation import train_tokenizers
-from hf_seqmodels.tokenization import save_tokenizer, train_tokenizer
 from tests.tasks.test_translation import PAIRS, tiny_model
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -44,7 +44,7 @@ def translator_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def translator(translator_dir):
-    from hf_seqmodels.tasks.inference import load_translator
+    from hf_seqmodels.serving.inference import load_translator
 
     return load_translator(translator_dir)
 
@@ -216,7 +216,7 @@ def test_generate_refuses_bad_options(arguments, message, language_model_dir, mo
 @pytest.mark.slow
 def test_demo_translates_and_draws_the_attention(translator, translator_dir):
     pytest.importorskip("gradio")
-    from hf_seqmodels.tasks.inference import translation_demo
+    from hf_seqmodels.serving.inference import translation_demo
 
     page = translation_demo(translator_dir)
     translation, picture = page.translate_sentence("a dog runs")

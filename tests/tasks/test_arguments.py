@@ -5,7 +5,7 @@ import pytest
 
 import hf_seqmodels  # noqa: F401  (registers the model types)
 from hf_seqmodels import AttentionSeq2SeqConfig, RecurrentConfig, TransformerConfig
-from hf_seqmodels.tokenization import train_tokenizer
+from hf_seqmodels.data.tokenization import train_tokenizer
 from hf_seqmodels.tasks import language_modeling, text_classification, token_classification, translation
 from hf_seqmodels.tasks.arguments import MODEL_TYPES, ModelArguments, parse_dict, task_parser
 

@@ -17,6 +17,7 @@ from transformers import (
 )
 
 from hf_seqmodels import RecurrentConfig, RecurrentForTokenClassification
+from hf_seqmodels.data.tokenization import train_tokenizer
 from hf_seqmodels.tasks.labelling import (
     DataArguments,
     ModelArguments,
@@ -33,7 +34,6 @@ from hf_seqmodels.tasks.token_classification import (
     token_scores,
     tokenize_for_tagging,
 )
-from hf_seqmodels.tokenization import train_tokenizer
 
 WORDS = [["Johanson", "lives", "in", "Kraków", "!"], ["unbelievably", "good", "pierogi"]]
 TAGS = [["B-PER", "O", "O", "B-LOC", "O"], ["O", "O", "B-MISC"]]

@@ -6,10 +6,10 @@ import torch
 from torch.nn import functional as F
 
 from hf_seqmodels import RecurrentConfig, RecurrentForCausalLM, TransformerConfig, TransformerForCausalLM
-from hf_seqmodels.data import load_text_dataset
+from hf_seqmodels.data.loading import load_text_dataset
+from hf_seqmodels.data.tokenization import train_tokenizer
 from hf_seqmodels.models.modeling_utils import output_cache
 from hf_seqmodels.tasks.stateful_lm import evaluate_stateful, sliding_window_loss, stream_rows, token_stream, windows
-from hf_seqmodels.tokenization import train_tokenizer
 
 VOCAB = 13
 EOS = 3

@@ -18,9 +18,9 @@ from hf_seqmodels import (
     TransformerConfig,
     TransformerForSequenceClassification,
 )
-from hf_seqmodels.data import LengthGroupedSampler
+from hf_seqmodels.data.loading import LengthGroupedSampler
+from hf_seqmodels.data.paths import check_model_path
 from hf_seqmodels.evaluation import translation_metrics
-from hf_seqmodels.paths import check_model_path
 from hf_seqmodels.tasks.translation import (
     CUSTOM_PIPELINES,
     DataArguments,
@@ -36,7 +36,7 @@ from hf_seqmodels.tasks.translation import (
     translate,
     translation_scores,
 )
-from hf_seqmodels.training import BestModel, TrainingArguments, make_accelerator, train
+from hf_seqmodels.training.loop import BestModel, TrainingArguments, make_accelerator, train
 
 PAIRS = {
     "en": ["a dog runs", "two cats sit on a mat", "a man reads a book", "the girl sings", "a red car",

@@ -10,9 +10,9 @@ import torch
 import hf_seqmodels  # noqa: F401  (registers the models with the Auto classes)
 from benchmarks.peers import data as peers_data
 from benchmarks.peers import recipe as peers_recipe
+from hf_seqmodels.data.tokenization import train_tokenizer
 from hf_seqmodels.tasks import translation
 from hf_seqmodels.tasks.arguments import task_parser
-from hf_seqmodels.tokenization import train_tokenizer
 
 DATA = peers_data.PreparedData(Path("/data"), "en", "de")
 
