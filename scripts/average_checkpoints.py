@@ -1,6 +1,6 @@
 #!/usr/bin/env python
 """Average the weights of a run's last N step_<n> checkpoints (or of the checkpoint folders listed) into a model
-folder, as fairseq's scripts/average_checkpoints.py (hf_seqmodels.averaging):
+folder, as fairseq's scripts/average_checkpoints.py (hf_seqmodels.training.averaging):
 
     python scripts/average_checkpoints.py --checkpoint_dir outputs/multi30k-gru-checkpoints --last 5 \\
         --output_dir outputs/multi30k-gru-avg5

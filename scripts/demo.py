@@ -5,7 +5,7 @@ attention picture (gradio; `pip install "hf-seqmodels[demo]"`). Run as a Hub Spa
     python scripts/demo.py outputs/multi30k-gru              # then open http://127.0.0.1:7860
     python scripts/demo.py outputs/multi30k-gru --server_name 0.0.0.0 --server_port 8080
 
-Imported, it builds nothing: `translation_demo(folder)` (hf_seqmodels.tasks.inference) returns the page.
+Imported, it builds nothing: `translation_demo(folder)` (hf_seqmodels.serving.inference) returns the page.
 """
 
 import argparse

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from hf_seqmodels.data.loading import paths
+from hf_seqmodels.data import paths
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

@@ -14,7 +14,7 @@ def package_modules() -> set[str]:
 
 
 def named_modules(text: str) -> set[str]:
-    """The module paths ``text`` names in backquotes, e.g. `hf_seqmodels/training.py`."""
+    """The module paths ``text`` names in backquotes, e.g. `hf_seqmodels/training/loop.py`."""
     return set(re.findall(r"`(hf_seqmodels/[\w/]+\.py)`", text))
 
 

@@ -1,4 +1,4 @@
-"""hf_seqmodels.argument_checks: the option checks, typed --config_overrides and the fields the scripts set
+"""hf_seqmodels.training.argument_checks: the option checks, typed --config_overrides and the fields the scripts set
 themselves."""
 
 import math

@@ -1,4 +1,4 @@
-"""hf_seqmodels.atomic_folders: folders replaced whole (atomic exchange, or two renames put right by the next start),
+"""hf_seqmodels.storage.atomic_folders: folders replaced whole (atomic exchange, or two renames put right by the next start),
 failed saves that keep the previous folder, the per-folder lock, the removal of what killed runs left, and checkpoint
 rotation that keeps the best one (also through a whole training run)."""
 

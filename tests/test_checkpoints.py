@@ -1,4 +1,4 @@
-"""hf_seqmodels.checkpoints: finding the checkpoint to resume from (once, without touching the arguments), keeping
+"""hf_seqmodels.training.checkpoints: finding the checkpoint to resume from (once, without touching the arguments), keeping
 only the newest, and loading the tokenizer a resumed run must use; checkpoints are safetensors and JSON, and a
 pickle in one is never loaded unless asked."""
 

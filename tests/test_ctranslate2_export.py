@@ -1,4 +1,4 @@
-"""The CTranslate2 export of our Transformer (hf_seqmodels.ctranslate2_export) decodes as our ``generate()`` does:
+"""The CTranslate2 export of our Transformer (hf_seqmodels.serving.ctranslate2_export) decodes as our ``generate()`` does:
 greedy and beam-5 outputs token-identical (and beam scores equal) on tiny random models of every configuration it
 supports, encoder-decoders and decoder-only language models; configs it cannot express are refused naming the field;
 the script refuses to overwrite a folder it did not write; ``translate.py --engine ctranslate2`` prints what our

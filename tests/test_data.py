@@ -1,4 +1,4 @@
-"""Data loading and its checks, LM preprocessing and length-grouped batches (hf_seqmodels.data, .data_checks) on
+"""Data loading and its checks, LM preprocessing and length-grouped batches (hf_seqmodels.data.loading, .data_checks) on
 hand-made examples and the bundled PTB."""
 
 import datasets

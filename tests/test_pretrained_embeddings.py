@@ -1,4 +1,4 @@
-"""hf_seqmodels.pretrained_embeddings: every format reads back what gensim wrote, a malformed file is refused naming its
+"""hf_seqmodels.data.pretrained_embeddings: every format reads back what gensim wrote, a malformed file is refused naming its
 line, tokens take the vector of the same word (else of its lowercase form) with the coverage counted, and
 --freeze_embeddings / --unfreeze_embeddings_after_epochs decide whether the train loop changes the embeddings."""
 

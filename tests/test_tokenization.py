@@ -1,4 +1,4 @@
-"""Tokenizer training (hf_seqmodels.tokenization): ids, special tokens, the save_pretrained round trip, and the same
+"""Tokenizer training (hf_seqmodels.data.tokenization): ids, special tokens, the save_pretrained round trip, and the same
 files from the same texts in every process."""
 
 import os

@@ -2,7 +2,7 @@
 steps, evaluate, predict): the training loss falls, a checkpoint the Trainer saves loads back as the model it
 trained, a run resumed from a checkpoint ends with the weights of the run that was not stopped, and
 Seq2SeqTrainer's predict_with_generate returns what model.generate gives for the same inputs. And our own training
-loop (hf_seqmodels.training) with --gradient_checkpointing."""
+loop (hf_seqmodels.training.loop) with --gradient_checkpointing."""
 
 import importlib
 
@@ -139,7 +139,7 @@ def test_seq2seq_trainer_predicts_with_generate(tester, model_class, tmp_path):
     assert bool((predictions[:, expected.shape[1]:] == config.pad_token_id).all())
 
 
-# --- hf_seqmodels.training: --gradient_checkpointing -------------------------------------------------------------
+# --- hf_seqmodels.training.loop: --gradient_checkpointing -------------------------------------------------------------
 
 
 @pytest.mark.parametrize("task", ["language_modeling", "text_classification", "token_classification",

@@ -1,4 +1,4 @@
-"""hf_seqmodels.training on a tiny LSTM LM: resuming from a checkpoint reproduces an uninterrupted run, saving is
+"""hf_seqmodels.training.loop on a tiny LSTM LM: resuming from a checkpoint reproduces an uninterrupted run, saving is
 atomic, evaluation weighs every target token once, and bad options (an output folder or checkpoints of something
 else, empty datasets) fail early."""
 

@@ -110,7 +110,7 @@ class SeqModelsPreTrainedModel(PreTrainedModel):
         """transformers' ``from_pretrained``; a damaged safetensors file (truncated, empty, not safetensors) is an
         OSError naming the file, where safetensors' own error names none. Missing or unexpected weights keep
         transformers' behaviour (a log table; new weights initialised), which loading a body under a new head needs:
-        ``hf_seqmodels.safe_loading.load_pretrained`` refuses them.
+        ``hf_seqmodels.storage.safe_loading.load_pretrained`` refuses them.
 
         A local folder is judged before anything is built (`check_local_folder`): weights only pickled are refused
         unless ``use_safetensors=False`` is passed (a trusted pickle, to convert), and so is a config describing far

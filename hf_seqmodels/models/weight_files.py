@@ -13,7 +13,7 @@ from transformers.utils import SAFE_WEIGHTS_INDEX_NAME, SAFE_WEIGHTS_NAME
 
 from .configuration_utils import GB
 
-# Suffixes of pickled files (also those hf_seqmodels.checkpoint_format refuses in a checkpoint).
+# Suffixes of pickled files (also those hf_seqmodels.training.checkpoint_format refuses in a checkpoint).
 PICKLE_SUFFIXES = (".pkl", ".pickle", ".bin", ".pt", ".pth", ".ckpt")
 # safetensors refuses headers above 100 MB: a larger one is damage, which loading reports.
 HEADER_LIMIT = 100 * 2**20

@@ -107,7 +107,7 @@ class DataArguments(arguments.DataArguments):
     vocab_size: int = field(default=6000, metadata={"help": "Vocabulary size (of each, when separate)."})
     tokenizer_type: str = field(
         default="bpe", metadata={"help": f"The tokenizer trained for both languages: one of {KINDS}; 'wordpiece' "
-                                         "or 'char' suit Chinese (see hf_seqmodels.tokenization)."})
+                                         "or 'char' suit Chinese (see hf_seqmodels.data.tokenization)."})
     source_tokenizer_type: str | None = field(
         default=None, metadata={"help": "The source language's tokenizer, when not --tokenizer_type (needs "
                                         "--vocabulary separate)."})

@@ -194,7 +194,7 @@ class TrainingArguments:
         default=None,
         metadata={"help": f"Scheduled sampling (Bengio et al. 2015) for the attention seq2seq: one of {SCHEDULES}; "
                           "the teacher-forcing ratio decays with each optimizer step i from 1 to the floor: "
-                          "1 - k*i, k**i or k/(k + exp(i/k)) (see hf_seqmodels.scheduled_sampling)."},
+                          "1 - k*i, k**i or k/(k + exp(i/k)) (see hf_seqmodels.training.scheduled_sampling)."},
     )
     scheduled_sampling_k: float | None = field(
         default=None, metadata={"help": "The k of --scheduled_sampling: the slope (linear, > 0), the factor "

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from hf_seqmodels.comparison import translation_bleu
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -35,6 +37,13 @@ def test_tiny_run_writes_one_row_per_cell_and_seed(tmp_path):
         # the row's provenance is its training run's: the run_translation.py command, the seed, the splits
         assert row["provenance"]["argv"][1].endswith("scripts/run_translation.py")
         assert row["provenance"]["seeds"] == [42] and row["provenance"]["split"] == ["validation", "test"]
+        # the row records its recipe when it is written: what its command gives, less the epochs as typed
+        without = {key: value for key, value in row.items() if key != "recipe"}
+        assert row["recipe"] == translation_bleu.recipe(without) == {
+            "config_overrides": row["config_overrides"], "time_budget_minutes": None,
+            "run_translation_arguments": ["--max_train_samples", "32", "--max_eval_samples", "4", "--max_train_steps",
+                                          "2", "--vocab_size", "200", "--max_new_tokens", "4"],
+            "epochs": row["epochs"], "steps": 2}
     table = (tmp_path / "translation_bleu.md").read_text()
     assert "2 models trained at once" in table and "| attention LSTM | 42 |" in table
 
