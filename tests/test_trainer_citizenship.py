@@ -24,7 +24,7 @@ from .models.test_modeling_attention_seq2seq import AttentionSeq2SeqModelTester
 from .models.test_modeling_recurrent import RecurrentModelTester
 from .models.test_modeling_transformer import TransformerModelTester
 from .test_modeling_common import collate, make_model, make_tokenizer, random_labels, takes_labels
-from .test_training import run as run_training
+from .training.test_loop import run as run_training
 
 TESTERS = [RecurrentModelTester("lstm"), AttentionSeq2SeqModelTester(("gru", "bahdanau", False, True)),
            TransformerModelTester("paper")]

@@ -40,7 +40,7 @@ from hf_seqmodels.serving.inference import load_language_model
 from hf_seqmodels.storage.safe_loading import load_pretrained
 from hf_seqmodels.tasks.translation import load_tokenizers
 
-from ..test_checkpoints import Marker
+from ..training.test_checkpoints import Marker
 from ..test_modeling_common import REMOTE_CODE_SCRIPT
 from .outcomes import assert_outcome
 

@@ -271,7 +271,7 @@ def test_averaged_checkpoints_are_the_mean_and_load_and_translate(tmp_path, monk
     assert isinstance(loaded_tokenizer.decode(output[0], skip_special_tokens=True), str) and output.shape[1] > 1
     with pytest.raises(ValueError, match="avg exists; averaging writes a new folder"):
         average_checkpoints(folders, tmp_path / "avg")
-    script = Path(__file__).parents[1] / "scripts" / "average_checkpoints.py"
+    script = Path(__file__).parents[2] / "scripts" / "average_checkpoints.py"
     monkeypatch.setattr(sys, "argv", [str(script), "--checkpoint_dir", str(tmp_path / "out-checkpoints"), "--last",
                                       "2", "--output_dir", str(tmp_path / "by_script")])
     runpy.run_path(str(script), run_name="__main__")
