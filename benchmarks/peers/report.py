@@ -1,7 +1,12 @@
 """results/peers.md and results/peers.png, rendered from results/peers.json (`run.main` writes it; rerender with
 ``python -m benchmarks.peers.report``): a row per toolkit, each figure the mean ± sample standard deviation over
 the seeds, then every run, the differences that could not be removed, versions and commands, and the CTranslate2
-helper's rows (results/peers_ctranslate2.json) when that file exists."""
+helper's rows (results/peers_ctranslate2.json) when that file exists.
+
+What is the peers' own is computed here (the medians over rounds and thread counts, the means over seeds, the
+targets); every table is a `tools.render.figures.Table` and docs/peers.md's block is rendered by that module's
+`render_text`, the renderer of the other documents (``python -m tools.render`` renders and checks that block too:
+`docs_block`)."""
 
 import argparse
 import json
@@ -12,14 +17,16 @@ from hf_seqmodels.comparison.aggregate import mean_sd
 from hf_seqmodels.comparison.report import mean_sd_cell
 from hf_seqmodels.comparison.runner import write_json
 from hf_seqmodels.provenance import provenance
+from tools.render.figures import Table, Text, markers, render_text
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TIMING = "peers_timing.json"  # the speed phase's medians (benchmarks.peers.run --timing_rounds / --decoding_rounds)
 CTRANSLATE2 = "peers_ctranslate2.json"  # written by benchmarks/peers/ctranslate2_*.py, beside peers.json
 DOCS = REPO_ROOT / "docs" / "peers.md"
 # docs/peers.md holds the summary tables between these lines (a figures block, which the prose check of
-# hf_seqmodels.cards.figures skips); `update_docs` rewrites what lies between them from the results files.
-DOCS_BEGIN, DOCS_END = "<!-- figures:peers -->", "<!-- /figures -->"
+# tools.render.figures skips); `update_docs` rewrites what lies between them from the results files.
+DOCS_BLOCK = "peers"
+DOCS_BEGIN, DOCS_END = markers(DOCS_BLOCK)
 
 
 def train_tokens_per_second(run: dict, without_validation: bool = False) -> float:
@@ -131,7 +138,7 @@ def speeds(timing: dict) -> dict[str, dict]:
 
 
 def targets(results: dict, timing: dict | None = None) -> list[dict]:
-    """Issue 39's targets for the baseline (ours) against each peer: test BLEU at least the peer's (mean over the
+    """The targets for the baseline (ours) against each peer: test BLEU at least the peer's (mean over the
     seeds, and no seed where the peer is better with p < 0.05); from the speed phase (``timing``, when measured),
     training tokens/s at least the peer's and batched beam-5 decoding at least 1.5x the faster peer at its best
     batch size. Each: ``name``, ``value``, ``wanted``, ``met``."""
@@ -173,7 +180,7 @@ def fastest_decoding_peer(baseline: str, timed: dict[str, dict]) -> str | None:
 
 
 def decoding_ceiling(baseline: str, timing: dict) -> str | None:
-    """What issue 39's decoding target asks of the baseline's model, where the speed phase clocked it: a sentence
+    """What the decoding target asks of the baseline's model, where the speed phase clocked it: a sentence
     comparing the faster peer's best-batch speed with what the baseline's model computation alone allows."""
     timed = speeds(timing)
     ours, fastest = timed.get(baseline, {}), fastest_decoding_peer(baseline, timed)
@@ -224,27 +231,19 @@ def extra_rows(path: Path) -> list[str]:
         lines += [other["title"], ""]
     if not listed:
         return lines + ["(no rows in the file)"]
-    lines += ["| " + " | ".join(columns) + " |", "|---" * len(columns) + "|"]
-    lines += ["| " + " | ".join(row.get(key, "") for key in columns) + " |" for row in cells]
-    return lines
+    table = Table(tuple(columns), [tuple(row.get(key, "") for key in columns) for row in cells])
+    return lines + table.render().split("\n")
 
 
 def summary_table(results: dict) -> list[str]:
     """The quality table's lines: a row per toolkit."""
-    lines = [
-        "| toolkit | test BLEU | test chrF | parameters | test output pieces per sentence | training loop (s) | "
-        "peak memory training / decoding (MiB) |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for row in summarize(results):
-        lines.append(
-            f"| {row['toolkit']} | {mean_sd_cell(row['bleu'], digits=2)} | {mean_sd_cell(row['chrf'], digits=2)} | "
-            f"{', '.join(f'{count:,}' for count in row['parameters'])} | "
-            f"{mean_sd_cell(row['mean_output_pieces'], digits=1)} | {mean_sd_cell(row['train_s'], digits=0)} | "
-            f"{mean_sd_cell(row['train_peak_rss_mb'], digits=0)} / {mean_sd_cell(row['decode_peak_rss_mb'], digits=0)}"
-            " |"
-        )
-    return lines
+    rows = [(row["toolkit"], mean_sd_cell(row["bleu"], digits=2), mean_sd_cell(row["chrf"], digits=2),
+             ", ".join(f"{count:,}" for count in row["parameters"]), mean_sd_cell(row["mean_output_pieces"], digits=1),
+             mean_sd_cell(row["train_s"], digits=0), f"{mean_sd_cell(row['train_peak_rss_mb'], digits=0)} / "
+             f"{mean_sd_cell(row['decode_peak_rss_mb'], digits=0)}")
+            for row in summarize(results)]
+    return Table(("toolkit", "test BLEU", "test chrF", "parameters", "test output pieces per sentence",
+                  "training loop (s)", "peak memory training / decoding (MiB)"), rows).render().split("\n")
 
 
 def wall_table(results: dict, timing: dict) -> list[str]:
@@ -254,8 +253,7 @@ def wall_table(results: dict, timing: dict) -> list[str]:
     def cell(values: list[float], average=statistics.mean, unit: float = 60, places: int = 1) -> str:
         return f"{average(values) / unit:.{places}f}" if values else ""
 
-    lines = ["| toolkit | quality: training command (min) | quality: test decoding command (s) | speed: one "
-             "training run (min) | speed: one decoding round (min) |", "|---|---|---|---|---|"]
+    rows = []
     for name in dict.fromkeys([*(run["toolkit"] for run in scored(results)),
                                *(run["toolkit"] for part in timing.values() for run in part.get("runs", []))]):
         quality = [run for run in scored(results) if run["toolkit"] == name]
@@ -263,10 +261,11 @@ def wall_table(results: dict, timing: dict) -> list[str]:
                    if run["toolkit"] == name]
         rounds = [sum(decoded["wall_s"] for decoded in (*run["select"].values(), run["test"], run["batch1"]))
                   for run in timing.get("decoding", {}).get("runs", []) if run["toolkit"] == name]
-        lines.append(f"| {name} | {cell([run['train']['wall_s'] for run in quality])} | "
-                     f"{cell([run['decode']['test']['wall_s'] for run in quality], unit=1, places=0)} | "
-                     f"{cell(trained, statistics.median)} | {cell(rounds, statistics.median)} |")
-    return lines
+        rows.append((name, cell([run["train"]["wall_s"] for run in quality]),
+                     cell([run["decode"]["test"]["wall_s"] for run in quality], unit=1, places=0),
+                     cell(trained, statistics.median), cell(rounds, statistics.median)))
+    return Table(("toolkit", "quality: training command (min)", "quality: test decoding command (s)",
+                  "speed: one training run (min)", "speed: one decoding round (min)"), rows).render().split("\n")
 
 
 def threads_note(medians: dict, key: str) -> str:
@@ -285,17 +284,17 @@ def speed_table(timing: dict) -> list[str]:
     timed = speeds(timing)
     if not timed:
         return []
-    lines = ["| toolkit | training tokens/s | training tokens/s without validation | beam-5 sentences/s at best "
-             "batch (batch) | beam-5 sentences/s at batch 1 | test output pieces per sentence |",
-             "|---|---|---|---|---|---|"]
+    rows = []
     for name, medians in timed.items():
         cells = []
         for _, key, threads_key, _, digits in SPEED_FIGURES:
             batch = (f" ({medians['best_batch_size']})" if key == "best_batch_sents_per_s"
                      and "best_batch_size" in medians else "")
             cells.append(figure_cell(medians, key, digits) + batch + threads_note(medians, threads_key))
-        lines.append(f"| {name} | " + " | ".join(cells) + f" | {figure_cell(medians, 'mean_output_pieces', 1)} |")
-    return lines
+        rows.append((name, *cells, figure_cell(medians, "mean_output_pieces", 1)))
+    return Table(("toolkit", "training tokens/s", "training tokens/s without validation",
+                  "beam-5 sentences/s at best batch (batch)", "beam-5 sentences/s at batch 1",
+                  "test output pieces per sentence"), rows).render().split("\n")
 
 
 def by_threads_table(timing: dict) -> list[str]:
@@ -310,13 +309,11 @@ def by_threads_table(timing: dict) -> list[str]:
             for count, medians in summaries.items():
                 cells.setdefault((name, count), {}).update(medians)
     shown = [column for column in SPEED_FIGURES if column[0] in found]
-    lines = ["", "Each toolkit at each thread count (OMP_NUM_THREADS; medians over the rounds):", "",
-             "| toolkit | threads | " + " | ".join(title for _, _, _, title, _ in shown) + " |",
-             "|---|---|" + "---|" * len(shown)]
-    for (name, count), medians in cells.items():
-        lines.append(f"| {name} | {count} | " + " | ".join(
-            figure_cell(medians, key, digits) for _, key, _, _, digits in shown) + " |")
-    return lines
+    rows = [(name, count, *(figure_cell(medians, key, digits) for _, key, _, _, digits in shown))
+            for (name, count), medians in cells.items()]
+    table = Table(("toolkit", "threads", *(title for _, _, _, title, _ in shown)), rows)
+    return ["", "Each toolkit at each thread count (OMP_NUM_THREADS; medians over the rounds):", "",
+            *table.render().split("\n")]
 
 
 def threads_text(part: dict) -> str:
@@ -389,24 +386,19 @@ def markdown(results: dict, ctranslate2: Path | None = None, timing: dict | None
     lines += ([*speed_section(timing), *speed_table(timing), *by_threads_table(timing)] if timing
               else ["Not measured yet."])
     if found := targets(results, timing):
-        lines += ["", "Targets (issue 39), on this run's budget and machine:", "", "| target | value | wanted | |",
-                  "|---|---|---|---|"]
-        lines += [f"| {t['name']} | {t['value']} | {t['wanted']} | {'met' if t['met'] else 'missed'} |" for t in found]
+        table = Table(("target", "value", "wanted", ""), [(t["name"], str(t["value"]), t["wanted"],
+                                                          "met" if t["met"] else "missed") for t in found])
+        lines += ["", "Targets (issue 39), on this run's budget and machine:", "", *table.render().split("\n")]
     if ceiling := decoding_ceiling(baseline, timing):
         lines += ["", ceiling]
-    lines += [
-        "",
-        "## Every run",
-        "",
-        "| toolkit | seed | test BLEU (bootstrap mean ± 95%) | test chrF | vs baseline | training loop (s) | "
-        "command wall (s) |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for run in scored(results):
-        bleu, chrf = run["scores"]["bleu"], run["scores"]["chrf"]
-        lines.append(f"| {run['toolkit']} | {run['seed']} | {bleu['score']:.2f} ({bleu['mean']:.2f} ± "
-                     f"{bleu['ci']:.2f}) | {chrf['score']:.2f} | {bootstrap_cell(run, baseline)} | "
-                     f"{run['train']['train_s']:.0f} | {run['train']['wall_s']:.0f} |")
+    every_run = Table(
+        ("toolkit", "seed", "test BLEU (bootstrap mean ± 95%)", "test chrF", "vs baseline", "training loop (s)",
+         "command wall (s)"),
+        [(run["toolkit"], str(run["seed"]),
+          f"{run['scores']['bleu']['score']:.2f} ({run['scores']['bleu']['mean']:.2f} ± "
+          f"{run['scores']['bleu']['ci']:.2f})", f"{run['scores']['chrf']['score']:.2f}", bootstrap_cell(run, baseline),
+          f"{run['train']['train_s']:.0f}", f"{run['train']['wall_s']:.0f}") for run in scored(results)])
+    lines += ["", "## Every run", "", *every_run.render().split("\n")]
     lines += ["", "## What differs", "",
               f"The same for all: {results['same_for_all']}", ""]
     checked = [run for run in results["runs"] if "tokenizer_is_the_pieces" in run["train"]]
@@ -458,23 +450,27 @@ def plot(results: dict, timing: dict, path: Path) -> None:
     plt.close(figure)
 
 
+def docs_block(results: dict, timing: dict) -> str:
+    """docs/peers.md's block: the results' label, quality table, the speed phase's table and the wall times of
+    the commands."""
+    lines = [f"**{results['label']}** (seeds {results['budget']['seeds']}, {results['budget']['updates']} updates; "
+             f"{results['machine']})", "", *summary_table(results)]
+    if speed := speed_table(timing):
+        lines += ["", "Speed (the speed phase, results/peers_timing.json; medians):", "", *speed]
+        if ceiling := decoding_ceiling(results["baseline"], timing):
+            lines += ["", ceiling]
+    lines += ["", "Wall time of each command (loading included; the quality phase's ran two at a time at one thread "
+              "each when its runs say so, the speed phase's one at a time):", "", *wall_table(results, timing)]
+    return "\n".join(lines)
+
+
 def update_docs(results: dict, timing: dict, path: Path) -> None:
-    """Replace the tables between `DOCS_BEGIN` and `DOCS_END` in ``path`` by the results' label, quality table and
-    the speed phase's table."""
+    """Render the block between `DOCS_BEGIN` and `DOCS_END` in ``path`` (`docs_block`)."""
     text = path.read_text(encoding="utf-8")
     if text.count(DOCS_BEGIN) != 1 or text.count(DOCS_END) != 1:
         raise ValueError(f"{path} must hold the lines {DOCS_BEGIN!r} and {DOCS_END!r} once each, around the table.")
-    head, rest = text.split(DOCS_BEGIN)
-    tail = rest.split(DOCS_END)[1]
-    table = [f"**{results['label']}** (seeds {results['budget']['seeds']}, {results['budget']['updates']} updates; "
-             f"{results['machine']})", "", *summary_table(results)]
-    if speed := speed_table(timing):
-        table += ["", "Speed (the speed phase, results/peers_timing.json; medians):", "", *speed]
-        if ceiling := decoding_ceiling(results["baseline"], timing):
-            table += ["", ceiling]
-    table += ["", "Wall time of each command (loading included; the quality phase's ran two at a time at one thread "
-              "each when its runs say so, the speed phase's one at a time):", "", *wall_table(results, timing)]
-    path.write_text(f"{head}{DOCS_BEGIN}\n" + "\n".join(table) + f"\n{DOCS_END}{tail}", encoding="utf-8")
+    block = Text(lambda: docs_block(results, timing))
+    path.write_text(render_text(text, {DOCS_BLOCK: block}, str(path)), encoding="utf-8")
 
 
 def write(results: dict, out: Path, docs: Path | None = DOCS) -> None:

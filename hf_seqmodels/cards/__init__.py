@@ -2,15 +2,16 @@
 
 * `catalog`: what a card knows beyond the results: each task's Auto class and scores, the bundled data sets.
 * `results`: the run a card states (``results.json``, ``results/<suite>.json``), `format_metric`, and the benchmark
-  figures a card quotes, looked up by model family and measure (``results/benchmarks.json``).
+  figures a card quotes, looked up by model family and measure (``results/benchmarks.json``), with the commit
+  each was measured at (`run_commit`).
 * `describe`, `speed`: the card's sentences on the model, its training and its family's benchmark figures.
 * `render`: `render_card`, from the templates in ``templates/`` (package data: an installed package renders too).
 * `staging`: `stage_hub_folder` and `check_hub_folder`, offline.
 * `hub`: `prepare_hub_folder` (results -> card -> checked folder), `load_check` (loads it back where hf_seqmodels
   cannot be imported) and `upload`.
-* `figures`, `tables`: every table of figures in README.md and docs/, rendered from the results files by named key
-  paths between ``<!-- figures:NAME -->`` markers; `reference`: the cards of ``model_cards/``. ``python -m
-  hf_seqmodels.cards`` renders both, ``--check`` compares.
+
+The repository's own rendering (the tables of README.md and docs/, the cards of ``model_cards/``) is not part of the
+package: it lives in ``tools/render/`` (``python -m tools.render [--check]``) and uses this one.
 """
 
 from .catalog import BASE_MODELS, DATASETS, TASKS, CardTask, Metric

@@ -13,8 +13,8 @@ from functools import reduce
 from pathlib import Path
 from typing import NamedTuple
 
+from ..data.paths import REPO_ROOT
 from ..models.configuration_transformer import TransformerConfig
-from ..paths import REPO_ROOT
 from ..provenance import RECORDED
 from .catalog import TASKS, Metric
 
@@ -73,7 +73,7 @@ def run_scores(run: dict, split: str = "eval") -> list[tuple[Metric, float]]:
 
 
 def seed_summary(run: dict) -> str:
-    """For a run loaded from a suite (`load_run`), or the main job's (`main_job.main_job_run`): a paragraph and
+    """For a run loaded from a suite (`load_run`), or the main job's (``tools/render/main_job.py``): a paragraph and
     table of each test score of its task as its `SUITE_ROW` states it over the model's seeds (``mean ± sd (n=3)``),
     naming the command that trained them (``trained_by``, else the suite's) and how the seeds were chosen
     (``match``, where given); empty for a run of its own."""
@@ -94,6 +94,14 @@ def seed_summary(run: dict) -> str:
             "mean ± sample standard deviation over the seeds (this model is one of those runs)"
             f"{row.get('match', '')}:\n\n"
             "| metric | over the seeds |\n|---|---|\n" + "".join(lines))
+
+
+def run_commit(run: dict) -> str | None:
+    """The commit of the code a run (a benchmark entry, a results file) was measured with, as it records it: its
+    ``provenance`` (abbreviated), else the ``machine`` of results written before provenance existed."""
+    if commit := (run.get("provenance") or {}).get("commit"):
+        return commit[:7]
+    return run["machine"].get("git_commit") if isinstance(run.get("machine"), dict) else None
 
 
 def load_benchmarks(path: str | Path | None = None) -> dict | None:

@@ -10,8 +10,7 @@ it quotes was measured.
 
 from string import Formatter
 
-from .figures import run_commit
-from .results import benchmark_family, benchmark_figure
+from .results import benchmark_family, benchmark_figure, run_commit
 
 _INCREMENTAL = ("{model}: with the cache, a token after a 1024-token prefix took {cached_token_growth}x the time of "
                 "one after 16 tokens, {cache_speedup}x less than recomputing the prefix.")

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import torch
 
-from ..paths import REPO_ROOT
+from ..data.paths import REPO_ROOT
 from ..provenance import cpu_name
 from .aggregate import mean_sd
 from .report import mean_sd_cell
@@ -44,7 +44,8 @@ def seed_folder(folder: Path, seed: int) -> Path:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """This command's options (a row's ``command`` is read back with them: `hf_seqmodels.cards.main_job`)."""
+    """This command's options (a row written before rows recorded their ``recipe`` is read back with them:
+    `recipe`)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cells", nargs="+", default=["gru", "lstm"], choices=CELLS)
     parser.add_argument("--seeds", nargs="+", type=int, default=[FOLDER_SEED], help="a run per model and seed")
@@ -75,12 +76,13 @@ def main():
                    "--overwrite_output_dir", *args.extra]
         subprocess.run(command, check=True, cwd=REPO_ROOT)
         results = json.loads((folder / "results.json").read_text())
-        return {"cell_type": cell, "seed": seed,
-                **{k: v for k, v in results.items() if k != "eval_history"},
-                "config_overrides": results["arguments"]["config_overrides"], "machine": machine,
-                # the saved model's configuration: what a card of this run states (family, sizes, attention)
-                "config": json.loads((folder / "config.json").read_text()),
-                "command": shlex.join(["python", "-m", "hf_seqmodels.comparison.translation_bleu", *sys.argv[1:]])}
+        row = {"cell_type": cell, "seed": seed,
+               **{k: v for k, v in results.items() if k != "eval_history"},
+               "config_overrides": results["arguments"]["config_overrides"], "machine": machine,
+               # the saved model's configuration: what a card of this run states (family, sizes, attention)
+               "config": json.loads((folder / "config.json").read_text()),
+               "command": shlex.join(["python", "-m", "hf_seqmodels.comparison.translation_bleu", *sys.argv[1:]])}
+        return {**row, "recipe": recipe_of(args, row)}
 
     runs = [(cell, seed) for seed in args.seeds for cell in args.cells]
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
@@ -92,6 +94,47 @@ def main():
     table = markdown(rows)
     (out / "translation_bleu.md").write_text(table)
     print(table)
+
+
+EPOCHS = "--num_train_epochs"  # a recipe counts the epochs a run records, not the option as typed
+
+
+def recipe_of(args: argparse.Namespace, row: dict, unparsed: tuple[str, ...] = ()) -> dict:
+    """What the run of ``row`` was given (this command's ``args``) and did, as the row records it (``recipe``): its
+    ``config_overrides`` and run_translation.py arguments (those after ``--``, less ``--num_train_epochs``: the
+    epochs the run records count instead, so that ``--num_train_epochs 3``, the default, and no such argument are
+    one recipe), its epochs and updates, and the time budget only where it stopped the run. The seeds, ``--jobs``
+    and ``--out`` are no part of it. Rows of the same recipe are seeds of one model (the main job's card averages
+    them)."""
+    return {"config_overrides": row.get("config_overrides"),
+            "time_budget_minutes": args.time_budget_minutes if row.get("stopped_by_time_budget", True) else None,
+            "run_translation_arguments": [*without_epochs(args.extra), *unparsed],
+            "epochs": row.get("epochs"), "steps": row.get("steps")}
+
+
+def recipe(row: dict) -> dict | None:
+    """A row's `recipe_of`: the one it recorded when it was written, else (a row written before rows recorded it)
+    read back from its ``command`` with this command's options (`build_parser`); None for a row with neither."""
+    if "recipe" in row:
+        return row["recipe"]
+    if not row.get("command"):
+        return None
+    words = shlex.split(row["command"])
+    args, unparsed = build_parser().parse_known_args(words[words.index("-m") + 2:] if "-m" in words else words[1:])
+    return recipe_of(args, row, tuple(unparsed))
+
+
+def without_epochs(arguments: list[str]) -> list[str]:
+    """``arguments`` less ``--num_train_epochs N`` (or ``=N``)."""
+    kept, skip = [], False
+    for word in arguments:
+        if skip:
+            skip = False
+        elif word == EPOCHS:
+            skip = True
+        elif not word.startswith(EPOCHS + "="):
+            kept.append(word)
+    return kept
 
 
 def _earlier_rows(path: Path) -> list[dict]:

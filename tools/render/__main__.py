@@ -1,17 +1,16 @@
-"""``python -m hf_seqmodels.cards [--check]``: render every table of figures in README.md and docs/ and the cards
-of ``model_cards/`` from the results files; with ``--check``, change nothing and exit 1 naming what is stale."""
+"""``python -m tools.render [--check]``: render every table of figures in README.md and docs/ and the cards of
+``model_cards/`` from the results files; with ``--check``, change nothing and exit 1 naming what is stale."""
 
 import argparse
 import sys
 
-from .figures import render_files, stale_blocks
+from .figures import REPO_ROOT, render_files, stale_blocks
 from .reference import render_reference_cards, stale_reference_cards
 from .tables import DOCUMENTS
-from ..paths import REPO_ROOT
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m hf_seqmodels.cards", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m tools.render", description=__doc__)
     parser.add_argument("--check", action="store_true",
                         help="compare the committed text with its rendering instead of rewriting it")
     args = parser.parse_args(argv)

@@ -1,10 +1,13 @@
-"""The tables of figures in README.md and docs/*.md, rendered from the results files by named keys.
+"""The tables of figures in README.md and docs/*.md, rendered from the results files by named keys: the one
+renderer of the repository's documents (`tools.render.tables` declares them; the peers' report,
+``benchmarks/peers/report.py``, builds its tables and its block of docs/peers.md with it too).
 
 A table is a `Table` whose cells say which file and which key path each figure comes from (`Figure`, `MeanSd`,
-`Ratio`, `OverRows`, `Words`; a key path may select a list item by its fields, ``{"seed": 42}``). A Markdown file
-holds each table between two markers, ``<!-- figures:NAME -->`` and ``<!-- /figures -->``; `render_files` rewrites
+`Ratio`, `OverRows`, `Words`; a key path may select a list item by its fields, ``{"seed": 42}``), or are text
+already computed. A Markdown file holds each block between two markers, ``<!-- figures:NAME -->`` and
+``<!-- /figures -->`` (`markers`): a `Table`, or a `Text` of several paragraphs and tables; `render_files` rewrites
 what stands between them, `stale_blocks` says which blocks differ from what the results files give (the test
-that keeps the committed text current). The tables themselves are declared in `hf_seqmodels.cards.tables`.
+that keeps the committed text current).
 
 A GPU cell (`OnGpu`) holds a figure only where a results file of ``results/gpu/`` holds the same run (the same key
 path), of the same model as the CPU figure (its identity: the timed model's test score or the benchmark's sizes)
@@ -20,7 +23,9 @@ from functools import cache
 from pathlib import Path
 from typing import Callable, Union
 
-from ..paths import REPO_ROOT
+from hf_seqmodels.cards.results import run_commit
+
+REPO_ROOT = Path(__file__).resolve().parents[2]  # the checkout: this tooling is not installed
 
 Key = Union[str, int, dict]  # a dict selects the one item of a list whose fields have these values
 
@@ -159,14 +164,6 @@ def with_file(cell, file: str):
     return replace(cell, file=file)
 
 
-def run_commit(run: dict) -> str | None:
-    """The commit of the code a run (a benchmark entry, a results file) was measured with, as it records it: its
-    ``provenance`` (abbreviated), else the ``machine`` of results written before provenance existed."""
-    if commit := (run.get("provenance") or {}).get("commit"):
-        return commit[:7]
-    return run["machine"].get("git_commit") if isinstance(run.get("machine"), dict) else None
-
-
 @dataclass(frozen=True)
 class OnGpu:
     """The GPU counterpart of ``figure`` (a cell reading a CPU results file): the same cell read from ``gpu_file``,
@@ -203,34 +200,53 @@ class OnGpu:
 @dataclass(frozen=True)
 class Table:
     """A Markdown table: its ``header`` cells and its rows of cells (or a function giving them, for a table
-    with a row per item of a results file)."""
+    with a row per item of a results file). A cell is text, or a cell above that reads a results file; a ``|`` in
+    it is escaped. An empty header cell is one space (an untitled column)."""
 
     header: tuple[str, ...]
     rows: tuple | Callable[[], list]
 
     def render(self) -> str:
         rows = self.rows() if callable(self.rows) else self.rows
-        lines = ["| " + " | ".join(self.header) + " |", "|" + "---|" * len(self.header)]
+        lines = ["|" + "|".join(f" {cell} " if cell else " " for cell in self.header) + "|",
+                 "|" + "---|" * len(self.header)]
         lines += ["| " + " | ".join((cell if isinstance(cell, str) else cell.text()).replace("|", "\\|")
                                    for cell in row) + " |" for row in rows]
         return "\n".join(lines)
 
 
+@dataclass(frozen=True)
+class Text:
+    """A block that is more than one table (paragraphs and tables, built with `Table`): the function giving its
+    Markdown."""
+
+    markdown: Callable[[], str]
+
+    def render(self) -> str:
+        return self.markdown()
+
+
+Block = Union[Table, Text]
 BLOCK = re.compile(r"(<!-- figures:([\w-]+) -->\n)(.*?)(<!-- /figures -->)", re.S)
 
 
-def render_text(text: str, tables: dict[str, Table], where: str) -> str:
+def markers(name: str) -> tuple[str, str]:
+    """The lines that open and close the block ``name`` in a Markdown file."""
+    return f"<!-- figures:{name} -->", "<!-- /figures -->"
+
+
+def render_text(text: str, tables: dict[str, Block], where: str) -> str:
     """``text`` with every figures block rendered from ``tables`` (by the block's name)."""
     names = [match.group(2) for match in BLOCK.finditer(text)]
     if unknown := sorted(set(names) - set(tables)):
-        raise ValueError(f"{where}: figures blocks {unknown} have no table in hf_seqmodels.cards.tables")
+        raise ValueError(f"{where}: figures blocks {unknown} have no table in tools.render.tables")
     if missing := sorted(set(tables) - set(names)):
         raise ValueError(f"{where}: no figures block for the tables {missing}; add <!-- figures:NAME --> ... "
                          "<!-- /figures --> where each belongs")
     return BLOCK.sub(lambda m: m.group(1) + tables[m.group(2)].render() + "\n" + m.group(4), text)
 
 
-def stale_blocks(text: str, tables: dict[str, Table], where: str) -> list[str]:
+def stale_blocks(text: str, tables: dict[str, Block], where: str) -> list[str]:
     """The names of ``text``'s figures blocks whose committed content differs from their rendering."""
     rendered = {m.group(2): m.group(3) for m in BLOCK.finditer(render_text(text, tables, where))}
     return [m.group(2) for m in BLOCK.finditer(text) if m.group(3) != rendered[m.group(2)]]
@@ -244,7 +260,7 @@ def figures_outside_blocks(text: str) -> list[str]:
     return re.findall(r"(?<![\w.])(?:\d+\.\d{2,}|\d+(?:\.\d+)?x)(?![\w.])", prose)
 
 
-def render_files(documents: dict[str, dict[str, Table]]) -> list[str]:
+def render_files(documents: dict[str, dict[str, Block]]) -> list[str]:
     """Render the figures blocks of every file of ``documents`` (path -> its tables) in place; returns the files
     that changed."""
     changed = []

@@ -4,19 +4,16 @@ rendered from its row of ``results/translation_bleu.json`` (`main_job_run`) by `
 reference cards are.
 
 The card states the model from the row's ``config`` (the saved config.json) only; a row without one gets no card
-(`NoMainJobCard` says why). Its mean ± sd is over the rows of the same cell whose recipe (`recipe`) is the card's:
-the same ``config_overrides``, the same run_translation.py arguments as the row's ``command`` passes them (those
-after ``--``; the seeds, ``--jobs`` and ``--out`` do not count), the same number of epochs and updates as the rows
-record them (so ``--num_train_epochs 3``, the default, and no such argument are one recipe), the time budget only
-where it stopped a run, and, where both rows record them, the same sacreBLEU signatures and model configuration. A
-row without a ``command`` does not count.
+(`NoMainJobCard` says why). Its mean ± sd is over the rows of the same cell whose recipe is the card's: the
+``recipe`` each row records when translation_bleu writes it (`translation_bleu.recipe`: the same
+``config_overrides``, the same run_translation.py arguments, the same number of epochs and updates, the time budget
+only where it stopped a run), and, where both rows record them, the same sacreBLEU signatures and model
+configuration. A row that records neither a recipe nor the command it was written by does not count.
 """
 
-import shlex
-
-from ..comparison.aggregate import mean_sd
-from ..comparison.translation_bleu import FOLDER_SEED, build_parser
-from .results import IDENTITY, SUITE_ROW
+from hf_seqmodels.cards.results import IDENTITY, SUITE_ROW
+from hf_seqmodels.comparison.aggregate import mean_sd
+from hf_seqmodels.comparison.translation_bleu import FOLDER_SEED, recipe
 
 MAIN_JOB_FILE = "results/translation_bleu.json"
 MAIN_JOB = "multi30k-attention-gru"  # translation_bleu's folder of the GRU's seed 42: the card's name
@@ -26,37 +23,10 @@ SIGNATURES = ("bleu_signature", "chrf_signature")
 MATCH = ("; a seed counts when its row has the same `config_overrides`, the same run_translation.py arguments in its "
          "`command` (those after `--`), the same epochs and updates, the same time budget where one stopped a run "
          "and, where both rows record them, the same sacreBLEU signatures and model configuration")
-EPOCHS = "--num_train_epochs"  # compared as the epochs each row records, not as typed
 
 
 class NoMainJobCard(ValueError):
     """The main job's row cannot state its model: the message says why and what to run."""
-
-
-def recipe(row: dict) -> tuple | None:
-    """What a row's training was given and did: its ``config_overrides`` and run_translation.py arguments, read from
-    its ``command`` with translation_bleu's own options, its epochs and updates, and its time budget where that
-    stopped it; None for a row without a command."""
-    if not row.get("command"):
-        return None
-    words = shlex.split(row["command"])
-    args, unknown = build_parser().parse_known_args(words[words.index("-m") + 2:] if "-m" in words else words[1:])
-    budget = args.time_budget_minutes if row.get("stopped_by_time_budget", True) else None
-    return (row.get("config_overrides"), budget, without_epochs(args.extra), tuple(unknown), row.get("epochs"),
-            row.get("steps"))
-
-
-def without_epochs(arguments: list[str]) -> tuple[str, ...]:
-    """``arguments`` less ``--num_train_epochs N`` (or ``=N``)."""
-    kept, skip = [], False
-    for word in arguments:
-        if skip:
-            skip = False
-        elif word == EPOCHS:
-            skip = True
-        elif not word.startswith(EPOCHS + "="):
-            kept.append(word)
-    return tuple(kept)
 
 
 def same_where_recorded(row: dict, other: dict) -> bool:

@@ -7,11 +7,17 @@ results file by `render_card` with the checkout's benchmarks; the main job's car
 
 import re
 
-from ..paths import REPO_ROOT
-from .figures import load
+from hf_seqmodels.cards import render_card
+from hf_seqmodels.cards.results import (
+    SUITE_ROW,
+    TRANSFORMER_MODEL_TYPES,
+    format_metric,
+    load_benchmarks,
+    load_run,
+)
+
+from .figures import REPO_ROOT, load
 from .main_job import CELL, COMMAND, MAIN_JOB, MAIN_JOB_FILE, NoMainJobCard, main_job_run
-from .render import render_card
-from .results import SUITE_ROW, TRANSFORMER_MODEL_TYPES, format_metric, load_benchmarks, load_run
 from .tables import SUITES
 
 MODEL_CARDS = REPO_ROOT / "model_cards"
@@ -73,8 +79,8 @@ def reference_cards() -> dict[str, str]:
     except NoMainJobCard as error:
         main_job = str(error)
     cards["README.md"] = (
-        "# Reference model cards\n\nRendered by `python -m hf_seqmodels.cards` from the results files "
-        "(`hf_seqmodels/cards/reference.py`, `main_job.py`; `tests/cards/test_reference.py` fails when one is "
+        "# Reference model cards\n\nRendered by `python -m tools.render` from the results files "
+        "(`tools/render/reference.py`, `main_job.py`; `tests/tools/render/test_reference.py` fails when one is "
         "stale): the main job's model, each suite's best model of each of our families, and the translation suite's "
         "other attention variants. Each suite card is the model's first seed; the suite's mean ± sd over its seeds "
         f"stands in the card and below.\n\n{main_job}\n\n"

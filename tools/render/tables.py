@@ -1,14 +1,16 @@
 """Every table of figures in README.md and docs/*.md: which results file and key path each cell comes from.
 
-`DOCUMENTS` maps each Markdown file to its tables (see `hf_seqmodels.cards.figures` for the cells and markers).
-``python -m hf_seqmodels.cards`` renders them (and ``model_cards/``); ``--check`` only compares.
+`DOCUMENTS` maps each Markdown file to its tables (see `tools.render.figures` for the cells and markers).
+``python -m tools.render`` renders them (and ``model_cards/``); ``--check`` only compares.
 """
 
 import json
 import subprocess
 
-from ..paths import REPO_ROOT
-from .figures import Figure, Join, MeanSd, OnGpu, OverRows, Ratio, Table, Words, load, lookup, run_commit
+from benchmarks.peers import report as peers_report
+from hf_seqmodels.cards.results import run_commit
+
+from .figures import REPO_ROOT, Figure, Join, MeanSd, OnGpu, OverRows, Ratio, Table, Text, Words, load, lookup
 
 BENCH, GPU_BENCH = "results/benchmarks.json", "results/gpu/benchmarks.json"
 LOOP, GPU_LOOP = "results/decoding_loop.json", "results/gpu/decoding_loop.json"
@@ -407,4 +409,7 @@ DOCUMENTS = {
     "docs/decoding.md": {"decoding": DECODING},
     "docs/training.md": {"training-minutes": TRAINING_MINUTES, "training-speed": TRAINING_SPEED},
     "docs/serving.md": {"serving": SERVING},
+    # the peers' report renders this block when a run writes results/peers.json (benchmarks/peers/report.py)
+    "docs/peers.md": {peers_report.DOCS_BLOCK: Text(lambda: peers_report.docs_block(load(PEERS_FILE),
+                                                                                    load(PEERS_TIMING_FILE)))},
 }

@@ -5,7 +5,7 @@ import json
 import statistics
 
 from benchmarks.peers import report
-from hf_seqmodels.cards import figures
+from tools.render import figures
 
 
 def make_run(toolkit: str, seed: int, bleu: float, train_s: float, seconds: float) -> dict:

@@ -1,7 +1,6 @@
 """Every table of figures in README.md and docs/ is rendered from the results files by the key paths declared in
-`hf_seqmodels.cards.tables`: the committed text of each block must equal its rendering (`python -m
-hf_seqmodels.cards` rewrites them), so a hand-typed, changed or stale figure fails; the prose outside the blocks
-quotes no measured figure."""
+`tools.render.tables`: the committed text of each block must equal its rendering (`python -m tools.render` rewrites
+them), so a hand-typed, changed or stale figure fails; the prose outside the blocks quotes no measured figure."""
 
 import json
 import re
@@ -10,10 +9,9 @@ import subprocess
 
 import pytest
 
-from hf_seqmodels.cards import figures
-from hf_seqmodels.cards.figures import BLOCK, Figure, OnGpu, Ratio, lookup, stale_blocks
-from hf_seqmodels.cards.tables import BENCH, DOCUMENTS, GRU
-from hf_seqmodels.paths import REPO_ROOT
+from tools.render import figures
+from tools.render.figures import BLOCK, REPO_ROOT, Figure, OnGpu, Ratio, lookup, stale_blocks
+from tools.render.tables import BENCH, DOCUMENTS, GRU
 
 
 def text_of(name: str) -> str:
@@ -34,7 +32,7 @@ def test_every_figures_block_is_current(name):
     if name == "docs/results.md" and shallow():
         pytest.skip("docs/results.md lists every committed run: a shallow clone lacks that history")
     assert stale_blocks(text_of(name), DOCUMENTS[name], name) == [], (
-        f"{name} has stale figures: run `python -m hf_seqmodels.cards` and commit the result")
+        f"{name} has stale figures: run `python -m tools.render` and commit the result")
 
 
 def results(file: str) -> dict:

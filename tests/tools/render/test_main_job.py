@@ -12,12 +12,12 @@ from huggingface_hub import ModelCard
 
 from hf_seqmodels import AttentionSeq2SeqConfig
 from hf_seqmodels.cards import render_card
-from hf_seqmodels.cards.main_job import MAIN_JOB, NoMainJobCard, main_job_run
 from hf_seqmodels.cards.results import IDENTITY
-from hf_seqmodels.paths import REPO_ROOT
+from hf_seqmodels.comparison import translation_bleu
 from hf_seqmodels.provenance import provenance
-
-from .runs import BENCHMARKS, TRANSLATION_ARGUMENTS
+from tests.cards.runs import BENCHMARKS, TRANSLATION_ARGUMENTS
+from tools.render.figures import REPO_ROOT
+from tools.render.main_job import MAIN_JOB, NoMainJobCard, main_job_run
 
 ROWS = json.loads((REPO_ROOT / "results" / "translation_bleu.json").read_text())["rows"]
 COMMAND = ("python -m hf_seqmodels.comparison.translation_bleu --cells gru --time_budget_minutes 30 -- "
@@ -95,6 +95,20 @@ def test_mean_and_sd_over_the_seeds_of_the_same_recipe(tmp_path):
         run = main_job_run(rows)
         assert run["suite_row"]["seeds"] == [42] and run["suite_row"]["test_bleu"]["sd"] is None
         assert "not counted: seed 43, 44" in str(render_card(run, model_name=MAIN_JOB))
+
+
+def test_a_recorded_recipe_is_compared_as_recorded(tmp_path):
+    """A row written now records its recipe (translation_bleu.recipe_of, at write time); the card compares that, not
+    the command, and a row that records one needs no command."""
+    rows = rows_with_main_job(saved_config(tmp_path))
+    gru = {row["seed"]: row for row in rows if row["cell_type"] == "gru"}
+    gru[42]["recipe"] = translation_bleu.recipe(gru[42])  # what translation_bleu writes now
+    del gru[43]["command"]
+    gru[43]["recipe"] = dict(gru[42]["recipe"])
+    gru[44]["recipe"] = {**gru[42]["recipe"], "run_translation_arguments": ["--learning_rate", "1e-3"]}
+    run = main_job_run(rows)
+    assert run["suite_row"]["seeds"] == [42, 43]
+    assert "not counted: seed 44" in str(render_card(run, model_name=MAIN_JOB))
 
 
 def test_model_index_has_the_test_scores_and_their_signatures(tmp_path):

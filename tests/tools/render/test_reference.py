@@ -5,13 +5,13 @@ import json
 
 from huggingface_hub import ModelCard
 
-from hf_seqmodels.cards.reference import MODEL_CARDS, reference_models, stale_reference_cards
-from hf_seqmodels.cards.tables import SUITES
-from hf_seqmodels.paths import REPO_ROOT
+from tools.render.figures import REPO_ROOT
+from tools.render.reference import MODEL_CARDS, reference_models, stale_reference_cards
+from tools.render.tables import SUITES
 
 
 def test_model_cards_are_current():
-    assert stale_reference_cards() == [], "run `python -m hf_seqmodels.cards` and commit model_cards/"
+    assert stale_reference_cards() == [], "run `python -m tools.render` and commit model_cards/"
 
 
 def test_reference_models_are_each_suites_best_per_family():
