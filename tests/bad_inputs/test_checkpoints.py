@@ -38,7 +38,7 @@ from hf_seqmodels.training.checkpoint_format import PICKLE_SUFFIXES
 from hf_seqmodels.training.checkpoints import Checkpoints
 from hf_seqmodels.training.loop import BestModel, TrainingArguments, make_accelerator
 
-from ..test_checkpoints import Marker, saved_state, tiny_state
+from ..training.test_checkpoints import Marker, saved_state, tiny_state
 from .outcomes import assert_outcome
 
 AREA = "checkpoints"
