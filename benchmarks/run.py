@@ -25,17 +25,17 @@ import torch
 
 from hf_seqmodels.provenance import RECORDED, provenance
 
-from .common import Settings, timed
+from .helpers.common import Settings, timed
 
 # Entry name (the key in benchmarks.json) -> the module whose run(settings) measures it, imported only when chosen.
 ENTRIES = {
-    "translation": "benchmarks.translation",
-    "batch1_overhead": "benchmarks.batch1_overhead",
-    "incremental": "benchmarks.incremental",
-    "training": "benchmarks.training",
-    "scaling": "benchmarks.scaling",
-    "transformer_vs_marian": "benchmarks.transformer_vs_marian",
-    "static_cache": "benchmarks.static_cache",
+    "translation": "benchmarks.entries.translation_decoding",
+    "batch1_overhead": "benchmarks.entries.batch1_overhead",
+    "incremental": "benchmarks.entries.incremental",
+    "training": "benchmarks.entries.lm_training",
+    "scaling": "benchmarks.entries.scaling",
+    "transformer_vs_marian": "benchmarks.entries.transformer_vs_marian",
+    "static_cache": "benchmarks.entries.static_cache",
 }
 
 

@@ -1,10 +1,10 @@
 """Entry ``batch1_overhead``: at batch 1, ``generate()`` (greedy and beam, with the default and the static cache, and
 with our decoding loop: ``custom_generate=decode``) vs plain hand loops on the same model
-(``benchmarks/translation_model.py``'s, the one whose BLEU is reported): a hand greedy loop and the hand beam loop
-with the sentence's beams in one decoder call per step (``benchmarks/beam_search.py``, as JoeyNMT / OpenNMT decode
-at batch 1). Each search translates every sentence once per round, the searches taking turns on each sentence, after
-an untimed first pass; speeds are medians and quartiles over the rounds, ratios those of each round's pair. Also:
-the time split into the model's decoder calls and the rest, aten operators per token, and a profile of where
+(``benchmarks/helpers/translation_model.py``'s, the one whose BLEU is reported): a hand greedy loop and the hand
+beam loop with the sentence's beams in one decoder call per step (``benchmarks/helpers/beam_search.py``, as JoeyNMT /
+OpenNMT decode at batch 1). Each search translates every sentence once per round, the searches taking turns on each
+sentence, after an untimed first pass; speeds are medians and quartiles over the rounds, ratios those of each round's
+pair. Also: the time split into the model's decoder calls and the rest, aten operators per token, and a profile of where
 ``generate()`` spends its time.
 """
 
@@ -17,13 +17,13 @@ import torch
 
 from hf_seqmodels.models.decoding import decode
 
-from .beam_search import agreement, counts, encode, hand_beam_search, hand_greedy, strip
-from .common import (
+from ..helpers.beam_search import agreement, counts, encode, hand_beam_search, hand_greedy, strip
+from ..helpers.common import (
     Settings, columns, count_ops, entry_result, first_pass_then_rounds_by_item, paired_ratio, ratio_spread,
     resolve_sizes, spread, target, timed,
 )
-from .decoder_calls import decoder_calls
-from .translation_model import SMOKE, Sizes, english_test2016, origin_note, timed_models, timed_sizes
+from ..helpers.decoder_calls import decoder_calls
+from ..helpers.translation_model import SMOKE, Sizes, english_test2016, origin_note, timed_models, timed_sizes
 
 SPLIT = ["test"]  # the data splits its figures come from (provenance): Multi30k test2016 sentences
 
@@ -46,8 +46,9 @@ ROWS = {"generate": "generate()", "generate_static": "generate(cache_implementat
         "ours_static": "generate(custom_generate=decode, cache_implementation='static')"}
 SEARCHES = (*ROWS, "hand")
 SPLIT_SENTENCES = 8  # the first sentences, for the split of the time inside and outside the decoder calls
-# On one H100 (issue 40), beam search at batch 1 through our loop with the CUDA graphs (the static cache): at least
-# twice the hand loop's speed. Every other row: at least the hand loop's.
+# The targets. On a GPU, beam search at batch 1 through our loop with the CUDA graphs (the static cache): at least
+# twice the hand loop's speed, since replaying a step as one graph saves the kernel launches the hand loop makes.
+# Every other row: at least the hand loop's speed.
 GPU_GRAPHED_BEAM_SPEEDUP = 2.0
 
 
@@ -187,8 +188,8 @@ def run(settings: Settings) -> dict:
                "(> 1: generate() faster), with its quartiles; a row whose outputs differ from the hand loop's does "
                "not count (column counts). The hand loops (a greedy loop, and a beam loop with "
                "the sentence's beams in one decoder call per step) call the model's forward with the default cache "
-               "exactly as generate() does (benchmarks/beam_search.py). cache_implementation='static' keeps the "
-               "recurrent state at fixed addresses, and on a GPU the model then replays its decoding steps as CUDA "
+               "exactly as generate() does (benchmarks/helpers/beam_search.py). cache_implementation='static' keeps "
+               "the recurrent state at fixed addresses, and on a GPU the model then replays its decoding steps as CUDA "
                "graphs; the hand loops use the default cache (no graphs). custom_generate=decode: our decoding "
                "loop (hf_seqmodels/models/decoding.py), which after the first step calls the model's decoding_step "
                "(forward without its per-call checks and output objects); with cache_implementation='static' it "

@@ -16,8 +16,8 @@ import torch
 
 from hf_seqmodels.models.modeling_utils import output_cache
 
-from .common import Settings, columns, entry_result, interleaved, ratio_spread, resolve_sizes, spread, target
-from .models import LMSizes, recurrent_lm, transformer_lm
+from ..helpers.common import Settings, columns, entry_result, interleaved, ratio_spread, resolve_sizes, spread, target
+from ..helpers.language_models import LMSizes, recurrent_lm, transformer_lm
 
 SPLIT = []  # the data splits its figures come from (provenance): random prefixes
 

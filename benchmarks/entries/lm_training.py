@@ -24,14 +24,15 @@ import random
 from collections.abc import Callable
 
 import torch
-from hf_seqmodels.paths import data_dir
 
-from .common import (
-    Settings, columns, entry_result, interleaved, mb, paired_ratio, peak_memory_bytes, rate, read_jsonl,
-    resolve_sizes, word_vocab,
+from hf_seqmodels.data.paths import data_dir
+
+from ..helpers.common import (
+    Settings, columns, entry_result, interleaved, mb, paired_ratio, peak_memory_bytes, rate, read_jsonl, resolve_sizes,
+    word_vocab,
 )
-from .models import LMSizes, recurrent_lm
-from .tutorial import TutorialCellLM, TutorialLM
+from ..helpers.language_models import LMSizes, recurrent_lm
+from ..helpers.tutorial import TutorialCellLM, TutorialLM
 
 SPLIT = ["train"]  # the data splits its figures come from (provenance): Penn Treebank training sentences
 

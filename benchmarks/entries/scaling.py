@@ -11,9 +11,11 @@ from pathlib import Path
 
 import torch
 
-from .common import Settings, columns, entry_result, interleaved, mb, peak_memory_bytes, rate, resolve_sizes, spread
-from .models import LMSizes, recurrent_lm, transformer_lm
-from .tutorial import TutorialCellLM
+from ..helpers.common import (
+    Settings, columns, entry_result, interleaved, mb, peak_memory_bytes, rate, resolve_sizes, spread,
+)
+from ..helpers.language_models import LMSizes, recurrent_lm, transformer_lm
+from ..helpers.tutorial import TutorialCellLM
 
 SPLIT = []  # the data splits its figures come from (provenance): random tokens
 

@@ -9,8 +9,10 @@ import functools
 
 import torch
 
-from .common import Settings, columns, entry_result, first_pass_then_rounds, paired_ratio, resolve_sizes, spread
-from .models import LMSizes, recurrent_lm
+from ..helpers.common import (
+    Settings, columns, entry_result, first_pass_then_rounds, paired_ratio, resolve_sizes, spread,
+)
+from ..helpers.language_models import LMSizes, recurrent_lm
 
 SPLIT = []  # the data splits its figures come from (provenance): random prompts
 

@@ -1,8 +1,8 @@
 """Our Transformer against transformers' MarianMTModel of identical sizes, side by side in one process.
 
-    python -m benchmarks.transformer_vs_marian                   # default sizes, ~2-3 minutes on 2 CPU cores
-    python -m benchmarks.transformer_vs_marian --device cuda --big   # the paper's base model sizes
-    python -m benchmarks.transformer_vs_marian --set batch_size=64 --profile
+    python -m benchmarks.entries.transformer_vs_marian                   # default sizes, ~2-3 minutes on 2 CPU cores
+    python -m benchmarks.entries.transformer_vs_marian --device cuda --big   # the paper's base model sizes
+    python -m benchmarks.entries.transformer_vs_marian --set batch_size=64 --profile
 
 Both models are post-norm encoder-decoders with sinusoidal positions, ReLU feed-forward layers, scaled and shared
 embeddings and dropout 0.1; they read the same Multi30k batches (word ids, padded on the right). Measured:
@@ -12,7 +12,8 @@ embeddings and dropout 0.1; they read the same Multi30k batches (word ids, padde
 - ``greedy`` and ``beam``: generate() tokens per second, with ``min_new_tokens == max_new_tokens`` so that both
   models make exactly the same number of steps whatever their (random) weights predict;
 - ``greedy`` also for the batched greedy loop of PyTorch's nn.Transformer translation tutorial
-  (``benchmarks.tutorial.TutorialTransformer``), which recomputes the whole prefix at every step instead of caching.
+  (``benchmarks.helpers.tutorial.TutorialTransformer``), which recomputes the whole prefix at every step instead of
+  caching.
 
 In each round the models run back to back (the order flips every round); a ratio is the median over the rounds
 of that round's Marian time / our time, so that the load of a shared machine falls on both alike, and its
@@ -32,14 +33,14 @@ from torch.profiler import ProfilerActivity, profile
 from transformers import MarianConfig, MarianMTModel
 
 from hf_seqmodels import TransformerConfig, TransformerForConditionalGeneration
-from hf_seqmodels.paths import data_dir
+from hf_seqmodels.data.paths import data_dir
 from hf_seqmodels.provenance import provenance
 
-from .common import (
-    Rounds, Settings, columns, entry_result, interleaved, paired_ratio, rate, read_jsonl, resolve_sizes, spread,
-    target, timed, word_vocab,
+from ..helpers.common import (
+    Rounds, Settings, columns, entry_result, interleaved, paired_ratio, rate, read_jsonl, resolve_sizes, spread, target,
+    timed, word_vocab,
 )
-from .tutorial import TutorialTransformer
+from ..helpers.tutorial import TutorialTransformer
 
 SPLIT = ["train"]  # the data splits its figures come from (provenance): Multi30k training pairs
 

@@ -1,5 +1,5 @@
 """Entry ``translation``: beam search on Multi30k test2016 (English -> German) with the attention GRU/LSTM whose
-BLEU the results report (``benchmarks/translation_model.py``): our batched ``generate(num_beams=5)`` against the
+BLEU the results report (``benchmarks/helpers/translation_model.py``): our batched ``generate(num_beams=5)`` against the
 per-sentence searches people run, on the same weights.
 
 - the per-sentence searches, one sentence at a time: ``beams_batched``, its ``k`` beams in one decoder call per step
@@ -31,13 +31,13 @@ import torch
 
 from hf_seqmodels.models.decoding import decode
 
-from .beam_search import agreement, counts, hand_beam_search, matched_beam_search, strip
-from .common import (
+from ..helpers.beam_search import agreement, counts, hand_beam_search, matched_beam_search, strip
+from ..helpers.common import (
     Rounds, Settings, columns, entry_result, first_pass_then_rounds_by_item, interleaved, op_profile, paired_ratio,
     rate, resolve_sizes, target,
 )
-from .decoder_calls import decoder_calls, decoder_step_bound
-from .translation_model import (
+from ..helpers.decoder_calls import decoder_calls, decoder_step_bound
+from ..helpers.translation_model import (
     SMOKE, Sizes, TimedModel, english_test2016, origin_note, pad_batch, timed_models, timed_sizes,
 )
 
@@ -53,8 +53,8 @@ REFERENCE = "generate"  # agreement is with this search's best hypotheses
 PER_SENTENCE = ("beams_batched", "ours_batch1", "generate_batch1")  # the headline baseline: the fastest of these
 BASELINES = (*PER_SENTENCE, "per_hypothesis")  # Sizes.baselines: which of these are timed (PER_SENTENCE always)
 FASTEST = "per_sentence_fastest"  # the summary's name for the fastest of PER_SENTENCE
-# On one H100 (issue 40): batched beam search at least this many times the headline baseline's speed, and at least
-# this many sentences/s. On a CPU: the first only, at 8x.
+# The targets. On a GPU: batched beam search at least this many times the headline baseline's speed, and at least
+# this many sentences/s. On a CPU: the first only, at its own ratio.
 GPU_SPEEDUP, GPU_SENTENCES_PER_S, CPU_SPEEDUP = 100, 5000, 8
 
 

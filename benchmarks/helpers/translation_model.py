@@ -21,10 +21,10 @@ import torch
 from transformers import PreTrainedTokenizerFast
 
 from hf_seqmodels import AttentionSeq2SeqConfig, AttentionSeq2SeqForConditionalGeneration
-from hf_seqmodels.paths import data_dir
+from hf_seqmodels.data.paths import data_dir
+from hf_seqmodels.data.tokenization import train_tokenizer
 from hf_seqmodels.provenance import checkout_relative
 from hf_seqmodels.tasks.translation import load_tokenizers, load_translation_model
-from hf_seqmodels.tokenization import train_tokenizer
 
 from .common import Settings, read_jsonl
 

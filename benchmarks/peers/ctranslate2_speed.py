@@ -18,8 +18,9 @@ detokenization untimed), all with ``--threads`` CPU threads (torch's intra-op th
 Parity and BLEU: one untimed pass of every test sentence per engine, greedy and with ``--num_beams``, each
 engine's tokens against generate()'s (custom_generate's are generate()'s: its own tests hold it to that). Speed, on
 every ``--timing_stride``-th batch: a first pass (warm-up), then ``--rounds`` rounds in which the engines take turns
-batch by batch (the order reversed from one batch to the next, `benchmarks.common.first_pass_then_rounds_by_item`); a ratio
-is the median over the rounds of that round's generate() (or custom_generate) seconds / the engine's seconds.
+batch by batch (the order reversed from one batch to the next,
+`benchmarks.helpers.common.first_pass_then_rounds_by_item`); a ratio is the median over the rounds of that round's
+generate() (or custom_generate) seconds / the engine's seconds.
 Results: ``<out>.json`` and ``<out>.md`` (default results/peers_ctranslate2).
 """
 
@@ -33,14 +34,14 @@ from pathlib import Path
 
 import torch
 
-from hf_seqmodels.ctranslate2_export import CTranslate2Translator, as_translated, export_ctranslate2
+from hf_seqmodels.data.paths import data_dir
 from hf_seqmodels.evaluation import translation_metrics, translation_signatures
-from hf_seqmodels.paths import data_dir
 from hf_seqmodels.provenance import provenance
-from hf_seqmodels.tasks.inference import load_translator
+from hf_seqmodels.serving.ctranslate2_export import CTranslate2Translator, as_translated, export_ctranslate2
+from hf_seqmodels.serving.inference import load_translator
 from hf_seqmodels.tasks.translation import batches_by_length, decoding_loop
 
-from ..common import first_pass_then_rounds_by_item, paired_ratio, rate, read_jsonl
+from ..helpers.common import first_pass_then_rounds_by_item, paired_ratio, rate, read_jsonl
 
 ENGINES = ("generate", "custom_generate", "ctranslate2 float32", "ctranslate2 int8")
 COMPUTE_TYPES = {"ctranslate2 float32": "float32", "ctranslate2 int8": "int8"}

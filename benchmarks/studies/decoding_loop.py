@@ -8,8 +8,8 @@ Reported:
   per-round speed-up of ours over GenerationMixin: batched beam search (length-sorted batches), and greedy and beam
   search at batch 1.
 
-    python -m benchmarks.decoding_loop --model outputs/multi30k-gru --out results/decoding_loop.json
-    python -m benchmarks.decoding_loop --smoke   # tiny stand-in model, a few sentences: checks the script runs
+    python -m benchmarks.studies.decoding_loop --model outputs/multi30k-gru --out results/decoding_loop.json
+    python -m benchmarks.studies.decoding_loop --smoke   # tiny stand-in model, a few sentences: checks the script runs
 """
 
 import argparse
@@ -22,9 +22,9 @@ import torch
 from hf_seqmodels.models.decoding import decode
 from hf_seqmodels.provenance import provenance
 
-from . import translation
-from .common import Settings, columns, interleaved, paired_ratio, rate
-from .translation_model import SMOKE, bleu_model, english_test2016, stand_in_model
+from ..entries import translation_decoding
+from ..helpers.common import Settings, columns, interleaved, paired_ratio, rate
+from ..helpers.translation_model import SMOKE, bleu_model, english_test2016, stand_in_model
 
 LOOPS = {"generation_mixin": None, "ours": decode}
 
@@ -101,9 +101,10 @@ def main(argv: list[str] | None = None) -> dict:
     beam = {"num_beams": args.num_beams, "max_new_tokens": args.max_new_tokens, "do_sample": False,
             "early_stopping": True, "length_penalty": 1.0}
     greedy = {"num_beams": 1, "max_new_tokens": args.max_new_tokens, "do_sample": False}
-    batches = translation.batches(sources, longest_first(sources), args.batch_size, config.pad_token_id, args.device)
-    singles = translation.batches(sources, longest_first(sources[:args.batch1_sentences]), 1, config.pad_token_id,
-                                 args.device)
+    batches = translation_decoding.batches(sources, longest_first(sources), args.batch_size, config.pad_token_id,
+                                           args.device)
+    singles = translation_decoding.batches(sources, longest_first(sources[:args.batch1_sentences]), 1,
+                                           config.pad_token_id, args.device)
     results = {
         "provenance": provenance([0] if args.smoke else [], ["test"], args.device),  # the smoke stand-in's seed
         "model": timed.origin, "threads": torch.get_num_threads(), "device": args.device,

@@ -15,9 +15,9 @@ For each model, one forward + backward on the same random batch, plain and after
 
 A model class without ``supports_gradient_checkpointing`` is reported as such, not measured.
 
-    python -m benchmarks.gradient_checkpointing_memory                 # results/gradient_checkpointing_memory.json
-    python -m benchmarks.gradient_checkpointing_memory --smoke --out /tmp/b
-    python -m benchmarks.gradient_checkpointing_memory --device cuda --set batch_size=64
+    python -m benchmarks.studies.gradient_checkpointing_memory         # results/gradient_checkpointing_memory.json
+    python -m benchmarks.studies.gradient_checkpointing_memory --smoke --out /tmp/b
+    python -m benchmarks.studies.gradient_checkpointing_memory --device cuda --set batch_size=64
 
 ``run(settings)`` returns the entry in the shape of the other benchmarks (``common.entry_result``).
 """
@@ -38,8 +38,8 @@ from hf_seqmodels import (
 )
 from hf_seqmodels.provenance import provenance
 
-from .common import Settings, entry_result, mb, peak_memory_bytes, resolve_sizes, target
-from .models import LMSizes, recurrent_lm, transformer_lm
+from ..helpers.common import Settings, entry_result, mb, peak_memory_bytes, resolve_sizes, target
+from ..helpers.language_models import LMSizes, recurrent_lm, transformer_lm
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,13 +1,13 @@
 """One training update of the main job (the attention GRU of scripts/run_translation.py), ours beside its floor.
 
-    python -m benchmarks.translation_training                  # 1 thread, 3 rounds of 10 updates per variant
-    python -m benchmarks.translation_training --threads 2 --updates 20 --rounds 5
+    python -m benchmarks.studies.translation_training                  # 1 thread, 3 rounds of 10 updates per variant
+    python -m benchmarks.studies.translation_training --threads 2 --updates 20 --rounds 5
 
 The batches are the main job's: Multi30k training pairs cut by its BPE tokenizer (trained as the main job trains it)
 and ordered by its sampler (`translation.train_sampler`). The variants, each from the same initial weights:
 
-- ``ours``: `translation.make_model`'s model, the training loop's loss (`training.training_loss`), gradient
-  clipping and optimizer (`training.make_optimizer`), as `training.TrainingLoop.train_batch` runs them;
+- ``ours``: `translation.make_model`'s model, the training loop's loss (`training.loop.training_loss`), gradient
+  clipping and optimizer (`training.loop.make_optimizer`), as `training.loop.TrainingLoop.train_batch` runs them;
 - ``ours, LabelSmoother + per-parameter AdamW``: the same model with what the loop used before: transformers'
   ``LabelSmoother`` over every position and torch's default (per-parameter) AdamW;
 - ``floor``: `Floor`, a plain PyTorch model of exactly our sizes: an ``nn.GRU`` encoder over the packed source, an
@@ -39,7 +39,7 @@ from transformers.trainer_pt_utils import LabelSmoother
 from hf_seqmodels.provenance import provenance
 from hf_seqmodels.tasks import translation
 from hf_seqmodels.tasks.arguments import parse_dict
-from hf_seqmodels.training import make_optimizer, training_loss
+from hf_seqmodels.training.loop import make_optimizer, training_loss
 
 
 class Floor(nn.Module):

@@ -10,10 +10,11 @@ trained by ``scripts/run_translation.py`` with its defaults within a stated time
 
 Each model and seed gets its own folder under ``--out`` (replacing that of an earlier run): seed 42's is
 ``multi30k-attention-<cell>``, the folder the speed benchmarks time (``BLEU_MODEL_DIR`` of
-``benchmarks/translation_model.py``), another seed's ``multi30k-attention-<cell>-seed<seed>``. The raw results (``translation_bleu.json``, one row per model and
-seed) keep the rows of the seeds not run this time, so that seeds can be added run by run; the table
-(``translation_bleu.md``) gives each model's mean and sample standard deviation over its seeds, then every run.
-Arguments after ``--`` go to run_translation.py unchanged. Numbers depend on the machine and on what else runs on it:
+``benchmarks/helpers/translation_model.py``), another seed's ``multi30k-attention-<cell>-seed<seed>``. The raw
+results (``translation_bleu.json``, one row per model and seed, each recording its ``recipe``: `recipe_of`) keep the
+rows of the seeds not run this time, so that seeds can be added run by run; the table (``translation_bleu.md``)
+gives each model's mean and sample standard deviation over its seeds, then every run. Arguments after ``--`` go to
+run_translation.py unchanged. Numbers depend on the machine and on what else runs on it:
 each row records the device, threads and wall times of its run.
 """
 

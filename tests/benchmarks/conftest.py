@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import common
+from benchmarks.helpers import common
 
 ROOT = Path(__file__).resolve().parents[2]
 

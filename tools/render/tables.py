@@ -224,7 +224,7 @@ TRAINING_MINUTES = Table(("attention GRU, 600 steps", "training minutes"), tuple
 
 TRAINING_SPEED_FILE = "results/translation_training.json"
 TRAINING_SPEED = Table(
-    ("one update of the main job (`python -m benchmarks.translation_training`)", "CPU s per update",
+    ("one update of the main job (`python -m benchmarks.studies.translation_training`)", "CPU s per update",
      "source tokens per s"), tuple(
         (f"`{variant}`", Figure(TRAINING_SPEED_FILE, ("variants", variant, "cpu_s_per_update"), 3),
          Figure(TRAINING_SPEED_FILE, ("variants", variant, "tokens_per_wall_s"), 0))

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from benchmarks import batch1_overhead
+from benchmarks.entries import batch1_overhead
 
 
 @pytest.mark.slow

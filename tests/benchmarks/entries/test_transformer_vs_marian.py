@@ -3,17 +3,16 @@
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from ..conftest import ROOT
 
 
 @pytest.mark.slow
 def test_smoke_run_writes_ratios_and_provenance(tmp_path):
     out = tmp_path / "benchmarks_transformer.json"
-    command = [sys.executable, "-m", "benchmarks.transformer_vs_marian", "--smoke", "--out", str(out)]
+    command = [sys.executable, "-m", "benchmarks.entries.transformer_vs_marian", "--smoke", "--out", str(out)]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads(out.read_text())

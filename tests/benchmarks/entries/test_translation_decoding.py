@@ -1,4 +1,4 @@
-"""The ``translation`` entry (``benchmarks.translation``): on a fake clock, the searches take turns on every sentence
+"""The ``translation`` entry (``benchmarks.entries.translation_decoding``): on a fake clock, the searches take turns on every sentence
 and the headline baseline is the fastest per-sentence search; on its smoke results, the searches that share
 ``generate()``'s semantics find its best hypotheses, every speed is a median with its quartiles, and the
 decoder-call accounting is filled in."""
@@ -7,9 +7,9 @@ import statistics
 
 import pytest
 
-from benchmarks import translation
-from benchmarks.common import Rounds, Settings
-from benchmarks.translation import (
+from benchmarks.entries import translation_decoding
+from benchmarks.helpers.common import Rounds, Settings
+from benchmarks.entries.translation_decoding import (
     BASELINES, FASTEST, PER_SENTENCE, batch_positions, fastest_per_sentence, summarize, turns_by_sentence,
 )
 
@@ -63,10 +63,10 @@ def test_the_headline_baseline_is_the_fastest_per_sentence_search():
         for baseline in BASELINES:  # and over each per-sentence search on its own
             expected = statistics.median(theirs / mine for theirs, mine in zip(seconds[baseline], seconds[ours]))
             assert summary[f"{key}_vs_{baseline}"]["ratio"] == round(expected, 3)
-    sizes = translation.SMOKE
-    rows = translation.table_rows("m", rounds, sizes, 4, 2)
+    sizes = translation_decoding.SMOKE
+    rows = translation_decoding.table_rows("m", rounds, sizes, 4, 2)
     roles = {row["search"]: row["role"] for row in rows}
-    descriptions = translation.searches(sizes, 4)
+    descriptions = translation_decoding.searches(sizes, 4)
     assert roles[descriptions["ours_batch1"][0]] == "headline baseline"
     assert [roles[descriptions[name][0]] for name in PER_SENTENCE].count("headline baseline") == 1
 
@@ -113,7 +113,7 @@ def test_translation_speeds_are_medians_of_rounds(smoke_entries):
 def test_the_per_hypothesis_search_can_be_left_out(data_dir):
     """``--set baselines=beams_batched,ours_batch1,generate_batch1`` (the GPU run: the per-hypothesis search on many
     sentences takes minutes) times every other search, the headline baseline among them."""
-    entry = translation.run(Settings(smoke=True, overrides={"baselines": ",".join(PER_SENTENCE)}))
+    entry = translation_decoding.run(Settings(smoke=True, overrides={"baselines": ",".join(PER_SENTENCE)}))
     assert [row["role"] for row in entry["rows"]].count("second baseline") == 0
     for summary in entry["summary"].values():
         assert summary[FASTEST] in PER_SENTENCE and summary["sorted_speedup_vs_beams_batched"]["ratio"] > 0
@@ -124,4 +124,4 @@ def test_the_per_hypothesis_search_can_be_left_out(data_dir):
                                        (*PER_SENTENCE, "hand_batched"), ()])
 def test_baselines_hold_every_per_sentence_search(baselines):
     with pytest.raises(ValueError, match="baselines="):
-        translation.check_baselines(baselines)
+        translation_decoding.check_baselines(baselines)

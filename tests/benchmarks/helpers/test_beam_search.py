@@ -2,7 +2,7 @@
 
 from types import SimpleNamespace
 
-from benchmarks.beam_search import agreement, counts, strip
+from benchmarks.helpers.beam_search import agreement, counts, strip
 
 CONFIG = SimpleNamespace(eos_token_id=2)
 

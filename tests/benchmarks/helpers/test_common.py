@@ -3,7 +3,7 @@ size overrides."""
 
 import dataclasses
 
-from benchmarks.common import (
+from benchmarks.helpers.common import (
     Rounds, Settings, columns, first_pass_then_rounds, first_pass_then_rounds_by_item, interleaved, paired_ratio,
     quartiles, rate, resolve_sizes, spread, timed,
 )

@@ -4,7 +4,7 @@ asked, its seconds), nothing is recorded once the block has ended, and the step 
 import pytest
 import torch
 
-from benchmarks.decoder_calls import decoder_calls, decoder_step_bound
+from benchmarks.helpers.decoder_calls import decoder_calls, decoder_step_bound
 from hf_seqmodels import AttentionSeq2SeqConfig, AttentionSeq2SeqForConditionalGeneration
 from hf_seqmodels.models.decoding import decode
 

@@ -9,8 +9,8 @@ import pytest
 import torch
 from transformers import AutoTokenizer
 
-from benchmarks.common import Settings
-from benchmarks.translation_model import (
+from benchmarks.helpers.common import Settings
+from benchmarks.helpers.translation_model import (
     SMOKE, TimedModel, cache_dir, encode_texts, english_test2016, model_label, origin_note, pad_batch, timed_models,
     timed_sizes, trained_model,
 )
@@ -18,7 +18,7 @@ from benchmarks.translation_model import (
 from hf_seqmodels import AttentionSeq2SeqConfig, AttentionSeq2SeqForConditionalGeneration
 from hf_seqmodels.tasks.translation import end_with_eos
 
-from .conftest import run_benchmarks
+from ..conftest import run_benchmarks
 
 
 def test_pad_batch_pads_on_the_right():

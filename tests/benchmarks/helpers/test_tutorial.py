@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from benchmarks.models import LMSizes, recurrent_lm
-from benchmarks.tutorial import TutorialCellLM, TutorialLM
+from benchmarks.helpers.language_models import LMSizes, recurrent_lm
+from benchmarks.helpers.tutorial import TutorialCellLM, TutorialLM
 
 
 @pytest.mark.parametrize("cell_type", ["rnn", "gru", "lstm"])

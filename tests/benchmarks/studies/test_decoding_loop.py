@@ -1,11 +1,11 @@
-"""``benchmarks/decoding_loop.py`` in smoke size: our loop agrees with GenerationMixin on every sentence, and every
+"""``benchmarks/studies/decoding_loop.py`` in smoke size: our loop agrees with GenerationMixin on every sentence, and every
 speed is a median with its quartiles."""
 
 import sys
 
 import torch
 
-from benchmarks import decoding_loop
+from benchmarks.studies import decoding_loop
 
 
 def test_smoke_run_agrees_and_reports_medians_with_quartiles(tmp_path):

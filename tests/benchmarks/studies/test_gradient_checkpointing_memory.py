@@ -7,12 +7,12 @@ import sys
 
 import pytest
 
-from .conftest import ROOT
+from ..conftest import ROOT
 
 
 @pytest.mark.slow
 def test_gradient_checkpointing_memory_smoke(tmp_path):
-    command = [sys.executable, "-m", "benchmarks.gradient_checkpointing_memory", "--smoke", "--out", str(tmp_path)]
+    command = [sys.executable, "-m", "benchmarks.studies.gradient_checkpointing_memory", "--smoke", "--out", str(tmp_path)]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads((tmp_path / "gradient_checkpointing_memory.json").read_text())
@@ -35,8 +35,8 @@ def test_gradient_checkpointing_memory_smoke(tmp_path):
 
 
 def test_a_model_without_gradient_checkpointing_is_reported_not_measured(monkeypatch):
-    from benchmarks import gradient_checkpointing_memory as benchmark
-    from benchmarks.common import Settings
+    from benchmarks.studies import gradient_checkpointing_memory as benchmark
+    from benchmarks.helpers.common import Settings
 
     def unsupported(sizes):
         model = benchmark.recurrent_lm(sizes)

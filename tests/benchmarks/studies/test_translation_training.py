@@ -1,4 +1,4 @@
-"""benchmarks.translation_training's floor computes the main job's loss and gradients, so that its timing is a floor
+"""benchmarks.studies.translation_training's floor computes the main job's loss and gradients, so that its timing is a floor
 of the same work."""
 
 import copy
@@ -6,7 +6,7 @@ import copy
 import pytest
 import torch
 
-from benchmarks.translation_training import Floor, variants
+from benchmarks.studies.translation_training import Floor, variants
 from hf_seqmodels import AttentionSeq2SeqConfig, AttentionSeq2SeqForConditionalGeneration
 from hf_seqmodels.training.arguments import TrainingArguments
 from hf_seqmodels.training.loop import training_loss

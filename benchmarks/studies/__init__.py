@@ -1,0 +1,1 @@
+"""Standalone measurements, each its own command (``python -m benchmarks.studies.<name>``) and results file."""
