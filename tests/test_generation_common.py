@@ -1,14 +1,19 @@
-"""GenerationTesterMixin: transformers' generate() on our models against hand-written references.
+"""GenerationTesterMixin: generate() on our models against hand-written references.
 
 Greedy and sampling are compared with loops that recompute the whole prefix at every step without a cache; beam
 search with exhaustive search over a tiny vocabulary (../shared/GENERATION.md, "Exactness of beam search"). A
 dedicated test breaks the cache's reordering and checks that the beam test then fails.
+
+generate() decodes with our loop (models/decoding.py) by default, and with GenerationMixin's own where the call asks
+for per-step scores (``SCORED_SEARCH``): the tests that ask for them run twice (the ``loop`` fixture), by default
+and with our loop named (``custom_generate=decode``), which returns the same sequences and beam scores.
 """
 
 import pytest
 import torch
 from transformers import pipeline
 
+from hf_seqmodels.models.decoding import decode
 from tests.test_modeling_common import WORDS, collate, make_model, make_tokenizer
 
 NEW_TOKENS = 3
@@ -16,6 +21,9 @@ NO_EOS = {"eos_token_id": None, "max_new_tokens": NEW_TOKENS}  # no early stop: 
 # Deterministic search returning its scores; with length_penalty=0 a beam's score is its sum of log-probs.
 SCORED_SEARCH = {**NO_EOS, "min_new_tokens": NEW_TOKENS, "length_penalty": 0.0, "do_sample": False,
                  "output_scores": True, "return_dict_in_generate": True}
+# The decoding loops a scored search is checked with: generate()'s default (for scores, GenerationMixin's own loop),
+# and ours named.
+LOOPS = {"default": {}, "ours": {"custom_generate": decode}}
 
 
 def prompt_batch(model, examples: list[dict]) -> dict[str, torch.Tensor]:
@@ -75,6 +83,11 @@ class GenerationTesterMixin:
     ``get_config`` must give a vocabulary of at most 16 tokens: exact beam search keeps ``vocab_size ** 2`` beams.
     """
 
+    @pytest.fixture(params=list(LOOPS))
+    def loop(self, request) -> dict:
+        """The generate() options that choose the decoding loop of a scored search (``LOOPS``)."""
+        return LOOPS[request.param]
+
     def generative_models(self, tester):
         for model_class in tester.generative_model_classes:
             config = tester.get_config(model_class)
@@ -92,24 +105,24 @@ class GenerationTesterMixin:
                     generated = model.generate(**prompt_batch(model, [example]), do_sample=False, **NO_EOS)
                 assert torch.equal(generated, sequence), f"{generated} != {sequence}"
 
-    def test_cache_matches_no_cache(self, tester):
+    def test_cache_matches_no_cache(self, tester, loop):
         for model, examples in self.generative_models(tester):
             inputs = prompt_batch(model, examples)
             for search in ({"num_beams": 1}, {"num_beams": 3, "num_return_sequences": 2}):
-                kwargs = {**inputs, **SCORED_SEARCH, **search}
+                kwargs = {**inputs, **SCORED_SEARCH, **search, **loop}
                 with torch.no_grad():
                     cached = model.generate(**kwargs, use_cache=True)
                     uncached = model.generate(**kwargs, use_cache=False)
                 assert torch.equal(cached.sequences, uncached.sequences), search
                 torch.testing.assert_close(cached.scores, uncached.scores, rtol=0, atol=1e-4)
 
-    def test_batched_generation_matches_one_by_one(self, tester):
+    def test_batched_generation_matches_one_by_one(self, tester, loop):
         for model, examples in self.generative_models(tester):
             for search in ({"num_beams": 1}, {"num_beams": 3}):
                 with torch.no_grad():
-                    batched = model.generate(**prompt_batch(model, examples), **SCORED_SEARCH, **search)
+                    batched = model.generate(**prompt_batch(model, examples), **SCORED_SEARCH, **search, **loop)
                     for i, example in enumerate(examples):
-                        alone = model.generate(**prompt_batch(model, [example]), **SCORED_SEARCH, **search)
+                        alone = model.generate(**prompt_batch(model, [example]), **SCORED_SEARCH, **search, **loop)
                         assert torch.equal(batched.sequences[i, -NEW_TOKENS:], alone.sequences[0, -NEW_TOKENS:])
                         if "sequences_scores" in alone:
                             torch.testing.assert_close(
@@ -125,36 +138,37 @@ class GenerationTesterMixin:
                                  num_beams=vocab_size ** (NEW_TOKENS - 1), num_return_sequences=k, **options)
         return out.sequences[:, -NEW_TOKENS:], out.sequences_scores
 
-    def test_beam_search_is_exact(self, tester):
+    def test_beam_search_is_exact(self, tester, loop):
         for model, examples in self.generative_models(tester):
             for example in examples[:2]:
-                sequences, scores = self.exact_beam_search(model, example)
+                sequences, scores = self.exact_beam_search(model, example, **loop)
                 expected_sequences, expected_scores = exhaustive_search(model, example["input_ids"][None], k=3)
                 assert torch.equal(sequences, expected_sequences), f"{sequences} != {expected_sequences}"
                 torch.testing.assert_close(scores, expected_scores, rtol=0, atol=1e-4)
 
-    def test_beam_search_needs_reorder_cache(self, tester, monkeypatch):
+    def test_beam_search_needs_reorder_cache(self, tester, monkeypatch, loop):
         """With a cache that does not follow the beams, the exact beam test above fails: it has teeth."""
         monkeypatch.setattr(tester.cache_class, "reorder_cache", lambda cache, beam_idx: None)
         for model, examples in self.generative_models(tester):
             example = examples[0]
-            sequences, scores = self.exact_beam_search(model, example)
+            sequences, scores = self.exact_beam_search(model, example, **loop)
             expected_sequences, expected_scores = exhaustive_search(model, example["input_ids"][None], k=3)
             assert not (torch.equal(sequences, expected_sequences) and torch.allclose(scores, expected_scores))
 
-    def test_cache_implementations_match_the_default(self, tester):
+    def test_cache_implementations_match_the_default(self, tester, loop):
         for implementation in tester.cache_implementations:
             for model, examples in self.generative_models(tester):
                 inputs = prompt_batch(model, examples)
                 for search in ({"num_beams": 1}, {"num_beams": 3, "num_return_sequences": 2}):
-                    kwargs = {**inputs, **SCORED_SEARCH, **search}
+                    kwargs = {**inputs, **SCORED_SEARCH, **search, **loop}
                     with torch.no_grad():
                         default = model.generate(**kwargs)
                         other = model.generate(**kwargs, cache_implementation=implementation)
                     assert torch.equal(default.sequences, other.sequences), (implementation, search)
                     torch.testing.assert_close(default.scores, other.scores, rtol=0, atol=1e-5)
                 example = examples[0]
-                sequences, scores = self.exact_beam_search(model, example, cache_implementation=implementation)
+                sequences, scores = self.exact_beam_search(model, example, cache_implementation=implementation,
+                                                           **loop)
                 expected_sequences, expected_scores = exhaustive_search(model, example["input_ids"][None], k=3)
                 assert torch.equal(sequences, expected_sequences), implementation
                 torch.testing.assert_close(scores, expected_scores, rtol=0, atol=1e-4)
@@ -166,14 +180,14 @@ class GenerationTesterMixin:
             with pytest.raises(ValueError, match="does not apply to a recurrent state"):
                 model.generate(**prompt_batch(model, examples[:1]), max_new_tokens=2, cache_implementation="offloaded")
 
-    def test_n_best_lists(self, tester):
+    def test_n_best_lists(self, tester, loop):
         """num_return_sequences: distinct hypotheses, best first, each scored with its true log-probability."""
         for model, examples in self.generative_models(tester):
             example = examples[0]
             prompt = example["input_ids"][None]
             with torch.no_grad():
                 out = model.generate(**prompt_batch(model, [example]), **SCORED_SEARCH, num_beams=4,
-                                     num_return_sequences=4)
+                                     num_return_sequences=4, **loop)
                 new = out.sequences[:, -NEW_TOKENS:]
                 sequences = torch.cat([start_of(model, prompt).expand(len(new), -1), new], dim=1)
                 log_probs = full_logits(model, prompt.expand(len(new), -1), sequences[:, :-1]).log_softmax(-1)

@@ -48,6 +48,7 @@ from transformers.generation import logits_process
 from transformers.generation.configuration_utils import GenerationMode
 from transformers.generation.stopping_criteria import EosTokenCriteria, MaxLengthCriteria
 from transformers.generation.utils import (
+    GENERATION_MODES_MAPPING,
     GenerateBeamDecoderOnlyOutput,
     GenerateBeamEncoderDecoderOutput,
     GenerateDecoderOnlyOutput,
@@ -557,11 +558,59 @@ class StepRecord:
         return None if self.steps is None else tuple(self.steps)
 
 
-def generate(*args, model, custom_generate=None, streamer=None, synced_gpus=None, assistant_model=None, **kwargs):
-    """``model.generate`` of a saved folder (``custom_generate/generate.py``): generate() with ``decode`` as its
-    decoding method, or GenerationMixin's own generate() for what ``decode`` cannot see (a streamer,
-    ``synced_gpus``, an assistant model) and for another ``custom_generate``."""
-    own = custom_generate is None and streamer is None and not synced_gpus and assistant_model is None
-    return GenerationMixin.generate(model, *args, custom_generate=decode if own else custom_generate,
-                                    streamer=streamer, synced_gpus=synced_gpus, assistant_model=assistant_model,
-                                    **kwargs)
+def decode_by_default(model, input_ids, logits_processor, stopping_criteria, generation_config, inputs_tensor=None,
+                      **model_kwargs):
+    """``generate()``'s decoding method on our models when the caller names none (``generate`` below): ``decode``
+    wherever it returns what GenerationMixin's own returns, GenerationMixin's own decoding method for the rest.
+
+    - Greedy search, sampling, beam search: ``decode`` (which itself leaves to GenerationMixin the cases its
+      docstring lists), unless ``return_dict_in_generate`` asks for what the loop returns otherwise: per-step
+      ``scores`` / ``logits`` (``-inf`` in the rows that left) or the cache (None). Callers that read only
+      ``sequences_scores`` keep the loop by naming it: ``custom_generate=decode``.
+    - Beam sampling and assisted decoding without an assistant model (prompt lookup): GenerationMixin's.
+    - The searches transformers moved to the Hub: refused as generate() refuses them without ``trust_remote_code``
+      (with it, ``generate`` hands the call to GenerationMixin's generate, which loads them)."""
+    mode = generation_config.get_generation_mode()
+    if mode in _OURS and not _asks_what_the_loop_returns_otherwise(generation_config):
+        return decode(model, input_ids, logits_processor, stopping_criteria, generation_config, **model_kwargs)
+    method = GENERATION_MODES_MAPPING.get(mode, "")
+    if not method.startswith("_"):  # a Hub repo
+        model._get_deprecated_gen_repo(mode, False)  # raises: generate() refuses it without trust_remote_code
+        raise ValueError(f"{mode.name.replace('_', ' ').lower()} runs from the Hub repo {method}: pass "
+                         f"`custom_generate='{method}', trust_remote_code=True` to generate().")
+    extra = {"inputs_tensor": inputs_tensor} if method == "_assisted_decoding" else {}
+    return getattr(GenerationMixin, method)(model, input_ids, logits_processor=logits_processor,
+                                            stopping_criteria=stopping_criteria, generation_config=generation_config,
+                                            **extra, **model_kwargs)
+
+
+def _asks_what_the_loop_returns_otherwise(generation_config) -> bool:
+    """Whether the returned object holds what our loop does not compute as GenerationMixin does: per-step scores or
+    logits, or (``use_cache``) the cache."""
+    return bool(generation_config.return_dict_in_generate and (
+        generation_config.output_scores or generation_config.output_logits or generation_config.use_cache))
+
+
+# generate() arguments that GenerationMixin hands only to a decoding method of its own choosing (not to one passed as
+# `custom_generate`): a streamer, `synced_gpus`, an assistant model and tokenizers (stop strings, token healing,
+# assisted decoding); and `trust_remote_code`, which lets it load a search from the Hub.
+_FOR_GENERATION_MIXIN = ("streamer", "synced_gpus", "assistant_model", "tokenizer", "assistant_tokenizer",
+                         "trust_remote_code")
+
+
+def generate(*args, model, custom_generate=decode_by_default, **kwargs):
+    """``model.generate``: of our models (``SeqModelsGenerationMixin``), and of a saved folder loaded with
+    ``trust_remote_code=True`` (this file is its ``custom_generate/generate.py``). GenerationMixin's generate() with,
+    as its decoding method:
+
+    - by default, ``decode_by_default``: our loop where it returns what GenerationMixin's own loop returns, else
+      GenerationMixin's; GenerationMixin's generate() alone when the call gives what generate() hands only its own
+      decoding methods (a streamer, ``synced_gpus``, an assistant model, a tokenizer, ``trust_remote_code``);
+    - ``custom_generate=decode``: our loop wherever it runs the mode, with the differences its module docstring
+      lists (per-step scores of finished rows, no returned cache);
+    - ``custom_generate=None``: GenerationMixin's own decoding methods, as transformers' models decode;
+    - any other ``custom_generate`` (a callable, a Hub repo or a local folder): that one, as generate() runs it."""
+    if custom_generate is decode_by_default and any(kwargs.get(name) is not None and kwargs.get(name) is not False
+                                                    for name in _FOR_GENERATION_MIXIN):
+        custom_generate = None
+    return GenerationMixin.generate(model, *args, custom_generate=custom_generate, **kwargs)

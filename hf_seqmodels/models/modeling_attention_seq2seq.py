@@ -5,20 +5,36 @@ layers in `recurrent_layers.py`; what surrounds the maths (outputs, checks, deco
 
 import torch
 from torch import nn
-from transformers import GenerationMixin
 from transformers.cache_utils import Cache
 
 from .attention import AdditiveAttention, LuongAttention
 from .cache import GraphedSteps, RecurrentCache, RecurrentGenerationMixin
 from .configuration_attention_seq2seq import AttentionSeq2SeqConfig
 from .generation_attention_seq2seq import (
-    AttentionSeq2SeqEncoderOutput, AttentionSeq2SeqGenerationMixin, AttentionSeq2SeqLMOutput,
-    AttentionSeq2SeqModelOutput, as_encoder_output, check_decoder_inputs, decoder_cache, model_output, run_decoder,
+    AttentionSeq2SeqEncoderOutput,
+    AttentionSeq2SeqGenerationMixin,
+    AttentionSeq2SeqLMOutput,
+    AttentionSeq2SeqModelOutput,
+    as_encoder_output,
+    check_decoder_inputs,
+    decoder_cache,
+    model_output,
+    run_decoder,
 )
+from .generation_utils import SeqModelsGenerationMixin
 from .modeling_utils import (
-    EncoderDecoderMixin, SeqModelsPreTrainedModel, check_no_empty_rows, check_token_inputs, head_output,
-    padding_or_none, prepare_padding_mask, takes_cache,
-    keep_logits_positions, lm_loss, lm_output_layers, output_layer_into,
+    EncoderDecoderMixin,
+    SeqModelsPreTrainedModel,
+    check_no_empty_rows,
+    check_token_inputs,
+    head_output,
+    keep_logits_positions,
+    lm_loss,
+    lm_output_layers,
+    output_layer_into,
+    padding_or_none,
+    prepare_padding_mask,
+    takes_cache,
 )
 from .recurrent_layers import RecurrentStack, State
 
@@ -302,7 +318,7 @@ class AttentionSeq2SeqModel(EncoderDecoderMixin, AttentionSeq2SeqPreTrainedModel
 
 class AttentionSeq2SeqForConditionalGeneration(
     AttentionSeq2SeqGenerationMixin, RecurrentGenerationMixin, EncoderDecoderMixin, AttentionSeq2SeqPreTrainedModel,
-    GenerationMixin
+    SeqModelsGenerationMixin
 ):
     """The attention encoder-decoder with its output layer: translation and other sequence-to-sequence tasks."""
 

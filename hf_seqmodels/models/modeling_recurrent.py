@@ -17,7 +17,6 @@ from typing import Unpack
 
 import torch
 from torch import nn
-from transformers import GenerationMixin
 from transformers.cache_utils import Cache
 from transformers.modeling_outputs import (
     BaseModelOutputWithPast,
@@ -27,25 +26,28 @@ from transformers.modeling_outputs import (
 )
 
 from .adaptive_softmax import AdaptiveSoftmaxHead
-from .cache import RecurrentCache, RecurrentGenerationMixin
-from .modeling_utils import CACHE_NAME, cache_field, output_cache, takes_cache
+from .cache import RecurrentCache, RecurrentGenerationMixin, replays_step
 from .configuration_recurrent import RecurrentConfig
 from .embeddings import word_type_dropout
+from .generation_utils import SeqModelsGenerationMixin
 from .heads import ClassifierHeadMixin, SequencePooler, TaggerOutputMixin, sequence_classification_loss
 from .masks import carry_over_padding
 from .modeling_utils import (
+    CACHE_NAME,
     CausalLMLossKwargs,
     SeqModelsPreTrainedModel,
+    cache_field,
     keep_logits_positions,
     lm_loss,
     lm_output_layers,
+    output_cache,
     shift_labels_of,
+    takes_cache,
 )
 from .recurrent_decoding_steps import RecurrentLMSteps, RecurrentModelSteps
 from .recurrent_input_checks import check_inputs
 from .recurrent_layers import RecurrentStack, make_dropout
 from .spelling import SpellingFeatures
-from .cache import replays_step
 
 
 @dataclass
@@ -200,7 +202,8 @@ class RecurrentModel(RecurrentModelSteps, RecurrentPreTrainedModel):
         return embeds if self.spelling is None else torch.cat([embeds, self.spelling(input_ids)], dim=-1)
 
 
-class RecurrentForCausalLM(RecurrentLMSteps, RecurrentGenerationMixin, RecurrentPreTrainedModel, GenerationMixin):
+class RecurrentForCausalLM(RecurrentLMSteps, RecurrentGenerationMixin, RecurrentPreTrainedModel,
+                           SeqModelsGenerationMixin):
     """A recurrent language model: predicts each next token from the tokens before it. Its output layer is a full
     softmax, or with `adaptive_softmax_cutoffs` an adaptive softmax (`AdaptiveSoftmaxHead`)."""
 

@@ -18,7 +18,6 @@ from typing import Unpack
 
 import torch
 from torch import nn
-from transformers import GenerationMixin
 from transformers import initialization as init
 from transformers.activations import ACT2FN
 from transformers.cache_utils import Cache, EncoderDecoderCache
@@ -33,9 +32,9 @@ from transformers.modeling_outputs import (
     TokenClassifierOutput,
 )
 
-from .multi_head_attention import MultiHeadAttention
 from .configuration_transformer import TransformerConfig
 from .embeddings import TransformerEmbeddings, sinusoidal_positions
+from .generation_utils import SeqModelsGenerationMixin
 from .heads import ClassifierHeadMixin, SequencePooler, TaggerOutputMixin, sequence_classification_loss
 from .masks import cached_length, carry_over_padding
 from .modeling_utils import (
@@ -49,6 +48,7 @@ from .modeling_utils import (
     shift_labels_of,
     takes_cache,
 )
+from .multi_head_attention import MultiHeadAttention
 from .transformer_inputs import (
     TransformerHooks,
     check_decoder_inputs,
@@ -377,7 +377,7 @@ class TransformerModel(EncoderDecoderMixin, TransformerPreTrainedModel):
         return result if self._flag(return_dict, "return_dict") else result.to_tuple()
 
 
-class TransformerForConditionalGeneration(EncoderDecoderMixin, TransformerPreTrainedModel, GenerationMixin):
+class TransformerForConditionalGeneration(EncoderDecoderMixin, TransformerPreTrainedModel, SeqModelsGenerationMixin):
     """The encoder-decoder with a language-model head over the target vocabulary, for translation."""
 
     accepts_loss_kwargs = False  # the loss is a mean over the batch's tokens
@@ -431,7 +431,7 @@ class TransformerForConditionalGeneration(EncoderDecoderMixin, TransformerPreTra
         return result if self._flag(return_dict, "return_dict") else result.to_tuple()
 
 
-class TransformerForCausalLM(TransformerPreTrainedModel, GenerationMixin):
+class TransformerForCausalLM(TransformerPreTrainedModel, SeqModelsGenerationMixin):
     """A decoder-only Transformer language model (``decoder_layers`` layers, no cross-attention)."""
 
     accepts_loss_kwargs = True  # forward takes `num_items_in_batch` (by name: it takes no **kwargs)
