@@ -76,8 +76,8 @@ def searches(model, sizes: Sizes) -> dict[str, dict[str, Callable[[torch.Tensor]
 
     return {
         "greedy": {
-            "generate": lambda s: gen(s, 1),
-            "generate_static": lambda s: gen(s, 1, cache_implementation="static"),
+            "generate": lambda s: gen(s, 1, custom_generate=None),  # transformers' own loop
+            "generate_static": lambda s: gen(s, 1, custom_generate=None, cache_implementation="static"),
             "ours": lambda s: gen(s, 1, custom_generate=decode),
             "ours_static": lambda s: gen(s, 1, custom_generate=decode, cache_implementation="static"),
             "hand": lambda s: strip(hand_greedy(model, s, None, sizes.max_new_tokens)[0].tolist(), config),
@@ -85,8 +85,8 @@ def searches(model, sizes: Sizes) -> dict[str, dict[str, Callable[[torch.Tensor]
             "encoder": lambda s: encode(model, s, None),
         },
         f"beam {beams}": {
-            "generate": lambda s: gen(s, beams),
-            "generate_static": lambda s: gen(s, beams, cache_implementation="static"),
+            "generate": lambda s: gen(s, beams, custom_generate=None),
+            "generate_static": lambda s: gen(s, beams, custom_generate=None, cache_implementation="static"),
             "ours": lambda s: gen(s, beams, custom_generate=decode),
             "ours_static": lambda s: gen(s, beams, custom_generate=decode, cache_implementation="static"),
             "hand": lambda s: strip(hand_beam_search(model, s, None, beams, sizes.max_new_tokens)[0], config),

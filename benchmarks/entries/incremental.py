@@ -76,7 +76,7 @@ def generate_greedy(model, prefix: torch.Tensor, new_tokens: int) -> torch.Tenso
     """Exactly ``new_tokens`` greedy tokens after ``prefix`` from one ``generate()`` call."""
     out = model.generate(
         prefix, attention_mask=torch.ones_like(prefix), do_sample=False, num_beams=1, max_new_tokens=new_tokens,
-        min_new_tokens=new_tokens, pad_token_id=0,
+        min_new_tokens=new_tokens, pad_token_id=0, custom_generate=None,  # transformers' own loop
     )
     return out[:, prefix.shape[1]:]
 

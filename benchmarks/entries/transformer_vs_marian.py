@@ -124,7 +124,8 @@ def train_step(model, train: list[dict]) -> None:
 def generate(model, batch: dict, sizes: Sizes, num_beams: int) -> torch.Tensor:
     model.eval()
     return model.generate(**batch, num_beams=num_beams, do_sample=False, max_new_tokens=sizes.new_tokens,
-                          min_new_tokens=sizes.new_tokens, pad_token_id=PAD, eos_token_id=EOS)
+                          min_new_tokens=sizes.new_tokens, pad_token_id=PAD, eos_token_id=EOS,
+                          custom_generate=None)  # both models through transformers' own loop
 
 
 def measure(models: dict, sizes: Sizes, device: str) -> dict[str, Rounds]:

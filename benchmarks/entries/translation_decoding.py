@@ -75,9 +75,10 @@ def batches(sources: list[list[int]], order: list[int], batch_size: int, pad_id:
 
 
 def generate_beam(model, ids: torch.Tensor, mask: torch.Tensor, sizes: Sizes, **options) -> list[list[int]]:
+    """generate()'s beam search: transformers' own loop (``custom_generate=None``) unless ``options`` name another."""
     sequences = model.generate(ids, attention_mask=mask, num_beams=sizes.num_beams, do_sample=False,
                                max_new_tokens=sizes.max_new_tokens, early_stopping=True, length_penalty=1.0,
-                               **options)
+                               **{"custom_generate": None, **options})
     return [strip(row[1:], model.config) for row in sequences.tolist()]
 
 

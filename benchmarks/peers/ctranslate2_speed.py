@@ -12,8 +12,10 @@ the published run). It is exported (hf_seqmodels.ctranslate2_export) to ``<model
 
 Engines, each translating the same batches of test sentences (``--batch_size``, sorted by length; tokenization and
 detokenization untimed), all with ``--threads`` CPU threads (torch's intra-op threads, CTranslate2's intra_threads):
-- ``generate``: our model's ``generate()`` (transformers' search), the model's saved generation defaults;
-- ``custom_generate``: the same through our decoding loop (``custom_generate=decode``, what our scripts use);
+- ``generate``: our model's ``generate()`` with transformers' search (``custom_generate=None``), the model's saved
+  generation defaults;
+- ``custom_generate``: the same through our decoding loop (our models' ``generate()`` by default, what our scripts
+  use);
 - ``ctranslate2 float32`` and ``ctranslate2 int8``: ``CTranslate2Translator.translate_ids``.
 Parity and BLEU: one untimed pass of every test sentence per engine, greedy and with ``--num_beams``, each
 engine's tokens against generate()'s (custom_generate's are generate()'s: its own tests hold it to that). Speed, on
@@ -39,7 +41,7 @@ from hf_seqmodels.evaluation import translation_metrics, translation_signatures
 from hf_seqmodels.provenance import provenance
 from hf_seqmodels.serving.ctranslate2_export import CTranslate2Translator, as_translated, export_ctranslate2
 from hf_seqmodels.serving.inference import load_translator
-from hf_seqmodels.tasks.translation import batches_by_length, decoding_loop
+from hf_seqmodels.tasks.translation import batches_by_length
 
 from ..helpers.common import first_pass_then_rounds_by_item, paired_ratio, rate, read_jsonl
 
@@ -57,7 +59,7 @@ def engines(model, translators: dict, num_beams: int) -> dict:
         sequences = model.generate(**batch["tensors"], num_beams=num_beams, **loop)
         return [as_translated(row.tolist(), eos) for row in sequences]
 
-    functions = {"generate": ours, "custom_generate": lambda batch: ours(batch, **decoding_loop(model))}
+    functions = {"generate": lambda batch: ours(batch, custom_generate=None), "custom_generate": ours}
     for name, translator in translators.items():
         functions[name] = lambda batch, t=translator: [ids for (ids, _), *_ in t.translate_ids(
             batch["ids"], num_beams=num_beams)]

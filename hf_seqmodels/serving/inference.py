@@ -20,12 +20,13 @@ from transformers import AutoConfig, AutoModelForCausalLM, set_seed
 from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
 
 from ..data.tokenization import load_tokenizer
+from ..models.decoding import decode
+from ..models.modeling_utils import SeqModelsPreTrainedModel
 from ..storage.safe_loading import load_pretrained
 from ..tasks.translation import (
     TranslationTokenizers,
     attention_figure,
     batches_by_length,
-    decoding_loop,
     load_tokenizers,
     load_translation_model,
 )
@@ -116,12 +117,16 @@ def translate_nbest(
         return model.translate_nbest(texts, num_return_sequences, batch_size, **generate_kwargs)
     check_translation_options(model, generate_kwargs.get("num_beams"), num_return_sequences, batch_size=batch_size,
                               max_new_tokens=generate_kwargs.get("max_new_tokens"))
+    # The scores need output_scores, with which generate() by default decodes with GenerationMixin's loop (it then
+    # returns per-step scores as GenerationMixin computes them); only sequences_scores is read here, which our loop
+    # returns as GenerationMixin does: on our models, it is named.
+    loop = {"custom_generate": decode} if isinstance(model, SeqModelsPreTrainedModel) else {}
     results = [[] for _ in texts]
     for batch in batches_by_length(texts, batch_size, [i for i, text in enumerate(texts) if text.strip()]):
         inputs = tokenizers.source([texts[i] for i in batch], padding=True, return_tensors="pt",
                                    return_token_type_ids=False).to(model.device)
         outputs = model.generate(**inputs, num_return_sequences=num_return_sequences, output_scores=True,
-                                 return_dict_in_generate=True, **{**decoding_loop(model), **generate_kwargs})
+                                 return_dict_in_generate=True, **{**loop, **generate_kwargs})
         decoded = tokenizers.target.batch_decode(outputs.sequences, skip_special_tokens=True)
         scores = outputs.get("sequences_scores")  # beam search only
         for k, text in enumerate(decoded):
@@ -201,8 +206,7 @@ def continue_prompts(model, tokenizer, prompts: list[str], num_return_sequences:
     continuations = []
     for prompt in prompts:
         inputs = tokenizer(start + prompt, return_tensors="pt", return_token_type_ids=False).to(model.device)
-        outputs = model.generate(**inputs, num_return_sequences=num_return_sequences,
-                                 **{**decoding_loop(model), **generate_kwargs})
+        outputs = model.generate(**inputs, num_return_sequences=num_return_sequences, **generate_kwargs)
         continuations.append([text.strip() for text in tokenizer.batch_decode(outputs, skip_special_tokens=True)])
     return continuations
 

@@ -59,8 +59,6 @@ from ..data.tokenization import (
 from ..evaluation import BLEU_TOKENIZE_CHOICES, bleu_tokenization, translation_metrics, translation_signatures
 from ..models import pipeline_translation
 from ..models.configuration_utils import check_choice
-from ..models.decoding import decode
-from ..models.modeling_utils import SeqModelsPreTrainedModel
 from ..models.pipeline_translation import CUSTOM_PIPELINES, SOURCE_TOKENIZER_DIR
 from ..storage.atomic_folders import add_to_manifest
 from ..storage.safe_loading import load_pretrained
@@ -72,7 +70,7 @@ from . import arguments
 __all__ = ["ModelArguments", "DataArguments", "GenerationArguments", "ARGUMENTS", "TRAINING_DEFAULTS", "run",
            "CUSTOM_PIPELINES", "TEST_HYPOTHESES", "marian_config", "TranslationTokenizers", "train_tokenizers",
            "load_tokenizers",
-           "check_language_columns", "tokenize_pairs", "train_sampler", "batches_by_length", "decoding_loop",
+           "check_language_columns", "tokenize_pairs", "train_sampler", "batches_by_length",
            "translate", "translation_scores",
            "is_degenerate", "implausible_bleu_warning",
            "load_translation_model", "show_examples", "attention_matrix", "attention_figure",
@@ -277,12 +275,6 @@ def batches_by_length(texts: list[str], batch_size: int, rows: list[int] | None 
     return (order[start : start + batch_size] for start in range(0, len(order), batch_size))
 
 
-def decoding_loop(model) -> dict:
-    """The generate() options that run our decoding loop (`models.decoding`: transformers' outputs and scores, but a
-    sentence that has finished leaves the batch) on a model of ours; none for another (Marian, a Hub model)."""
-    return {"custom_generate": decode} if isinstance(model, SeqModelsPreTrainedModel) else {}
-
-
 @torch.no_grad()
 def translate(
     model,
@@ -292,8 +284,8 @@ def translate(
     max_source_length: int | None = None,
     **generate_kwargs,
 ) -> list[str]:
-    """Translate ``texts`` in batches of similar lengths with ``model.generate(**generate_kwargs)`` (through our
-    decoding loop on our models, `decoding_loop`); detokenized strings, in the order of ``texts``."""
+    """Translate ``texts`` in batches of similar lengths with ``model.generate(**generate_kwargs)`` (our models'
+    generate() decodes with our loop, `models.decoding`); detokenized strings, in the order of ``texts``."""
     was_training = model.training
     model.eval()
     translations = [""] * len(texts)
@@ -301,7 +293,7 @@ def translate(
         batch = tokenizers.source([texts[i] for i in rows], padding=True, truncation=max_source_length is not None,
                                   max_length=max_source_length, return_tensors="pt").to(model.device)
         batch.pop("token_type_ids", None)
-        generated = model.generate(**batch, **{**decoding_loop(model), **generate_kwargs})
+        generated = model.generate(**batch, **generate_kwargs)
         for i, text in zip(rows, tokenizers.target.batch_decode(generated, skip_special_tokens=True)):
             translations[i] = text.strip()
     model.train(was_training)

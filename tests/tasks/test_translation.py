@@ -25,7 +25,6 @@ from hf_seqmodels.tasks.translation import (
     CUSTOM_PIPELINES,
     DataArguments,
     attention_matrix,
-    decoding_loop,
     implausible_bleu_warning,
     is_degenerate,
     label_fonts,
@@ -121,23 +120,26 @@ def test_batched_translation_matches_one_sentence_at_a_time(tokenizers):
     assert batched == [translate(model, tokenizers, [text], **options)[0] for text in texts]
 
 
-def test_our_models_translate_through_our_loop_with_transformers_outputs(tokenizers):
-    """translate() decodes our models with our loop (finished sentences leave the batch), with the translations of
-    transformers' own loop; a model of transformers' gets no loop of ours."""
-    from transformers import MarianConfig, MarianMTModel
-
-    from hf_seqmodels.models.decoding import decode
+def test_our_models_translate_through_our_loop_with_transformers_outputs(tokenizers, monkeypatch):
+    """translate() decodes our models with our loop (their generate()'s default: finished sentences leave the
+    batch), with the translations of transformers' own loop (``custom_generate=None``)."""
+    from hf_seqmodels.models import decoding
 
     model = tiny_model(tokenizers, seed=3)
-    assert decoding_loop(model) == {"custom_generate": decode}
-    assert decoding_loop(MarianMTModel(MarianConfig(vocab_size=16, pad_token_id=0, decoder_start_token_id=0, d_model=8,
-                                                    encoder_layers=1, decoder_layers=1, encoder_ffn_dim=8,
-                                                    decoder_ffn_dim=8, encoder_attention_heads=2,
-                                                    decoder_attention_heads=2))) == {}
+    calls = []
+    for name in ("beam_search", "greedy_or_sample"):
+        search = getattr(decoding, name)
+        monkeypatch.setattr(decoding, name, lambda *args, _search=search, _name=name, **kwargs: (
+            calls.append(_name), _search(*args, **kwargs))[1])
     texts = PAIRS["en"] * 2
-    for options in ({"num_beams": 3, "max_new_tokens": 8}, {"num_beams": 1, "max_new_tokens": 8}):
-        assert translate(model, tokenizers, texts, batch_size=4, **options) == translate(
-            model, tokenizers, texts, batch_size=4, custom_generate=None, **options)
+    batches = -(-len(texts) // 4)
+    for options, search in (({"num_beams": 3, "max_new_tokens": 8}, "beam_search"),
+                            ({"num_beams": 1, "max_new_tokens": 8}, "greedy_or_sample")):
+        calls.clear()
+        ours = translate(model, tokenizers, texts, batch_size=4, **options)
+        assert calls == [search] * batches, calls  # once per batch
+        assert ours == translate(model, tokenizers, texts, batch_size=4, custom_generate=None, **options)
+        assert calls == [search] * batches, calls
 
 
 def test_translation_scores_against_the_references(tokenizers):
