@@ -19,13 +19,7 @@ from .describe import describe_architecture
 from .hub import HubFolder, load_check, prepare_hub_folder, upload
 from .render import TEMPLATE_DIR, card_data, render_card
 from .results import (
-    MEASURES,
-    benchmark_family,
-    benchmark_figure,
-    find_results_file,
-    format_metric,
-    load_benchmarks,
-    load_run,
+    MEASURES, benchmark_family, benchmark_figure, find_results_file, format_metric, load_benchmarks, load_run,
     run_scores,
 )
 from .speed import speed_lines
