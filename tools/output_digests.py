@@ -1,5 +1,6 @@
 """``python -m tools.output_digests [--out FILE]``: the sha256 of what a fixed set of seeded models computes, to show
-that a change of the code's layout changed no output: run it at two commits and compare the files.
+that a change of the code's layout changed no output: run it at two commits and compare the files' ``digests``
+(``results/output_digests/<commit>.json``, each with the provenance of its run).
 
 Each model is built from a config with every weight redrawn from a seeded normal (wide enough that no token is
 decided by float noise); for each, the digest of its forward outputs (logits, or the classifier's) on a fixed padded
@@ -19,6 +20,7 @@ from transformers import GenerationMixin
 
 import hf_seqmodels as hs
 from hf_seqmodels.models.decoding import decode
+from hf_seqmodels.provenance import provenance
 
 PAD, BOS, EOS, VOCAB = 0, 1, 2, 40
 IDS = torch.tensor([[5, 9, 13, 7, 21, 3], [PAD, PAD, 8, 30, 11, 4]])  # left-padded, for the decoder-only models
@@ -97,7 +99,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     found = {name: outputs(seeded(model_class, make_config())) for name, (model_class, make_config) in MODELS.items()}
-    text = json.dumps(found, indent=1, sort_keys=True) + "\n"
+    text = json.dumps({"provenance": provenance(seeds=[0], split=[]), "digests": found}, indent=1) + "\n"
     if args.out:
         with open(args.out, "w") as file:
             file.write(text)
