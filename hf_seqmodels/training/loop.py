@@ -344,9 +344,11 @@ def save_model(
     """Write model, tokenizer, (if given) ``results.json`` and the ``texts`` (file name -> content, e.g. the test
     translations) to ``output_dir``, atomically (main process only):
     `atomic_folders.replacing` swaps the complete folder in, with what an earlier run did not write there (kept); a
-    failed write (a full disk) keeps the previous one."""
+    failed write (a full disk) keeps the previous one. When ``output_dir`` is the working folder (``.``), a note on
+    stderr says that a shell in it still shows the old folder, now deleted."""
     accelerator.wait_for_everyone()
     if accelerator.is_main_process:
+        target, working = Path(os.path.abspath(output_dir)), Path.cwd()
         with replacing(output_dir, run_output) as temp:
             accelerator.unwrap_model(model).save_pretrained(temp)
             save_tokenizer(tokenizer, temp)
@@ -354,6 +356,10 @@ def save_model(
                 (temp / "results.json").write_text(json.dumps(results, indent=2) + "\n")
             for name, text in (texts or {}).items():
                 (temp / name).write_text(text)
+        if target in (working, *working.parents):
+            print(f"--output_dir={output_dir}: the model is in {target}, which the run replaced whole with a new "
+                  f"folder; a shell whose working folder is inside it still shows the old one, now deleted: run "
+                  f"`cd {working}` there to see the new files.", file=sys.stderr)
     accelerator.wait_for_everyone()
 
 
