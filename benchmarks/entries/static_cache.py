@@ -1,5 +1,5 @@
 """Entry ``static_cache``: the recurrent LM's ``generate()`` with ``cache_implementation="static"`` (on a GPU every
-decoding step replayed as one CUDA graph, ``StepGraphs`` in ``hf_seqmodels/models/cache.py``) vs the default cache,
+decoding step replayed as one CUDA graph, ``StepGraphStore`` in ``hf_seqmodels/models/cuda_graphs.py``) vs the default cache,
 on the same weights and prompts: time per call, and whether the sequences and scores agree. On a CPU there are no
 graphs; the static cache then only writes the state in place. The attention seq2seq's static cache is measured by the
 ``translation`` and ``batch1_overhead`` entries."""

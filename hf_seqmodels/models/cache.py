@@ -1,5 +1,5 @@
-"""The recurrent state as a transformers ``Cache``, so that ``generate()`` carries and reorders it; and a decoding
-step on a static cache replayed as a CUDA graph (``StepGraphs``).
+"""The recurrent state as a transformers ``Cache``, so that ``generate()`` carries and reorders it. A static cache
+holds its tensors at fixed addresses, so that a decoding step can be replayed as a CUDA graph (``cuda_graphs.py``).
 
 As transformers holds recurrent state (``cache_utils.LinearAttentionLayer``: ``recurrent_states`` in one cache layer
 per model layer), a ``RecurrentCache`` holds one ``RecurrentLayerCache`` per recurrent layer, so that ``len(cache)``
@@ -7,11 +7,7 @@ and ``cache.layers`` are what transformers' generation utilities expect. What be
 attention decoder's input-feeding vector, the per-input tensors) stays on the cache.
 """
 
-import weakref
-from collections.abc import Callable
-
 import torch
-from torch import nn
 from transformers.cache_utils import Cache, CacheLayerMixin
 
 from .modeling_utils import CACHE_NAME
@@ -115,8 +111,8 @@ class RecurrentCache(Cache):
 
     ``static=True`` (what ``generate(cache_implementation="static")`` creates) keeps the states and extras at fixed
     addresses: a step writes them in place and beam search reorders them in place, so that a decoding step can be
-    replayed as a CUDA graph (``StepGraphs`` below). The default cache replaces the tensors instead, which lets a caller
-    keep an earlier state (for instance a hand-written search that forks hypotheses).
+    replayed as a CUDA graph (``cuda_graphs.StepGraphStore``). The default cache replaces the tensors instead, which
+    lets a caller keep an earlier state (for instance a hand-written search that forks hypotheses).
     """
 
     def __init__(self, static: bool = False):
@@ -275,7 +271,7 @@ class RecurrentGenerationMixin:
 
     def _prepare_cache_for_generation(self, generation_config, model_kwargs: dict, *args, **kwargs) -> None:
         """``cache_implementation="static"`` starts generation with a static ``RecurrentCache``: on a GPU the
-        model then replays its decoding steps as CUDA graphs (``StepGraphs``). Unset or ``"dynamic"``: forward
+        model then replays its decoding steps as CUDA graphs (``cuda_graphs.py``). Unset or ``"dynamic"``: forward
         creates the default cache."""
         implementation = generation_config.cache_implementation
         if implementation in (None, "dynamic") or generation_config.use_cache is False:
@@ -288,123 +284,3 @@ class RecurrentGenerationMixin:
         if model_kwargs.get(CACHE_NAME) is not None:
             raise ValueError(f"Pass either `{CACHE_NAME}` or `cache_implementation`, not both.")
         model_kwargs[CACHE_NAME] = RecurrentCache(static=True)
-
-
-# A recurrent decoding step replayed as a CUDA graph.
-#
-# On a GPU, one step of a small recurrent decoder is many tiny kernels whose launches cost more than their work.
-# A CUDA graph launches them all at once. A graph always reads and writes the same tensors, so it owns its
-# inputs: the token ids are copied in at every step, the per-input tensors (encoder outputs, their mask and
-# projection) only when a different tensor comes (once per ``generate()`` call), and a static ``RecurrentCache``
-# takes over the graph's state tensors at its first step, after which beam search reorders them in place.
-
-Step = Callable[..., tuple[torch.Tensor, ...]]  # step(input_ids, cache=, **inputs) -> outputs; updates cache
-
-
-def _on_gpu(tensor: torch.Tensor) -> bool:
-    return tensor.is_cuda
-
-
-def replays_step(
-    module: nn.Module, cache: RecurrentCache | None, inputs: torch.Tensor, output_hidden_states: bool
-) -> bool:
-    """Whether ``module``'s call on ``inputs`` ``(batch, length, ...)`` is a decoding step to replay as a CUDA graph:
-    one position continuing a static cache's state, on a GPU, in eval mode and without gradients."""
-    return (cache is not None and cache.static and bool(cache.states) and inputs.shape[1] == 1 and _on_gpu(inputs)
-            and not (module.training or output_hidden_states or torch.is_grad_enabled()))
-
-
-def _shares_tensors(cache: RecurrentCache, other: RecurrentCache) -> bool:
-    return any(mine is theirs for mine, theirs in zip(cache.tensors(), other.tensors()))
-
-
-class GraphedSteps(nn.Module):
-    """A module whose decoding steps ``step_graphs`` replays: the graphs are dropped when a move or a cast gives
-    the parameters new addresses."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.step_graphs = StepGraphs()
-
-    def _apply(self, fn, *args, **kwargs):
-        self.step_graphs = StepGraphs()
-        return super()._apply(fn, *args, **kwargs)
-
-
-class StepGraphs:
-    """The CUDA graphs of one module's decoding step, one per shape of its inputs (captured on first sight)."""
-
-    def __init__(self):
-        self.graphs: dict[tuple, _Graph] = {}
-        self.pool = None  # one memory pool for all of them: they are replayed one at a time
-
-    def __deepcopy__(self, memo) -> "StepGraphs":
-        return StepGraphs()  # a copy of the module captures its own
-
-    def __call__(
-        self, step: Step, input_ids: torch.Tensor, cache: RecurrentCache, **inputs: torch.Tensor | int | None
-    ) -> tuple[torch.Tensor, ...]:
-        """``step(input_ids, cache=cache, **inputs)``'s outputs, through the graph for these shapes (and these
-        values of the inputs that are not tensors). They are the graph's own tensors, which its next replay
-        overwrites: clone what is kept."""
-        inputs = {**inputs, **{f"cache.{name}": t for name, t in cache.per_input.items()}}
-        key = (
-            tuple(input_ids.shape),
-            cache.rows_per_input,
-            tuple(tuple(t.shape) for t in cache.tensors()),
-            tuple(sorted(cache.extras)),
-            tuple((name, (tuple(t.shape), t.dtype) if isinstance(t, torch.Tensor) else t)
-                  for name, t in inputs.items()),
-        )
-        graph = self.graphs.get(key)
-        if graph is None:
-            graph = self.graphs[key] = _Graph(step, input_ids, cache, inputs, self.pool)
-            self.pool = graph.graph.pool()
-        return graph.replay(input_ids, cache, inputs)
-
-
-class _Graph:
-    """One captured step: the input and state tensors it reads, and the outputs it writes."""
-
-    def __init__(self, step: Step, input_ids: torch.Tensor, cache: RecurrentCache,
-                 inputs: dict[str, torch.Tensor | int | None], pool):
-        self.input_ids = input_ids.clone()
-        self.inputs = {name: t.clone() if isinstance(t, torch.Tensor) else t for name, t in inputs.items()}
-        self.sources = dict.fromkeys(inputs)  # the tensors last copied in, compared by identity
-        self.cache = RecurrentCache(static=True)  # the state the graph reads and overwrites: copies of cache's
-        self.cache.store(cache.states, 0, **cache.extras)
-        self.owner = lambda: None  # weak reference to the cache that uses self.cache's tensors
-        step_inputs = {name: t for name, t in self.inputs.items() if not name.startswith("cache.")}
-        self.cache.per_input = {name.removeprefix("cache."): t for name, t in self.inputs.items()
-                                if name.startswith("cache.")}
-        self.cache.rows_per_input = cache.rows_per_input
-
-        def run():
-            return step(self.input_ids, cache=self.cache, **step_inputs)
-
-        # Warm up on a side stream (lazy initialisations must not happen during capture), then capture.
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            run()
-        torch.cuda.current_stream().wait_stream(side)
-        self.graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self.graph, pool=pool):
-            self.outputs = run()
-
-    def replay(self, input_ids: torch.Tensor, cache: RecurrentCache,
-               inputs: dict[str, torch.Tensor | int | None]) -> tuple[torch.Tensor, ...]:
-        if self.owner() is not cache:
-            previous = self.owner()
-            if previous is not None and _shares_tensors(previous, self.cache):  # let it keep its own state
-                previous.own_copies()
-            cache.adopt(self.cache.states, self.cache.extras)
-            self.owner = weakref.ref(cache)
-        for name, tensor in inputs.items():
-            if isinstance(tensor, torch.Tensor) and self.sources[name] is not tensor:
-                self.inputs[name].copy_(tensor)
-                self.sources[name] = tensor
-        self.input_ids.copy_(input_ids)
-        self.graph.replay()
-        cache.seen_tokens += input_ids.shape[1]
-        return self.outputs

@@ -9,8 +9,9 @@ from transformers.cache_utils import Cache
 from transformers.modeling_outputs import ModelOutput, Seq2SeqLMOutput, Seq2SeqModelOutput
 from transformers.utils import is_tracing
 
-from .cache import RecurrentCache, recurrent_cache, replays_step
+from .cache import RecurrentCache, recurrent_cache
 from .configuration_attention_seq2seq import AttentionSeq2SeqConfig
+from .cuda_graphs import replays_step
 from .modeling_utils import (
     CACHE_NAME, cache_argument, cache_field, check_tensor, check_token_inputs, output_cache, padding_or_none,
     prepare_padding_mask,
@@ -122,7 +123,7 @@ def run_decoder(decoder, decoder_input_ids, cache, encoder_final_state=None, out
     """``decoder`` (an `AttentionSeq2SeqDecoder`) on checked inputs, the arguments of its forward: the replay of its
     captured step (CUDA graphs) where one applies, else the decoder itself. Returns what its forward returns."""
     if decoder_input_ids is not None and replays_step(decoder, cache, decoder_input_ids, output_hidden_states):
-        outputs, weights, hidden_states = decoder.step_graphs(decoder, decoder_input_ids, cache,
+        outputs, weights, hidden_states = decoder.step_graphs.replay(decoder, decoder_input_ids, cache,
                                                               encoder_final_state=None)
         weights = weights.clone() if output_attentions and weights is not None else None
         return outputs.clone(), weights, hidden_states

@@ -8,8 +8,9 @@ from torch import nn
 from transformers.cache_utils import Cache
 
 from .attention import AdditiveAttention, LuongAttention
-from .cache import GraphedSteps, RecurrentCache, RecurrentGenerationMixin
+from .cache import RecurrentCache, RecurrentGenerationMixin
 from .configuration_attention_seq2seq import AttentionSeq2SeqConfig
+from .cuda_graphs import GraphedSteps
 from .generation_attention_seq2seq import (
     AttentionSeq2SeqEncoderOutput,
     AttentionSeq2SeqGenerationMixin,

@@ -26,8 +26,9 @@ from transformers.modeling_outputs import (
 )
 
 from .adaptive_softmax import AdaptiveSoftmaxHead
-from .cache import RecurrentCache, RecurrentGenerationMixin, replays_step
+from .cache import RecurrentCache, RecurrentGenerationMixin
 from .configuration_recurrent import RecurrentConfig
+from .cuda_graphs import replays_step
 from .embeddings import word_type_dropout
 from .generation_utils import SeqModelsGenerationMixin
 from .heads import ClassifierHeadMixin, SequencePooler, TaggerOutputMixin, sequence_classification_loss

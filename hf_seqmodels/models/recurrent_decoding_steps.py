@@ -1,13 +1,12 @@
 """The recurrent family's fast path through hf_seqmodels' decoding loop (`decoding.py`): one new token per row on
-the cache, without forward's checks and output objects, replayed as a CUDA graph where `cache.StepGraphs` applies."""
+the cache, without forward's checks and output objects, replayed as a CUDA graph where `cuda_graphs.replays_step` says so."""
 
 import torch
 
 from .adaptive_softmax import AdaptiveSoftmaxHead
 from .cache import RecurrentCache, recurrent_cache
-from .modeling_utils import CACHE_NAME
-from .modeling_utils import output_layer_into
-from .cache import GraphedSteps, replays_step
+from .cuda_graphs import GraphedSteps, replays_step
+from .modeling_utils import CACHE_NAME, output_layer_into
 
 
 class RecurrentModelSteps(GraphedSteps):
@@ -25,7 +24,7 @@ class RecurrentModelSteps(GraphedSteps):
     def _replay_step(self, inputs: torch.Tensor, cache: RecurrentCache, mask: torch.Tensor | None) -> torch.Tensor:
         """The top layer's outputs of ``_step`` through its captured CUDA graph (where ``replays_step`` says so),
         copied out of the graph's own tensors."""
-        (outputs,) = self.step_graphs(self._step, inputs, cache, mask=mask)
+        (outputs,) = self.step_graphs.replay(self._step, inputs, cache, mask=mask)
         return outputs.clone()
 
     def _step(self, inputs: torch.Tensor, cache: RecurrentCache, mask: torch.Tensor | None) -> tuple[torch.Tensor]:

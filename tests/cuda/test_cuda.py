@@ -1,7 +1,7 @@
 """Real CUDA tests (marker ``cuda``; skipped where torch sees no GPU, as in CI): tiny models of every family on the
 GPU, each compared with an independent result on the same GPU.
 
-- decoding steps replayed as CUDA graphs (the static cache of the recurrent families, ``cache.StepGraphs``; the
+- decoding steps replayed as CUDA graphs (the static cache of the recurrent families, ``cuda_graphs.StepGraphStore``; the
   Transformer's compiled forward, which ``generate()`` replays as CUDA graphs) give eager's tokens and scores;
 - ``generate(cache_implementation="static")`` gives the dynamic cache's results;
 - a bf16 autocast training step of every head gives a finite loss and finite gradients close to float32's;
@@ -24,7 +24,7 @@ from hf_seqmodels import (
     TransformerForTokenClassification,
 )
 from hf_seqmodels.models.decoding import decode as our_loop
-from hf_seqmodels.models.cache import GraphedSteps
+from hf_seqmodels.models.cuda_graphs import StepGraphStore
 from tests.models.test_modeling_attention_seq2seq import tiny_config as seq2seq_config
 from tests.models.test_modeling_recurrent import RecurrentModelTester
 from tests.models.test_modeling_transformer import tiny_config as transformer_config
@@ -77,7 +77,7 @@ def batch(encoder_decoder: bool, seed: int = 0) -> dict:
 
 
 def graphs_captured(model) -> int:
-    return sum(len(module.step_graphs.graphs) for module in model.modules() if isinstance(module, GraphedSteps))
+    return sum(len(module.graphs) for module in model.modules() if isinstance(module, StepGraphStore))
 
 
 def assert_same_search(expected, found, beams: int, step_scores: bool = True) -> None:

@@ -1,6 +1,6 @@
-"""StepGraphs without a GPU: CUDA graph capture emulated on CPU. The ops run during capture are recorded with the
+"""StepGraphStore (cuda_graphs.py) without a GPU: CUDA graph capture emulated on CPU. The ops run during capture are recorded with the
 tensors they read and wrote, and a replay runs them again on those same tensors, which is what a CUDA graph does.
-This checks what StepGraphs itself is responsible for: the inputs copied into the graph's tensors, the state taken
+This checks what StepGraphStore itself is responsible for: the inputs copied into the graph's tensors, the state taken
 over by the cache, and a cache that another one displaced getting its own state back."""
 
 import contextlib
@@ -12,7 +12,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
 from hf_seqmodels import AttentionSeq2SeqForConditionalGeneration, RecurrentConfig, RecurrentForCausalLM
-from hf_seqmodels.models import cache as cache_module
+from hf_seqmodels.models import cuda_graphs
 from hf_seqmodels.models.cache import RecurrentCache
 from hf_seqmodels.models.decoding import decode as our_loop
 from tests.models.test_modeling_attention_seq2seq import tiny_config
@@ -55,7 +55,7 @@ def emulated_graphs(monkeypatch):
     monkeypatch.setattr(torch.cuda, "stream", lambda s: contextlib.nullcontext())
     monkeypatch.setattr(torch.cuda, "CUDAGraph", RecordedGraph)
     monkeypatch.setattr(torch.cuda, "graph", lambda graph, pool=None: Recorder(graph))
-    monkeypatch.setattr(cache_module, "_on_gpu", lambda tensor: True)
+    monkeypatch.setattr(cuda_graphs, "_on_gpu", lambda tensor: True)
 
 
 VARIANTS = [("gru", "luong_general", False), ("lstm", "bahdanau", False), ("lstm", "luong_concat", True)]
