@@ -10,6 +10,7 @@ attention decoder's input-feeding vector, the per-input tensors) stays on the ca
 import torch
 from transformers.cache_utils import Cache, CacheLayerMixin
 
+from .generation_utils import SeqModelsGenerationMixin
 from .modeling_utils import CACHE_NAME
 from .recurrent_layers import State
 
@@ -261,9 +262,9 @@ def recurrent_cache(cache: Cache | None) -> RecurrentCache | None:
     raise ValueError(f"`past_key_values` must be a RecurrentCache returned by this model, got {type(cache).__name__}.")
 
 
-class RecurrentGenerationMixin:
-    """What ``generate()`` needs from a model whose decoding state is a ``RecurrentCache`` (put it before
-    ``GenerationMixin`` in the bases)."""
+class RecurrentGenerationMixin(SeqModelsGenerationMixin):
+    """GenerationMixin (with our decoding loop, `SeqModelsGenerationMixin`) for a model whose decoding state is a
+    ``RecurrentCache``: put it where ``GenerationMixin`` goes in the bases."""
 
     @classmethod
     def _supports_default_dynamic_cache(cls) -> bool:

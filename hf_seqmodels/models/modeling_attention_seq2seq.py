@@ -1,7 +1,8 @@
 """The attention encoder-decoder (Sutskever et al. 2014; Bahdanau et al. 2015; Luong et al. 2015), top-down: encoder,
 attention decoder, base model, conditional-generation head. The attention scores are in `attention.py`, the recurrent
-layers in `recurrent_layers.py`; what surrounds the maths (outputs, checks, decoding hooks) in
-`generation_attention_seq2seq.py`."""
+layers in `recurrent_layers.py`; what surrounds the maths (outputs, checks, the decoder's steps replayed as CUDA
+graphs, decoding hooks) in `generation_attention_seq2seq.py`, which the models call or bind: none of it is a base class
+of the maths."""
 
 import torch
 from torch import nn
@@ -10,37 +11,40 @@ from transformers.cache_utils import Cache
 from .attention import AdditiveAttention, LuongAttention
 from .cache import RecurrentCache, RecurrentGenerationMixin
 from .configuration_attention_seq2seq import AttentionSeq2SeqConfig
-from .cuda_graphs import GraphedSteps
+from .cuda_graphs import StepGraphStore
 from .generation_attention_seq2seq import (
     AttentionSeq2SeqEncoderOutput,
-    AttentionSeq2SeqGenerationMixin,
     AttentionSeq2SeqLMOutput,
     AttentionSeq2SeqModelOutput,
     as_encoder_output,
     check_decoder_inputs,
+    check_source,
+    decode_sampling_own_predictions,
     decoder_cache,
+    decoding_step,
+    decoding_step_inputs,
+    encoder_output,
     model_output,
+    prepare_inputs_for_generation,
     run_decoder,
 )
-from .generation_utils import SeqModelsGenerationMixin
 from .modeling_utils import (
     EncoderDecoderMixin,
     SeqModelsPreTrainedModel,
-    check_no_empty_rows,
-    check_token_inputs,
     head_output,
     keep_logits_positions,
     lm_loss,
     lm_output_layers,
     output_layer_into,
-    padding_or_none,
-    prepare_padding_mask,
     takes_cache,
 )
 from .recurrent_layers import RecurrentStack, State
 
 
-class AttentionSeq2SeqPreTrainedModel(SeqModelsPreTrainedModel):
+class AttentionSeq2SeqPreTrainedModel(EncoderDecoderMixin, SeqModelsPreTrainedModel):
+    """The family's base: transformers' `PreTrainedModel` with what every encoder-decoder adds (`EncoderDecoderMixin`:
+    decoder inputs from labels, resizing the target vocabulary)."""
+
     config_class = AttentionSeq2SeqConfig
     _is_stateful = True
     # transformers' activation checkpointing: every attention module is a `GradientCheckpointingLayer` (attention.py)
@@ -75,25 +79,19 @@ class AttentionSeq2SeqEncoder(nn.Module):
             attention_mask: `(batch, source_length)`, 1 for tokens and 0 for padding (on either side).
             output_attentions: accepted because generate() passes it; a recurrent encoder has no attention.
         """
-        check_token_inputs(input_ids, inputs_embeds, self.config.encoder_vocab_size, self.config.embedding_size,
-                           self.embed_tokens.weight.dtype)
+        mask = check_source(self.config, input_ids, inputs_embeds, attention_mask, self.embed_tokens.weight.dtype)
         if input_ids is not None:
             inputs_embeds = self.embed_tokens(input_ids)
-        mask = prepare_padding_mask(attention_mask, *inputs_embeds.shape[:2])
-        if mask is not None:
-            check_no_empty_rows(mask)
-            mask = padding_or_none(mask)
         outputs, states, hidden_states = self.rnn(
             self.dropout(inputs_embeds), mask, output_hidden_states=bool(output_hidden_states)
         )
         # (num_directions, batch, hidden) per part -> (batch, parts, num_directions * hidden)
         final_state = torch.stack([part.transpose(0, 1).flatten(1) for part in states[-1]], dim=1)
-        result = AttentionSeq2SeqEncoderOutput(outputs, final_state, hidden_states)
-        return_dict = return_dict if return_dict is not None else self.config.return_dict
-        return result if return_dict else result.to_tuple()
+        return encoder_output(outputs, final_state, hidden_states,
+                              return_dict if return_dict is not None else self.config.return_dict)
 
 
-class AttentionSeq2SeqDecoder(GraphedSteps):
+class AttentionSeq2SeqDecoder(nn.Module):
     """Target embeddings, `decoder_layers` stacked recurrent layers started from the bridged encoder state, and
     the attention of `config.attention_type` (see [`AttentionSeq2SeqConfig`] for the equations).
 
@@ -233,7 +231,7 @@ class AttentionSeq2SeqDecoder(GraphedSteps):
         return outputs, torch.cat(weights, dim=1), states, layer_outputs, {}
 
 
-class AttentionSeq2SeqModel(EncoderDecoderMixin, AttentionSeq2SeqPreTrainedModel):
+class AttentionSeq2SeqModel(AttentionSeq2SeqPreTrainedModel):
     """The encoder and the attention decoder; returns the decoder's output vectors (before the output layer).
 
     Its forward and that of [`AttentionSeq2SeqForConditionalGeneration`] export with `torch.export` (strict or not,
@@ -247,6 +245,7 @@ class AttentionSeq2SeqModel(EncoderDecoderMixin, AttentionSeq2SeqPreTrainedModel
         super().__init__(config)
         self.encoder = AttentionSeq2SeqEncoder(config)
         self.decoder = AttentionSeq2SeqDecoder(config)
+        self.step_graphs = StepGraphStore()  # the decoder's steps replayed as CUDA graphs, beside it (no weights)
         self.post_init()
 
     def get_input_embeddings(self):
@@ -304,26 +303,31 @@ class AttentionSeq2SeqModel(EncoderDecoderMixin, AttentionSeq2SeqPreTrainedModel
             encoder_outputs = self.encoder(
                 input_ids, attention_mask, inputs_embeds, output_hidden_states=output_hidden_states, return_dict=True
             )
-        encoder_outputs = as_encoder_output(encoder_outputs)
-        memory = encoder_outputs.last_hidden_state
-        cache = decoder_cache(self.config, cache, memory, attention_mask,
+        else:
+            encoder_outputs = as_encoder_output(encoder_outputs)
+        # the decoder's state, and the source it attends to: the encoder outputs and their mask
+        cache = decoder_cache(self.config, cache, encoder_outputs.last_hidden_state, attention_mask,
                               decoder_input_ids, decoder_inputs_embeds, decoder_attention_mask)
         outputs, weights, decoder_hidden_states = run_decoder(
-            self.decoder, decoder_input_ids, cache, encoder_outputs.final_state, output_hidden_states,
-            decoder_inputs_embeds, output_attentions,
+            self.decoder, self.step_graphs, decoder_input_ids, cache, encoder_outputs.final_state,
+            output_hidden_states, decoder_inputs_embeds, output_attentions,
         )
         result = model_output(outputs, weights, decoder_hidden_states, encoder_outputs, cache if use_cache else None,
                               output_attentions, output_hidden_states and self.decoder.attention is not None)
         return result if return_dict else result.to_tuple()
 
 
-class AttentionSeq2SeqForConditionalGeneration(
-    AttentionSeq2SeqGenerationMixin, RecurrentGenerationMixin, EncoderDecoderMixin, AttentionSeq2SeqPreTrainedModel,
-    SeqModelsGenerationMixin
-):
-    """The attention encoder-decoder with its output layer: translation and other sequence-to-sequence tasks."""
+class AttentionSeq2SeqForConditionalGeneration(AttentionSeq2SeqPreTrainedModel, RecurrentGenerationMixin):
+    """The attention encoder-decoder with its output layer: translation and other sequence-to-sequence tasks.
+
+    `RecurrentGenerationMixin` is transformers' required `GenerationMixin` (running our decoding loop, with the
+    decoder's state in a `RecurrentCache`). How it decodes step by step is bound from
+    `generation_attention_seq2seq.py`: generate()'s inputs at each step and our loop's step."""
 
     _tied_weights_keys = {"lm_head.weight": "model.decoder.embed_tokens.weight"}
+    prepare_inputs_for_generation = prepare_inputs_for_generation
+    decoding_step_inputs = decoding_step_inputs
+    decoding_step = decoding_step
 
     def __init__(self, config: AttentionSeq2SeqConfig):
         super().__init__(config)
@@ -392,7 +396,7 @@ class AttentionSeq2SeqForConditionalGeneration(
             return_dict=True,
         )
         if labels is not None and self.training and self.config.teacher_forcing_ratio < 1:
-            outputs, logits = self._decode_sampling_own_predictions(**inputs)
+            outputs, logits = decode_sampling_own_predictions(self, **inputs)
             logits = keep_logits_positions(logits, logits_to_keep, takes_mask=True)
         else:
             outputs = self.model(**inputs)

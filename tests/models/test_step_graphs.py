@@ -78,7 +78,7 @@ def test_graph_steps_match_the_default_cache(emulated_graphs, cell_type, attenti
                                          **search)
             assert torch.equal(default.sequences, graphed.sequences)
             torch.testing.assert_close(default.scores, graphed.scores)
-    assert len(model.model.decoder.step_graphs.graphs) == 2  # one per batch size (2 rows, 2 x 3 beams)
+    assert len(model.model.step_graphs.graphs) == 2  # one per batch size (2 rows, 2 x 3 beams)
 
 
 @pytest.mark.parametrize("beams", [1, 3])
@@ -100,7 +100,7 @@ def test_our_loop_steps_through_the_graphs_for_one_sentence(emulated_graphs, bea
             graphed = model.generate(source, cache_implementation="static", custom_generate=our_loop, **search)
     finally:
         handle.remove()
-    assert len(calls) == 1 and len(model.model.decoder.step_graphs.graphs) == 1, (calls, beams)
+    assert len(calls) == 1 and len(model.model.step_graphs.graphs) == 1, (calls, beams)
     assert torch.equal(default.sequences, graphed.sequences)
     torch.testing.assert_close(default.scores, graphed.scores)
     if beams > 1:
@@ -127,7 +127,7 @@ def check_displaced_caches_keep_their_state(device: str) -> None:
         for positions in ((0, 1), (2,), (3,)):
             for which in (0, 1):
                 got[which] += decode(sources[which], caches[which], positions)
-    assert len(model.model.decoder.step_graphs.graphs) == 1
+    assert len(model.model.step_graphs.graphs) == 1
     for which in (0, 1):
         torch.testing.assert_close(torch.cat(got[which]), expected[which])
 
