@@ -38,14 +38,6 @@ def _shares_tensors(cache: RecurrentCache, other: RecurrentCache) -> bool:
     return any(mine is theirs for mine, theirs in zip(cache.tensors(), other.tensors()))
 
 
-class GraphedSteps(nn.Module):
-    """A module whose decoding steps ``step_graphs`` replays (emptied with the module's move or cast)."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.step_graphs = StepGraphStore()
-
-
 class StepGraphStore(nn.Module):
     """The CUDA graphs of one decoding step, one per shape of its inputs (captured on first sight).
 

@@ -8,8 +8,9 @@ over the top layer's outputs, tied to the embeddings (Press & Wolf 2017) or adap
 AR/TAR to its loss; the two classifiers pool the outputs (`RecurrentForSequenceClassification`) or score every token,
 with an optional CRF over the scores (`RecurrentForTokenClassification`, Lample et al. 2016). A left-to-right
 classifier continues from a cache as the language model does, so that a sequence read in chunks is classified as a
-whole. The checks of the inputs and the cache are in `recurrent_input_checks.py`, the decoding loop's one-token steps
-in `recurrent_decoding_steps.py`.
+whole. Beside the maths, never a base class of it: the checks of the inputs and the cache in
+`recurrent_input_checks.py`; the layers' run on a cache (their step replayed as a CUDA graph, `cuda_graphs.py`) and the
+decoding loop's one-token steps in `recurrent_decoding_steps.py`.
 """
 
 from dataclasses import dataclass, field, make_dataclass
@@ -28,9 +29,8 @@ from transformers.modeling_outputs import (
 from .adaptive_softmax import AdaptiveSoftmaxHead
 from .cache import RecurrentCache, RecurrentGenerationMixin
 from .configuration_recurrent import RecurrentConfig
-from .cuda_graphs import replays_step
+from .cuda_graphs import StepGraphStore
 from .embeddings import word_type_dropout
-from .generation_utils import SeqModelsGenerationMixin
 from .heads import ClassifierHeadMixin, SequencePooler, TaggerOutputMixin, sequence_classification_loss
 from .masks import carry_over_padding
 from .modeling_utils import (
@@ -45,7 +45,7 @@ from .modeling_utils import (
     shift_labels_of,
     takes_cache,
 )
-from .recurrent_decoding_steps import RecurrentLMSteps, RecurrentModelSteps
+from .recurrent_decoding_steps import decoding_step, decoding_step_inputs, run_layers
 from .recurrent_input_checks import check_inputs
 from .recurrent_layers import RecurrentStack, make_dropout
 from .spelling import SpellingFeatures
@@ -96,7 +96,7 @@ class RecurrentPreTrainedModel(SeqModelsPreTrainedModel):
         self.base_model.set_input_embeddings(value)
 
 
-class RecurrentModel(RecurrentModelSteps, RecurrentPreTrainedModel):
+class RecurrentModel(RecurrentPreTrainedModel):
     """Token embeddings followed by `num_layers` stacked recurrent layers.
 
     Every head's forward exports (`torch.export.export(model, (), kwargs=...)`, strict or not, `use_cache=False`; the
@@ -127,6 +127,7 @@ class RecurrentModel(RecurrentModelSteps, RecurrentPreTrainedModel):
             weight_drop=config.weight_drop,
             locked=config.locked_dropout,
         )
+        self.step_graphs = StepGraphStore()  # the layers' steps replayed as CUDA graphs, beside them (no weights)
         self.post_init()
 
     def get_input_embeddings(self):
@@ -175,16 +176,10 @@ class RecurrentModel(RecurrentModelSteps, RecurrentPreTrainedModel):
         return_dict = self._flag(return_dict, "return_dict")
 
         inputs = self.embedding_dropout(self._embed(input_ids) if input_ids is not None else inputs_embeds)
-        if use_cache and replays_step(self, cache, inputs, output_hidden_states):
-            outputs, final_state, hidden_states = self._replay_step(inputs, cache, mask), cache.states, None
-        else:
-            states = cache.states if cache is not None and cache.states else None
-            outputs, final_state, hidden_states = self.rnn(
-                inputs, mask, states, output_hidden_states, need_states=bool(use_cache) or output_final_state
-            )
-            if use_cache:
-                cache = cache if cache is not None else RecurrentCache()
-                cache.store(final_state, inputs.shape[1])
+        outputs, final_state, hidden_states, cache = run_layers(
+            self, inputs, mask, cache, use_cache, output_hidden_states,
+            need_states=bool(use_cache) or output_final_state,
+        )
         result = RecurrentModelOutput(
             last_hidden_state=outputs,
             final_state=tuple(final_state) if output_final_state else None,
@@ -203,13 +198,17 @@ class RecurrentModel(RecurrentModelSteps, RecurrentPreTrainedModel):
         return embeds if self.spelling is None else torch.cat([embeds, self.spelling(input_ids)], dim=-1)
 
 
-class RecurrentForCausalLM(RecurrentLMSteps, RecurrentGenerationMixin, RecurrentPreTrainedModel,
-                           SeqModelsGenerationMixin):
+class RecurrentForCausalLM(RecurrentPreTrainedModel, RecurrentGenerationMixin):
     """A recurrent language model: predicts each next token from the tokens before it. Its output layer is a full
-    softmax, or with `adaptive_softmax_cutoffs` an adaptive softmax (`AdaptiveSoftmaxHead`)."""
+    softmax, or with `adaptive_softmax_cutoffs` an adaptive softmax (`AdaptiveSoftmaxHead`).
+
+    `RecurrentGenerationMixin` is transformers' required `GenerationMixin` (running our decoding loop, with the state
+    in a `RecurrentCache`); our loop's step is bound from `recurrent_decoding_steps.py`."""
 
     _tied_weights_keys = {"lm_head.weight": "model.embed_tokens.weight"}
     accepts_loss_kwargs = True  # forward takes `num_items_in_batch` (by name: it takes no **kwargs)
+    decoding_step_inputs = decoding_step_inputs
+    decoding_step = decoding_step
 
     def __init__(self, config: RecurrentConfig):
         if config.bidirectional:
