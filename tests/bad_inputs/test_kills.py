@@ -184,6 +184,7 @@ def test_a_staged_hub_folder_is_old_or_new_whatever_the_kill(tmp_path):
         (tmp_path / version).mkdir()
         models[version] = bert_folder(tmp_path / version)
         (models[version] / "model.safetensors").write_text(version)
+        atomic_folders.add_to_manifest(models[version], "model.safetensors")  # its digest, as the run records it
     complete = stage_hub_folder(models["old"], staging, card)
 
     def judge(kill_at):
