@@ -4,13 +4,13 @@ last sentence of the batch has finished, so a batch of sentences of different le
 needs).
 
 ``decode`` has the signature of GenerationMixin's decoding methods, so ``generate()`` runs it after all of its own
-preparation (encoder run, beam expansion, logits processors, stopping criteria)::
-
-    model.generate(**inputs, num_beams=5, custom_generate=hf_seqmodels.models.decoding.decode)
-
-A saved model folder carries this file as ``custom_generate/generate.py`` (``generate`` at the end is its entry
-point), so that ``from_pretrained(folder, trust_remote_code=True).generate(...)`` runs it without the package
-installed: it imports only torch and transformers.
+preparation (encoder run, beam expansion, logits processors, stopping criteria). ``generate`` at the end is the entry
+point of every way our models are used: the package's generating classes call it as their ``generate()``
+(``generation_utils.SeqModelsGenerationMixin``), and a saved model folder carries this file as
+``custom_generate/generate.py``, so that ``from_pretrained(folder, trust_remote_code=True).generate(...)`` runs the
+same loop without the package installed (it imports only torch and transformers). It decodes with ``decode`` where
+the results equal GenerationMixin's own loop (``decode_by_default``); ``custom_generate=None`` asks for
+GenerationMixin's own loop, and ``custom_generate=decode`` for ours whatever the call asks.
 
 The path of one step is loop -> step -> model. The loop (``greedy_or_sample``, ``beam_search``) calls ``step``,
 which ``prefill`` chose after the first step (GenerationMixin's ``_prefill``, through ``forward``). A model that has a
