@@ -1,5 +1,5 @@
 """Pooling, the classifier heads' losses, the CRF output layer of the taggers, and the clear error of a classifier
-asked to generate text, shared by the sequence and token classification heads of the recurrent and Transformer
+asked to generate text (`refuse_generate`, which the heads bind as their ``__getattr__``), shared by the sequence and token classification heads of the recurrent and Transformer
 families."""
 
 import math
@@ -24,24 +24,21 @@ class DoesNotGenerateError(AttributeError, TypeError):
     that the error reads as the caller's mistake."""
 
 
-class ClassifierHeadMixin:
-    """What every classification head shares: it has no ``generate``, and saying so names the family's classes that
-    have one (``generating_classes``, set by each family). Put it before the family's `PreTrainedModel` in the bases.
+def refuse_generate(model: nn.Module, name: str):
+    """The ``__getattr__`` of every classification head, which binds it by name: it has no ``generate``, and saying
+    so names the family's classes that have one (the head's ``generating_classes``, e.g. "RecurrentForCausalLM (a
+    language model)").
 
-    ``generate`` is answered in ``__getattr__``, which Python asks only when the attribute is not found otherwise
-    (torch's ``nn.Module.__getattr__``, next in line, finds the submodules and parameters): ``can_generate()`` and
-    ``hasattr`` answer as before, False."""
-
-    generating_classes: tuple[str, ...] = ()  # e.g. "RecurrentForCausalLM (a language model)"
-
-    def __getattr__(self, name: str):
-        if name == "generate":
-            raise DoesNotGenerateError(
-                f"{type(self).__name__} is a classifier: it does not generate text (it has no `generate`); call it "
-                f"for its `logits`. To generate text, use {' or '.join(self.generating_classes)}.",
-                name=name,
-            )
-        return super().__getattr__(name)
+    Python asks ``__getattr__`` only when the attribute is not found otherwise; every other name goes to torch's
+    ``nn.Module.__getattr__`` (the submodules and parameters): ``can_generate()`` and ``hasattr`` answer as before,
+    False."""
+    if name == "generate":
+        raise DoesNotGenerateError(
+            f"{type(model).__name__} is a classifier: it does not generate text (it has no `generate`); call it "
+            f"for its `logits`. To generate text, use {' or '.join(model.generating_classes)}.",
+            name=name,
+        )
+    return nn.Module.__getattr__(model, name)
 
 
 class SequencePooler(nn.Module):

@@ -31,7 +31,7 @@ from .cache import RecurrentCache, RecurrentGenerationMixin
 from .configuration_recurrent import RecurrentConfig
 from .cuda_graphs import StepGraphStore
 from .embeddings import word_type_dropout
-from .heads import ClassifierHeadMixin, SequencePooler, TaggerOutputMixin, sequence_classification_loss
+from .heads import SequencePooler, TaggerOutputMixin, refuse_generate, sequence_classification_loss
 from .masks import carry_over_padding
 from .modeling_utils import (
     CACHE_NAME,
@@ -314,15 +314,16 @@ class RecurrentForCausalLM(RecurrentPreTrainedModel, RecurrentGenerationMixin):
         return super().resize_token_embeddings(*args, **kwargs)
 
 
-class RecurrentClassifierModel(ClassifierHeadMixin, RecurrentPreTrainedModel):
+class RecurrentClassifierModel(RecurrentPreTrainedModel):
     """What the two classifiers share: a forward that runs the recurrent encoder (`model`, usually bidirectional)
     and hands its outputs to the head's `classify`, which returns the logits and the loss, in the head's
-    `output_class`. No `generate` (see `ClassifierHeadMixin`)."""
+    `output_class`. No `generate` (see `heads.refuse_generate`)."""
 
     output_class: type[SequenceClassifierOutput | TokenClassifierOutput]
     reads_final_state = False  # whether `classify` reads the encoder's `final_state`
     generating_classes = ("RecurrentForCausalLM (a language model)",
                           "AttentionSeq2SeqForConditionalGeneration (a sequence-to-sequence model)")
+    __getattr__ = refuse_generate  # `generate` refused with a clear error, naming `generating_classes`
 
     @takes_cache
     def forward(

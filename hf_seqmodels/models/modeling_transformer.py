@@ -11,7 +11,8 @@ During generation the decoder keeps its keys and values in transformers' `Dynami
 an `EncoderDecoderCache` whose cross-attention part holds the encoder outputs' keys and values, projected once.
 
 What surrounds the maths (the checks of the inputs where they enter, the cache bookkeeping, the masks' wiring, the
-outputs' building, transformers' hooks) is in `transformer_inputs.py`.
+outputs' building, transformers' hooks) is in `transformer_inputs.py`: functions the models call, or bind by name
+(none is a base class of the maths).
 """
 
 from typing import Unpack
@@ -35,7 +36,7 @@ from transformers.modeling_outputs import (
 from .configuration_transformer import TransformerConfig
 from .embeddings import TransformerEmbeddings, sinusoidal_positions
 from .generation_utils import SeqModelsGenerationMixin
-from .heads import ClassifierHeadMixin, SequencePooler, TaggerOutputMixin, sequence_classification_loss
+from .heads import SequencePooler, TaggerOutputMixin, refuse_generate, sequence_classification_loss
 from .masks import cached_length, carry_over_padding
 from .modeling_utils import (
     CausalLMLossKwargs,
@@ -50,13 +51,15 @@ from .modeling_utils import (
 )
 from .multi_head_attention import MultiHeadAttention
 from .transformer_inputs import (
-    TransformerHooks,
     check_decoder_inputs,
     check_encoder_decoder_config,
     config_with,
+    create_masks_for_generate,
+    prepare_cache_for_generation,
     saved_by_encoder_only_head,
     seq2seq_model_output,
     stack_inputs,
+    tied_weights_keys,
 )
 
 
@@ -162,7 +165,9 @@ class TransformerStackMixin:
 
     Held by ``TransformerStack`` (an ``nn.Module``: the encoder and decoder of an encoder-decoder, the decoder-only
     language model) and by ``TransformerEncoderModel`` (a ``PreTrainedModel``: the base of the encoder-only heads),
-    which call ``_build_stack`` in their ``__init__``, so that the weights have the same names under both.
+    which call ``_build_stack`` in their ``__init__``, so that the weights have the same names under both. It is the
+    stack's maths, not plumbing: held as a submodule instead, it would rename the encoder-only model's weights (and
+    the folders saved with them would no longer load).
     """
 
     def _build_stack(
@@ -264,12 +269,13 @@ class TransformerStack(TransformerStackMixin, nn.Module):
         self._build_stack(config, vocab_size, num_layers, causal, cross_attention)
 
 
-class TransformerPreTrainedModel(TransformerHooks, SeqModelsPreTrainedModel):
+class TransformerPreTrainedModel(SeqModelsPreTrainedModel):
     config_class = TransformerConfig
     _no_split_modules = ["TransformerLayer"]
     _supports_sdpa = True  # attn_implementation "sdpa" (the default) or "eager": see MultiHeadAttention
     supports_gradient_checkpointing = True  # every TransformerLayer is a GradientCheckpointingLayer
     _can_compile_fullgraph = True  # forward exports and compiles as one graph; generate with the static cache
+    get_expanded_tied_weights_keys = tied_weights_keys  # each class's own `_tied_weights_keys` (transformer_inputs)
 
     @torch.no_grad()
     def _init_weights(self, module):
@@ -378,9 +384,12 @@ class TransformerModel(EncoderDecoderMixin, TransformerPreTrainedModel):
 
 
 class TransformerForConditionalGeneration(EncoderDecoderMixin, TransformerPreTrainedModel, SeqModelsGenerationMixin):
-    """The encoder-decoder with a language-model head over the target vocabulary, for translation."""
+    """The encoder-decoder with a language-model head over the target vocabulary, for translation. generate()'s cache
+    and mask are bound from `transformer_inputs.py`."""
 
     accepts_loss_kwargs = False  # the loss is a mean over the batch's tokens
+    _prepare_cache_for_generation = prepare_cache_for_generation
+    create_masks_for_generate = staticmethod(create_masks_for_generate)
 
     def __init__(self, config: TransformerConfig):
         config = config_with(config, is_encoder_decoder=True)
@@ -432,9 +441,12 @@ class TransformerForConditionalGeneration(EncoderDecoderMixin, TransformerPreTra
 
 
 class TransformerForCausalLM(TransformerPreTrainedModel, SeqModelsGenerationMixin):
-    """A decoder-only Transformer language model (``decoder_layers`` layers, no cross-attention)."""
+    """A decoder-only Transformer language model (``decoder_layers`` layers, no cross-attention). generate()'s cache
+    and mask are bound from `transformer_inputs.py`."""
 
     accepts_loss_kwargs = True  # forward takes `num_items_in_batch` (by name: it takes no **kwargs)
+    _prepare_cache_for_generation = prepare_cache_for_generation
+    create_masks_for_generate = staticmethod(create_masks_for_generate)
 
     def __init__(self, config: TransformerConfig):
         config = config_with(config, is_encoder_decoder=False)
@@ -528,12 +540,13 @@ class TransformerEncoderModel(TransformerStackMixin, TransformerPreTrainedModel)
         )
 
 
-class _TransformerEncoderClassifier(ClassifierHeadMixin, TransformerPreTrainedModel):
+class _TransformerEncoderClassifier(TransformerPreTrainedModel):
     """A ``TransformerEncoderModel`` (its base model, under ``model``) with a head. No ``generate`` (see
-    ``ClassifierHeadMixin``), and no cache: as BERT's heads, they read whole sequences (``check_no_cache``)."""
+    ``heads.refuse_generate``), and no cache: as BERT's heads, they read whole sequences (``check_no_cache``)."""
 
     generating_classes = ("TransformerForCausalLM (a language model)",
                           "TransformerForConditionalGeneration (a sequence-to-sequence model)")
+    __getattr__ = refuse_generate  # `generate` refused with a clear error, naming `generating_classes`
 
     def __init__(self, config: TransformerConfig):
         config = config_with(config, is_encoder_decoder=False)

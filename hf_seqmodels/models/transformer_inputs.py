@@ -1,7 +1,8 @@
 """What the Transformer's models do around the maths of `modeling_transformer.py`: a stack's inputs checked where
 they enter the model, its cache created and checked, its self- and cross-attention masks (through `masks.py`)
-(`stack_inputs`); what transformers asks a model beyond its forward (`TransformerHooks`: generate()'s cache and mask, the tied weights); and the outputs
-the models and heads return. The layers below assume their inputs valid.
+(`stack_inputs`); what transformers asks a model beyond its forward, as functions the classes bind by name
+(`tied_weights_keys`; generate()'s cache and mask: `prepare_cache_for_generation`, `create_masks_for_generate`); and
+the outputs the models and heads return. The layers below assume their inputs valid.
 """
 
 import copy
@@ -9,6 +10,7 @@ from typing import NamedTuple
 
 import torch
 from torch import nn
+from transformers import GenerationMixin, PreTrainedModel
 from transformers.cache_utils import Cache, DynamicCache, EncoderDecoderCache, StaticCache
 from transformers.modeling_outputs import ModelOutput, Seq2SeqModelOutput
 
@@ -222,39 +224,43 @@ def config_with(config, is_encoder_decoder: bool):
     return config
 
 
-class TransformerHooks:
-    """What transformers asks the Transformer's ``PreTrainedModel`` (which mixes this in) beyond the maths: generate()'s
-    cache and mask (the decoder keeps its keys and values in a ``DynamicCache`` or a ``StaticCache``), and the names
-    of the tied weights."""
+# What transformers asks the Transformer's models beyond the maths, as functions that the classes bind by name (none
+# is a base class of the maths): the tied weights' names (every class), generate()'s cache and mask (the generating
+# classes; the decoder keeps its keys and values in a ``DynamicCache`` or a ``StaticCache``).
 
-    def get_expanded_tied_weights_keys(self, all_submodels: bool = False) -> dict:
-        # Each head sets `_tied_weights_keys` from its config (output tying and source/target sharing are separate
-        # options), so the base class's gate on `tie_word_embeddings` alone must not apply.
-        if all_submodels:
-            return super().get_expanded_tied_weights_keys(all_submodels=True)
-        return dict(self._tied_weights_keys or {})
 
-    def _prepare_cache_for_generation(self, generation_config, model_kwargs: dict, *args, **kwargs) -> None:
-        # The attention reads and extends DynamicCaches and StaticCaches; another cache would reach forward and be
-        # refused there, in words that do not name the option that chose it.
-        implementation = generation_config.cache_implementation
-        if implementation not in (None, "dynamic", "static") and generation_config.use_cache is not False:
-            raise ValueError(
-                f"`cache_implementation={implementation!r}` is not supported: the Transformer keeps its keys and "
-                "values in a DynamicCache (leave it unset) or a StaticCache ('static')."
-            )
-        super()._prepare_cache_for_generation(generation_config, model_kwargs, *args, **kwargs)
+def tied_weights_keys(model: PreTrainedModel, all_submodels: bool = False) -> dict:
+    """``get_expanded_tied_weights_keys``: each head sets ``_tied_weights_keys`` from its config (output tying and
+    source/target sharing are separate options), so the base class's gate on ``tie_word_embeddings`` alone must not
+    apply."""
+    if all_submodels:
+        return PreTrainedModel.get_expanded_tied_weights_keys(model, all_submodels=True)
+    return dict(model._tied_weights_keys or {})
 
-    @staticmethod
-    def create_masks_for_generate(attention_mask: torch.Tensor | None = None, cache: Cache | None = None,
-                                  **kwargs) -> torch.Tensor | None:
-        # generate() asks a static cache's model for a mask of one width at every step (so that a compiled step
-        # is not recompiled for each length): ours is the 2D padding mask over the cache's whole buffer, padding on
-        # its empty positions, from which the stack builds the attention mask (masks.build_attention_mask).
-        cache = kwargs.get("past_key_values") if cache is None else cache  # its name before transformers 5.24
-        if attention_mask is None or attention_mask.dim() != 2 or cache is None:
-            return attention_mask
-        return pad_columns(attention_mask, cache.get_max_length())
+
+def prepare_cache_for_generation(model: GenerationMixin, generation_config, model_kwargs: dict, *args,
+                                 **kwargs) -> None:
+    """``_prepare_cache_for_generation``: the attention reads and extends DynamicCaches and StaticCaches; another
+    cache would reach forward and be refused there, in words that do not name the option that chose it."""
+    implementation = generation_config.cache_implementation
+    if implementation not in (None, "dynamic", "static") and generation_config.use_cache is not False:
+        raise ValueError(
+            f"`cache_implementation={implementation!r}` is not supported: the Transformer keeps its keys and "
+            "values in a DynamicCache (leave it unset) or a StaticCache ('static')."
+        )
+    GenerationMixin._prepare_cache_for_generation(model, generation_config, model_kwargs, *args, **kwargs)
+
+
+def create_masks_for_generate(attention_mask: torch.Tensor | None = None, cache: Cache | None = None,
+                              **kwargs) -> torch.Tensor | None:
+    """``create_masks_for_generate`` (a static method): generate() asks a static cache's model for a mask of one
+    width at every step (so that a compiled step is not recompiled for each length): ours is the 2D padding mask over
+    the cache's whole buffer, padding on its empty positions, from which the stack builds the attention mask
+    (masks.build_attention_mask)."""
+    cache = kwargs.get("past_key_values") if cache is None else cache  # its name before transformers 5.24
+    if attention_mask is None or attention_mask.dim() != 2 or cache is None:
+        return attention_mask
+    return pad_columns(attention_mask, cache.get_max_length())
 
 
 ENCODER_ONLY_CLASSES = ("TransformerEncoderModel", "TransformerForSequenceClassification",
