@@ -9,7 +9,6 @@ the user's.
 
 import json
 import os
-import re
 import shutil
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 
 from ..data.tokenization import TOKENIZER_FILES
 from ..models.pipeline_translation import SOURCE_TOKENIZER_DIR
+from ..models.weight_files import PICKLE_SUFFIXES
 from ..storage.atomic_folders import (
     MANIFEST,
     check_digests,
@@ -27,15 +27,15 @@ from ..storage.atomic_folders import (
     replacing,
     written,
 )
-from ..storage.earlier_runs import code_files, run_output, staged_output
+from ..storage.earlier_runs import code_files, run_output, sibling_imports, staged_output
 from .render import SPLITS
 from .results import run_scores
 
 WEIGHT_FILES = ("*.safetensors", "model.safetensors.index.json")
 OTHER_FILES = ("config.json", "generation_config.json", "results.json")
-PICKLE_FILES = ("*.bin", "*.pt", "*.pth", "*.ckpt", "*.pkl")
 STAGING_MARKER = ".hf_seqmodels-staging"  # in every folder stage_hub_folder writes, and only there
-STAGED_ENTRIES = (*WEIGHT_FILES, *OTHER_FILES, *TOKENIZER_FILES, "*.py", SOURCE_TOKENIZER_DIR, "custom_generate")
+STAGED_ENTRIES = (*WEIGHT_FILES, *OTHER_FILES, *TOKENIZER_FILES, "*.py", SOURCE_TOKENIZER_DIR,
+                  "custom_generate")
 
 
 def _matches(name: str, patterns) -> bool:
@@ -90,7 +90,7 @@ def stage_hub_folder(model_dir: str | Path, target: str | Path, card: ModelCard)
     """
     model_dir, target = Path(model_dir), Path(target)
     check_model_dir(model_dir)
-    if pickles := sorted(p.name for p in model_dir.iterdir() if _matches(p.name, PICKLE_FILES)):
+    if pickles := sorted(p.name for p in model_dir.iterdir() if p.suffix.lower() in PICKLE_SUFFIXES):
         raise ValueError(f"{model_dir} holds pickle weights {pickles}; save with safetensors (save_pretrained's "
                          "default) and remove them before uploading.")
     model, staged = model_dir.resolve(), target.resolve()
@@ -142,7 +142,7 @@ def check_hub_folder(folder: str | Path, run: dict | None = None) -> None:
     problems = []
     if not any(_matches(name, ("*.safetensors",)) for name in names):
         problems.append("no *.safetensors weights")
-    if any(_matches(name, PICKLE_FILES) for name in names):
+    if any(Path(name).suffix.lower() in PICKLE_SUFFIXES for name in names):
         problems.append("pickle weights present")
     if "config.json" not in names:
         problems.append("no config.json")
@@ -169,9 +169,9 @@ def _config_problems(folder: Path, names: set[str]) -> list[str]:
             if code_file not in names:
                 problems.append(f"auto_map names {code_file}, which is missing")
         for code_file in (n for n in names if n.endswith(".py")):
-            for module in re.findall(r"^from \.(\w+) import", (folder / code_file).read_text(), re.M):
-                if f"{module}.py" not in names:
-                    problems.append(f"{code_file} imports .{module}, which is missing")
+            for imported in sibling_imports((folder / code_file).read_text()):
+                if imported not in names:
+                    problems.append(f"{code_file} imports .{imported.removesuffix('.py')}, which is missing")
     source_tokenizer = folder / SOURCE_TOKENIZER_DIR / "tokenizer.json"
     if config.get("source_vocab_size") is not None and not source_tokenizer.is_file():
         problems.append(f"config.json has a source vocabulary of its own (source_vocab_size "

@@ -145,9 +145,9 @@ def take_mode_and_owner(old: Path, new: Path) -> None:
     """Give the folder ``new`` the permissions and owner of the folder ``old`` (nothing if ``old`` is absent)."""
     if not old.is_dir():
         return
-    status = old.stat()
+    status, mine = old.stat(), new.stat()
     os.chmod(new, stat.S_IMODE(status.st_mode))
-    if (status.st_uid, status.st_gid) != (new.stat().st_uid, new.stat().st_gid):
+    if (status.st_uid, status.st_gid) != (mine.st_uid, mine.st_gid):
         os.chown(new, status.st_uid, status.st_gid)
 
 

@@ -63,6 +63,12 @@ def code_files(config: dict) -> set[str]:
     return {ref.split("--")[-1].rsplit(".", 1)[0] + ".py" for ref in references}
 
 
+def sibling_imports(code: str) -> list[str]:
+    """The files of the modules that Python ``code`` imports from its own folder (``from .x import`` -> ``x.py``),
+    which transformers copies beside a model's code."""
+    return [f"{module}.py" for module in re.findall(r"^from \.(\w+) import", code, re.M)]
+
+
 def remote_code(folder: Path, config: dict) -> set[str]:
     """The ``.py`` files of ``folder`` that the model's remote code is made of: those ``auto_map`` names and,
     transitively, their sibling imports (``from .x import``), as transformers copies them."""
@@ -74,7 +80,7 @@ def remote_code(folder: Path, config: dict) -> set[str]:
             continue
         found.add(name)
         try:
-            pending += [f"{module}.py" for module in re.findall(r"^from \.(\w+) import", path.read_text(), re.M)]
+            pending += sibling_imports(path.read_text())
         except (OSError, UnicodeDecodeError):
             continue
     return found

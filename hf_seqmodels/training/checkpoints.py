@@ -53,7 +53,7 @@ def earlier_checkpoint(folder: Path) -> set[str]:
     known by its optimizer's state: ours (``optimizer.json``, a JSON object with ``param_groups``) or
     accelerator.save_state's (``optimizer.bin``, a torch archive); else none."""
     state = read_json(folder / "optimizer.json")
-    if isinstance(state, dict) and "param_groups" in state or starts_with(folder / "optimizer.bin", ZIP_SIGNATURE):
+    if (isinstance(state, dict) and "param_groups" in state) or starts_with(folder / "optimizer.bin", ZIP_SIGNATURE):
         return {path.name for path in folder.iterdir()}
     return set()
 
