@@ -2,8 +2,9 @@
 
 `Recipe.main_job` reads the real defaults of `scripts/run_translation.py` (`translation.TRAINING_DEFAULTS`, its
 argument dataclasses and `AttentionSeq2SeqConfig`); `ours_arguments`, `joeynmt_config` and `eole_config` write the
-same recipe in each toolkit's terms. Where a toolkit cannot say the same thing, `DIFFERENCES` says what it does
-instead (the docs and the results repeat it).
+same recipe in each toolkit's terms, with a `Tuning` (peak learning rate and schedule in the toolkit's own words)
+that the sweep varies (`SWEEP`). Where a toolkit cannot say the same thing, `DIFFERENCES` says what it does instead
+(the docs and the results repeat it).
 """
 
 import dataclasses
@@ -15,15 +16,60 @@ from hf_seqmodels.tasks import translation
 
 from .data import PreparedData
 
+# eole's `brnn` splits hidden_size over the two directions, encoder and decoder must have the same hidden_size, and
+# the output layer tied to the decoder's embeddings needs them of the decoder's size: its model is 13.5 h^2 + 12,012 h
+# + 6,000 parameters for h = hidden_size = word_vec_size and our 6,000 pieces. h = 294 (147 per encoder direction)
+# gives 4,704,414, the closest to ours (4,721,264: embeddings 256, 256 per direction, a decoder of 256); at 256 it
+# has 3,965,808.
+EOLE_HIDDEN_SIZE = 294
+
+
+@dataclasses.dataclass(frozen=True)
+class Tuning:
+    """What the sweep varies for a toolkit, in its own words: the peak learning rate and one of its schedules
+    (`SCHEDULES`). Each schedule decays over the same updates; what each does is in `SCHEDULE_WORDS`."""
+
+    learning_rate: float
+    schedule: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.schedule}-lr{self.learning_rate:g}"
+
+
+# Each toolkit's own schedules: the one the main job's recipe maps to first (the untuned runs used it), then the
+# one its RNN examples use (JoeyNMT's configs/rnn_small.yaml: plateau; eole/OpenNMT's classic RNN recipe: the rate
+# halved at a fixed interval once past a start step, its `decay_method: none`); ours: transformers' linear and
+# cosine decays.
+SCHEDULES = {"ours": ("linear", "cosine"), "joeynmt": ("warmupinversesquareroot", "plateau"),
+             "eole": ("cosine", "none")}
+SCHEDULE_WORDS = {
+    ("ours", "linear"): "linear warmup, then linear decay to 0 at the last update",
+    ("ours", "cosine"): "linear warmup, then cosine decay to 0 at the last update",
+    ("joeynmt", "warmupinversesquareroot"): "linear warmup, then the peak times sqrt(warmup / update)",
+    ("joeynmt", "plateau"): "no warmup; the rate halved when validation BLEU does not improve (patience 1, "
+                            "6 validations)",
+    ("eole", "cosine"): "linear warmup, then cosine decay to 0 at the last update",
+    ("eole", "none"): "no warmup; the rate halved at half the updates, then every sixth of them",
+}
+# Peak learning rates: each toolkit's own documented rate is among them (eole's docs: adam 0.001; ours: 0.003;
+# JoeyNMT's configs/rnn_small.yaml: 0.005).
+LEARNING_RATES = (1e-3, 3e-3, 5e-3)
+SWEEP = {name: tuple(Tuning(rate, schedule) for schedule in schedules for rate in LEARNING_RATES)
+         for name, schedules in SCHEDULES.items()}
+# Length penalties tried on validation at decoding time, each in the toolkit's own formula (ours and eole: the
+# score divided by length ** alpha; JoeyNMT: by ((5 + length) / 6) ** alpha, GNMT's).
+LENGTH_PENALTIES = (0.6, 0.8, 1.0, 1.2)
+
 # What could not be made equal, by toolkit (rendered into results/peers.md and docs/peers.md).
 DIFFERENCES = {
     "joeynmt": [
-        "learning rate: linear warmup as ours, then the inverse square root of the step (JoeyNMT has no linear "
-        "decay, and 2.3.0's `warmupexponentialdecay` raises a TypeError when built), instead of linear decay to 0",
+        "learning rate: JoeyNMT has no linear decay, and 2.3.0's `warmupexponentialdecay` raises a TypeError when "
+        "built; its schedules are swept instead (`SCHEDULES`)",
         "the first update runs at the peak learning rate (its scheduler sets the rate only after an update, and the "
         "optimizer starts at the peak), the warmup from the second on; ours runs the first at 0",
-        "length penalty: GNMT's ((5 + length) / 6) ** beam_alpha (its only kind) with beam_alpha 1.0, instead of "
-        "length ** 1.0",
+        "length penalty: GNMT's ((5 + length) / 6) ** beam_alpha (its only kind), instead of length ** alpha; "
+        "each toolkit's alpha is chosen on validation",
         "initialisation: embeddings (and the output layer tied to them) N(0, 0.1) as ours; its default for the other "
         "weights, Xavier-uniform (per gate for the GRUs) and zero biases, instead of ours (N(0, 0.1) linear layers, "
         "torch's default U(-1/16, 1/16) recurrent weights and biases)",
@@ -31,12 +77,15 @@ DIFFERENCES = {
         "the pieces joined by spaces; the rows use only its test output",
     ],
     "eole": [
-        "encoder: `brnn` splits hidden_size over the two directions and the decoder's attention needs encoder "
-        "outputs of the decoder's size, so with the decoder at 256 and tied embeddings each direction has 128 "
-        "units (ours 256): fewer parameters",
+        f"sizes: `brnn` splits hidden_size over the two directions, encoder and decoder must have the same "
+        f"hidden_size, and the tied output layer needs embeddings of the decoder's size, so eole cannot build ours "
+        f"(embeddings 256, 256 per direction, decoder 256); embeddings and hidden_size {EOLE_HIDDEN_SIZE} (each "
+        f"direction {EOLE_HIDDEN_SIZE // 2}) is the closest in parameters, and every eole run uses it",
+        "position encoding: none, as eole's own RNN tests set (`position_encoding_type: null`); eole's default adds "
+        "sinusoidal encodings and scales the embeddings even to an RNN (the runs before the sweep had them)",
         "no bridge: eole 0.6.4's bridge fails on a `brnn` encoder (a 128x128 layer given the 256 concatenated final "
         "states), so the decoder starts from the encoder's final states as they are; ours from tanh(Linear(them))",
-        "learning rate: linear warmup as ours, then cosine decay to 0 (eole has no linear decay)",
+        "learning rate: eole has no linear decay; its schedules are swept instead (`SCHEDULES`)",
         "initialisation: its default U(-0.1, 0.1) for every weight",
         "no validation BLEU: the last checkpoint is decoded (ours and JoeyNMT keep the best by validation BLEU; "
         "with one validation, at the end, they are the same)",
@@ -99,6 +148,11 @@ class Recipe:
             length_penalty=generation.length_penalty, max_new_tokens=generation.max_new_tokens,
         )
 
+    def untuned(self, name: str) -> Tuning:
+        """The main job's peak learning rate and the schedule it maps to first in ``name``'s words (the runs
+        before the sweep)."""
+        return Tuning(self.learning_rate, SCHEDULES[name][0])
+
     def check(self) -> None:
         """Refuse a recipe the peers' configs cannot express (not the main job's defaults)."""
         supported = {"cell_type": "gru", "attention_type": "luong_general", "input_feeding": False,
@@ -111,9 +165,9 @@ class Recipe:
             raise ValueError(f"--updates ({self.updates}) must exceed the warmup steps ({self.warmup_steps}).")
 
 
-def ours_arguments(recipe: Recipe, data: PreparedData, output_dir: Path, seed: int) -> list[str]:
+def ours_arguments(recipe: Recipe, data: PreparedData, output_dir: Path, seed: int, tuning: Tuning) -> list[str]:
     """scripts/run_translation.py's arguments: every value of the recipe spelt out (they are its defaults, bar the
-    updates), and no time budget (every toolkit trains for the same updates)."""
+    updates and ``tuning``), and no time budget (every toolkit trains for the same updates)."""
     overrides = {"embedding_size": recipe.embedding_size, "hidden_size": recipe.hidden_size,
                  "cell_type": recipe.cell_type, "bidirectional_encoder": recipe.bidirectional_encoder,
                  "encoder_layers": recipe.encoder_layers, "decoder_layers": recipe.decoder_layers,
@@ -126,8 +180,8 @@ def ours_arguments(recipe: Recipe, data: PreparedData, output_dir: Path, seed: i
         "max_target_length": recipe.max_target_length,
         "config_overrides": ",".join(f"{key}={str(value).lower() if isinstance(value, bool) else value}"
                                      for key, value in overrides.items()),
-        "per_device_train_batch_size": recipe.batch_size, "learning_rate": recipe.learning_rate,
-        "num_warmup_steps": recipe.warmup_steps, "lr_scheduler_type": recipe.lr_scheduler,
+        "per_device_train_batch_size": recipe.batch_size, "learning_rate": tuning.learning_rate,
+        "num_warmup_steps": recipe.warmup_steps, "lr_scheduler_type": tuning.schedule,
         "label_smoothing_factor": recipe.label_smoothing, "max_grad_norm": recipe.max_grad_norm,
         "weight_decay": recipe.weight_decay, "max_train_steps": recipe.updates,
         "time_budget_minutes": 10**6, "num_beams": recipe.num_beams, "length_penalty": recipe.length_penalty,
@@ -139,9 +193,16 @@ def ours_arguments(recipe: Recipe, data: PreparedData, output_dir: Path, seed: i
     return arguments
 
 
-def joeynmt_config(recipe: Recipe, data: PreparedData, model_dir: Path, seed: int, batch_size: int) -> dict:
+def joeynmt_config(recipe: Recipe, data: PreparedData, model_dir: Path, seed: int, batch_size: int,
+                   tuning: Tuning) -> dict:
     """A JoeyNMT 2.3 config (`python -m joeynmt train|test`) for the recipe: plain files of pieces read as words
     with our vocabulary; ``batch_size`` sentences per batch when testing."""
+    if tuning.schedule == "plateau":  # its configs' schedule: it needs validations to react to
+        schedule = {"scheduling": "plateau", "patience": 1, "decrease_factor": 0.5}
+        validation_every = math.ceil(recipe.updates / 6)
+    else:
+        schedule = {"scheduling": tuning.schedule, "learning_rate_warmup": recipe.warmup_steps}
+        validation_every = recipe.validation_every
     side = {"max_length": recipe.max_source_length - 1, "min_length": 1, "lowercase": False, "normalize": False,
             "level": "word", "voc_file": str(data.vocab), "voc_min_freq": 1}
     embeddings = {"embedding_dim": recipe.embedding_size, "scale": False, "freeze": False}
@@ -162,12 +223,15 @@ def joeynmt_config(recipe: Recipe, data: PreparedData, model_dir: Path, seed: in
             "optimizer": "adamw", "adam_betas": [0.9, 0.999], "weight_decay": recipe.weight_decay,
             # the peak: JoeyNMT 2.3 reads no `learning_rate_peak` (its TrainConfig drops it), the scheduler takes
             # `learning_rate`, which is also the rate of the first update (see DIFFERENCES)
-            "learning_rate": recipe.learning_rate, "learning_rate_min": 1.0e-9,
-            "scheduling": "warmupinversesquareroot", "learning_rate_warmup": recipe.warmup_steps,
+            "learning_rate": tuning.learning_rate, "learning_rate_min": 1.0e-9, **schedule,
             "clip_grad_norm": recipe.max_grad_norm, "loss": "crossentropy", "label_smoothing": recipe.label_smoothing,
             "normalization": "tokens", "batch_size": recipe.batch_size, "batch_type": "sentence",
             "batch_multiplier": 1, "epochs": 10**6, "updates": recipe.updates,
-            "validation_freq": recipe.validation_every, "logging_freq": math.gcd(recipe.updates, 50),
+            # JoeyNMT wants the logging interval below the validation interval and dividing it; dividing the
+            # updates as well, the last update is logged
+            "validation_freq": validation_every,
+            "logging_freq": logging if (logging := math.gcd(recipe.updates, validation_every, 50)) < validation_every
+            else 1,
             "early_stopping_metric": "bleu", "overwrite": True, "shuffle": True, "print_valid_sents": [],
             "keep_best_ckpts": 1, "num_workers": 0,
         },
@@ -186,12 +250,18 @@ def joeynmt_config(recipe: Recipe, data: PreparedData, model_dir: Path, seed: in
     }
 
 
-def eole_config(recipe: Recipe, data: PreparedData, model_dir: Path, seed: int) -> dict:
+def eole_config(recipe: Recipe, data: PreparedData, model_dir: Path, seed: int, tuning: Tuning) -> dict:
     """An eole 0.6 training config (`eole train -config`) for the recipe: the files of pieces, our vocabulary
     (shared by source and target), a bidirectional GRU encoder and a GRU decoder with general (Luong) attention
-    through ``architecture: custom``. The sizes that differ are in `DIFFERENCES`. No length filter: eole's needs its
-    own tokenizer transform, and no Multi30k training pair reaches the limit (`data.prepare` records the longest)."""
-    rnn = {"rnn_type": recipe.cell_type.upper(), "hidden_size": recipe.hidden_size}
+    through ``architecture: custom``, at `EOLE_HIDDEN_SIZE`, without position encodings. The sizes that differ are
+    in `DIFFERENCES`. No length filter: eole's needs its own tokenizer transform, and no Multi30k training pair
+    reaches the limit (`data.prepare` records the longest)."""
+    rnn = {"rnn_type": recipe.cell_type.upper(), "hidden_size": EOLE_HIDDEN_SIZE}
+    if tuning.schedule == "none":  # OpenNMT's classic RNN schedule: halve the rate at fixed intervals
+        schedule = {"decay_method": "none", "start_decay_steps": recipe.updates // 2,
+                    "decay_steps": math.ceil(recipe.updates / 6), "learning_rate_decay": 0.5}
+    else:
+        schedule = {"decay_method": tuning.schedule, "warmup_steps": recipe.warmup_steps}
     return {
         "seed": seed, "src_vocab": str(data.vocab_counts), "share_vocab": True, "vocab_size_multiple": 1,
         "src_vocab_size": recipe.vocab_size, "tgt_vocab_size": recipe.vocab_size,
@@ -200,8 +270,8 @@ def eole_config(recipe: Recipe, data: PreparedData, model_dir: Path, seed: int) 
                  "valid": {"path_src": str(data.pieces("validation", data.source_lang)),
                            "path_tgt": str(data.pieces("validation", data.target_lang))}},
         "model": {
-            "architecture": "custom", "hidden_size": recipe.hidden_size,
-            "embeddings": {"word_vec_size": recipe.embedding_size},
+            "architecture": "custom", "hidden_size": EOLE_HIDDEN_SIZE,
+            "embeddings": {"word_vec_size": EOLE_HIDDEN_SIZE, "position_encoding_type": None},
             "encoder": {"encoder_type": "brnn", **rnn, "layers": recipe.encoder_layers, "bridge": False},
             "decoder": {"decoder_type": "rnn", **rnn, "layers": recipe.decoder_layers, "global_attention": "general",
                         "bidirectional_encoder": recipe.bidirectional_encoder},
@@ -213,7 +283,7 @@ def eole_config(recipe: Recipe, data: PreparedData, model_dir: Path, seed: int) 
             "save_checkpoint_steps": recipe.updates, "keep_checkpoint": 1, "batch_size": recipe.batch_size,
             "batch_type": "sents", "valid_batch_size": 128, "normalization": "tokens", "accum_count": [1],
             "optim": "adam", "adam_beta1": 0.9, "adam_beta2": 0.999, "weight_decay": recipe.weight_decay,
-            "learning_rate": recipe.learning_rate, "decay_method": "cosine", "warmup_steps": recipe.warmup_steps,
+            "learning_rate": tuning.learning_rate, **schedule,
             "max_grad_norm": recipe.max_grad_norm, "label_smoothing": recipe.label_smoothing,
             "dropout": [recipe.dropout], "attention_dropout": [recipe.dropout], "world_size": 1, "gpu_ranks": [],
             "num_workers": 0,

@@ -19,6 +19,9 @@ from hf_seqmodels.comparison.runner import write_json
 from hf_seqmodels.provenance import provenance
 from tools.render.figures import Table, Text, markers, render_text
 
+from .report_sweep import sweep_section
+from .sweep import RESULTS as SWEEP_RESULTS
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TIMING = "peers_timing.json"  # the speed phase's medians (benchmarks.peers.run --timing_rounds / --decoding_rounds)
 CTRANSLATE2 = "peers_ctranslate2.json"  # written by benchmarks/peers/ctranslate2_*.py, beside peers.json
@@ -122,6 +125,8 @@ def summarize(results: dict) -> list[dict]:
             "mean_output_pieces": [run["decode"]["test"]["mean_output_pieces"] for run in runs],
         }
         rows.append({"toolkit": name, "seeds": [run["seed"] for run in runs],
+                     "configurations": sorted({(run["tuning"]["schedule"], run["tuning"]["learning_rate"],
+                                                run["length_penalty"]) for run in runs if "tuning" in run}),
                      "parameters": sorted({run["train"]["parameters"] for run in runs}),
                      **{key: mean_sd(values) for key, values in figures.items()}})
     return rows
@@ -237,12 +242,15 @@ def extra_rows(path: Path) -> list[str]:
 
 def summary_table(results: dict) -> list[str]:
     """The quality table's lines: a row per toolkit."""
-    rows = [(row["toolkit"], mean_sd_cell(row["bleu"], digits=2), mean_sd_cell(row["chrf"], digits=2),
+    rows = [(row["toolkit"], "; ".join(f"{schedule}, peak {rate:g}, length penalty {alpha:g}"
+                                       for schedule, rate, alpha in row["configurations"]) or "the main job's",
+             mean_sd_cell(row["bleu"], digits=2), mean_sd_cell(row["chrf"], digits=2),
              ", ".join(f"{count:,}" for count in row["parameters"]), mean_sd_cell(row["mean_output_pieces"], digits=1),
              mean_sd_cell(row["train_s"], digits=0), f"{mean_sd_cell(row['train_peak_rss_mb'], digits=0)} / "
              f"{mean_sd_cell(row['decode_peak_rss_mb'], digits=0)}")
             for row in summarize(results)]
-    return Table(("toolkit", "test BLEU", "test chrF", "parameters", "test output pieces per sentence",
+    return Table(("toolkit", "configuration", "test BLEU", "test chrF", "parameters",
+                  "test output pieces per sentence",
                   "training loop (s)", "peak memory training / decoding (MiB)"), rows).render().split("\n")
 
 
@@ -347,7 +355,8 @@ def speed_section(timing: dict) -> list[str]:
     return [item for line in lines for item in (line, "")]
 
 
-def markdown(results: dict, ctranslate2: Path | None = None, timing: dict | None = None) -> str:
+def markdown(results: dict, ctranslate2: Path | None = None, timing: dict | None = None,
+             sweep: dict | None = None) -> str:
     timing = timing or {}
     budget, recipe = results["budget"], results["recipe"]
     baseline = results["baseline"]
@@ -366,8 +375,10 @@ def markdown(results: dict, ctranslate2: Path | None = None, timing: dict | None
         f"{budget['main_job_updates']}), seeds {seeds}. Machine: {results['machine']}. "
         f"Each figure: {spread}. Command: `{results['command']}`.",
         "",
-        f"test2016 ({results['data']['test']['sentences']} sentences), beam {recipe['num_beams']}, length penalty "
-        f"{recipe['length_penalty']}, at most {recipe['max_new_tokens']} tokens; every output detokenized by the "
+        f"test2016 ({results['data']['test']['sentences']} sentences), beam {recipe['num_beams']}, "
+        + ("each toolkit's configuration and length penalty as its sweep chose them on validation"
+           if results.get("tuned") else f"length penalty {recipe['length_penalty']}")
+        + f", at most {recipe['max_new_tokens']} tokens; every output detokenized by the "
         "same tokenizer and scored in one sacreBLEU call per seed: "
         f"BLEU `{results['signatures']['bleu']}`, chrF `{results['signatures']['chrf']}`. Paired bootstrap "
         f"({results['bootstrap']['samples']} resamples, seed {results['bootstrap']['seed']}) against "
@@ -382,6 +393,8 @@ def markdown(results: dict, ctranslate2: Path | None = None, timing: dict | None
     ]
     if waiting:
         lines += ["", "Not scored yet (their seed lacks the baseline or a peer): " + ", ".join(waiting) + "."]
+    if sweep:
+        lines += ["", *sweep_section(sweep)]
     lines += ["", "## Speed (results/peers_timing.json)", ""]
     lines += ([*speed_section(timing), *speed_table(timing), *by_threads_table(timing)] if timing
               else ["Not measured yet."])
@@ -483,7 +496,8 @@ def write(results: dict, out: Path, docs: Path | None = DOCS) -> None:
 def render(results: dict, out: Path, docs: Path | None) -> None:
     """peers.md and peers.png from ``results`` and, when there, the speed phase's ``out``/peers_timing.json."""
     timing = json.loads((out / TIMING).read_text()) if (out / TIMING).is_file() else {}
-    (out / "peers.md").write_text(markdown(results, out / CTRANSLATE2, timing))
+    sweep = json.loads((out / SWEEP_RESULTS).read_text()) if (out / SWEEP_RESULTS).is_file() else None
+    (out / "peers.md").write_text(markdown(results, out / CTRANSLATE2, timing, sweep))
     plot(results, timing, out / "peers.png")
     if docs is not None:
         update_docs(results, timing, docs)

@@ -35,8 +35,9 @@ from hf_seqmodels.provenance import provenance
 from hf_seqmodels.tasks import translation
 
 from . import data as peers_data
-from . import report, toolkits
+from . import report, sweep, toolkits
 from .recipe import DIFFERENCES, Recipe
+from .toolkits import made_portable, portable
 
 LEFT_OUT = {
     "OpenNMT-py": "3.5.1 pins torch<2.3 (it installs only with --no-deps) and its checkpoints fail torch's "
@@ -75,44 +76,23 @@ def subset(data: peers_data.PreparedData, split: str, count: int, name: str) -> 
     return stem
 
 
-def portable(command: str, work: Path) -> str:
-    """A recorded shell line without this machine's paths: this interpreter as ``python``, paths inside the
-    repository relative to it, paths inside ``work`` (when outside the repository) as ``<work>/...``."""
-    # Links are not followed: a peer's .venv-peers/<name>/bin/python links to the system's interpreter.
-    roots = [(toolkits.REPO_ROOT, ""), (Path(os.path.abspath(work)), "<work>/")]
-    words = []
-    for word in shlex.split(command):
-        if word == sys.executable:
-            word = "python"
-        elif word.startswith("/"):
-            path = Path(os.path.normpath(word))
-            for root, prefix in roots:
-                if path.is_relative_to(root):
-                    word = prefix + str(path.relative_to(root))
-                    break
-        words.append(word)
-    return shlex.join(words)
-
-
-def made_portable(record: dict, work: Path) -> dict:
-    """``record`` with every ``command`` in it (at any depth) made `portable`."""
-    return {key: portable(value, work) if key == "command" else
-            made_portable(value, work) if isinstance(value, dict) else value for key, value in record.items()}
-
-
 def quality_run(name: str, recipe: Recipe, data: peers_data.PreparedData, seed: int,
                 args: argparse.Namespace) -> tuple[dict, list[str]]:
     """Train ``name`` and decode test2016 at ``--decoding_batch_size``. Returns its row (without scores) and its
     test translations. With ``--jobs`` above 1 its seconds are not speed figures (the runs share the machine)."""
     folder = args.work / name / f"seed{seed}"
-    print(f"[peers] {name}, seed {seed}: training", flush=True)
-    trained = toolkits.train(name, recipe, data, folder, seed)
-    print(f"[peers] {name}, seed {seed}: decoding test2016 at batch {args.decoding_batch_size}", flush=True)
-    translations, test = toolkits.decode(name, recipe, data, folder, data.folder / peers_data.SPLITS["test"],
-                                         args.decoding_batch_size, seed, "test")
+    tuning, length_penalty = args.tunings[name]
+    print(f"[peers] {name}, seed {seed}: training ({tuning.name})", flush=True)
+    trained = toolkits.train(name, recipe, data, folder, seed, tuning)
+    print(f"[peers] {name}, seed {seed}: decoding test2016 at batch {args.decoding_batch_size}, length penalty "
+          f"{length_penalty:g}", flush=True)
+    translations, test = toolkits.decode(name, dataclasses.replace(recipe, length_penalty=length_penalty), data,
+                                         folder, data.folder / peers_data.SPLITS["test"], args.decoding_batch_size,
+                                         seed, "test")
     test["mean_output_pieces"] = peers_data.mean_pieces(data.tokenizer(), translations)
     stats = data.stats()["train"]
-    row = {"toolkit": name, "seed": seed, "batch_size": recipe.batch_size,
+    row = {"toolkit": name, "seed": seed, "tuning": dataclasses.asdict(tuning), "length_penalty": length_penalty,
+           "batch_size": recipe.batch_size,
            "mean_source_tokens": stats["source_tokens"] / stats["sentences"], "train": trained,
            "decode": {"test": test}}
     return made_portable(row, args.work), translations
@@ -155,14 +135,14 @@ def store(results: dict, row: dict, translations: list[str], out: Path, referenc
     write_json(out / "peers.json", results)
 
 
-def earlier_results(out: Path, recipe: Recipe) -> dict | None:
-    """peers.json's results when they were made with ``recipe`` (their rows are kept); None when there are none, or
-    when they were made with another recipe (a new comparison replaces them: the json says which)."""
+def earlier_results(out: Path, recipe: Recipe, tuned: bool) -> dict | None:
+    """peers.json's results when they were made with ``recipe`` and the same ``tuned`` (their rows are kept); None
+    when there are none, or when they were made otherwise (a new comparison replaces them: the json says which)."""
     path = out / "peers.json"
     if not path.is_file():
         return None
     earlier = json.loads(path.read_text())
-    if earlier.get("recipe") != dataclasses.asdict(recipe) or "jobs" not in earlier:
+    if earlier.get("recipe") != dataclasses.asdict(recipe) or earlier.get("tuned", False) != tuned:
         print(f"[peers] {path} holds another recipe's runs (label {earlier.get('label')!r}): starting anew",
               flush=True)
         return None
@@ -176,12 +156,13 @@ def quality(recipe: Recipe, data: peers_data.PreparedData, args: argparse.Namesp
     references = data.lines("test", data.target_lang)
     machine = provenance(args.seeds, ["train", "validation", "test"])
     machine["argv"] = shlex.split(portable(shlex.join(machine["argv"]), args.work))
-    results = earlier_results(args.out, recipe) or {"runs": [], "budget": {
+    results = earlier_results(args.out, recipe, args.tuned) or {"runs": [], "budget": {
         "updates": recipe.updates, "main_job_updates": Recipe.main_job(stats["train"]["sentences"]).updates}}
     parallel = (f", {args.jobs} runs at a time: their seconds are not speed figures (see peers_timing.json)"
                 if args.jobs > 1 else ", one run at a time")
     results.update({
         "label": args.label, "command": command, "baseline": toolkits.TOOLKITS[0], "jobs": args.jobs,
+        "tuned": args.tuned,
         "recipe": dataclasses.asdict(recipe), "decoding": {"batch_size": args.decoding_batch_size}, "data": stats,
         "machine": f"{machine['machine']['cpu']}, {machine['machine']['cpu_count']} cores, "
                    f"OMP_NUM_THREADS={args.threads[0]} for every command{parallel}",
@@ -233,7 +214,8 @@ def training_speed(recipe: Recipe, data: peers_data.PreparedData, args: argparse
                       flush=True)
                 load = os.getloadavg()[0]
                 trained = toolkits.train(name, recipe, data,
-                                         args.work / "timing" / name / f"round{round_}-threads{threads}", seed)
+                                         args.work / "timing" / name / f"round{round_}-threads{threads}", seed,
+                                         args.tunings[name][0])
                 runs.append(made_portable({
                     "toolkit": name, "round": round_, "threads": threads, "seed": seed,
                     "batch_size": recipe.batch_size, "mean_source_tokens": stats["source_tokens"] / stats["sentences"],
@@ -342,6 +324,10 @@ def main(argv: list[str] | None = None) -> dict:
                         help="OMP_NUM_THREADS of every command (default: the cores this process may use, divided "
                              "by --jobs); the speed phase takes several, times every toolkit at each and gives "
                              "each toolkit's row at its fastest")
+    parser.add_argument("--tuned", action="store_true",
+                        help="train each toolkit with the configuration and length penalty its sweep chose on "
+                             "validation (--out/peers_sweep.json, `python -m benchmarks.peers.sweep`); without it, "
+                             "the main job's recipe as each toolkit says it, length penalty 1.0")
     parser.add_argument("--label", default="full run: the main job's budget",
                         help="what the run is, printed above its table (say when it is a short check)")
     parser.add_argument("--work", type=Path, default=toolkits.REPO_ROOT / "outputs" / "peers",
@@ -383,6 +369,9 @@ def main(argv: list[str] | None = None) -> dict:
     if args.warmup_steps is not None:
         recipe = dataclasses.replace(recipe, warmup_steps=args.warmup_steps)
     recipe.check()
+    swept = sweep.load(args.out, recipe) if args.tuned else None
+    args.tunings = {name: sweep.chosen_tuning(swept, name) if args.tuned else
+                    (recipe.untuned(name), recipe.length_penalty) for name in args.toolkits}
     if timing_phase:
         return speed(recipe, data, args, command)
     results = quality(recipe, data, args, command)

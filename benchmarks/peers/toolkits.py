@@ -19,7 +19,7 @@ from pathlib import Path
 import yaml
 
 from . import data as peers_data
-from .recipe import Recipe, eole_config, eole_predict_arguments, joeynmt_config, ours_arguments
+from .recipe import Recipe, Tuning, eole_config, eole_predict_arguments, joeynmt_config, ours_arguments
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PEER_VENVS = REPO_ROOT / ".venv-peers"
@@ -34,6 +34,31 @@ def peer_program(name: str, program: str = "python") -> Path:
         raise FileNotFoundError(f"{path} not found: make the peers' environments with "
                                 f"`bash benchmarks/peers/setup.sh {name}` (or leave {name} out of --toolkits).")
     return path
+
+
+def portable(command: str, work: Path) -> str:
+    """A recorded shell line without this machine's paths: this interpreter as ``python``, paths inside the
+    repository relative to it, paths inside ``work`` (when outside the repository) as ``<work>/...``."""
+    # Links are not followed: a peer's .venv-peers/<name>/bin/python links to the system's interpreter.
+    roots = [(REPO_ROOT, ""), (Path(os.path.abspath(work)), "<work>/")]
+    words = []
+    for word in shlex.split(command):
+        if word == sys.executable:
+            word = "python"
+        elif word.startswith("/"):
+            path = Path(os.path.normpath(word))
+            for root, prefix in roots:
+                if path.is_relative_to(root):
+                    word = prefix + str(path.relative_to(root))
+                    break
+        words.append(word)
+    return shlex.join(words)
+
+
+def made_portable(record: dict, work: Path) -> dict:
+    """``record`` with every ``command`` in it (at any depth) made `portable`."""
+    return {key: portable(value, work) if key == "command" else
+            made_portable(value, work) if isinstance(value, dict) else value for key, value in record.items()}
 
 
 # Linux carries a process's peak resident memory over a fork and an exec, so a command forked from this (large)
@@ -156,8 +181,9 @@ def version(name: str) -> dict:
     return json.loads(output.stdout.strip().splitlines()[-1])
 
 
-def train(name: str, recipe: Recipe, data: peers_data.PreparedData, folder: Path, seed: int) -> dict:
-    """Train ``name`` on the recipe into ``folder``: ``train_s`` (the training loop, as its logs time it),
+def train(name: str, recipe: Recipe, data: peers_data.PreparedData, folder: Path, seed: int,
+          tuning: Tuning) -> dict:
+    """Train ``name`` on the recipe with ``tuning`` into ``folder``: ``train_s`` (the training loop, as its logs time it),
     ``validation_s`` (the part of it spent validating), ``wall_s`` and ``peak_rss_mb`` of the command,
     ``parameters``, ``command``."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -166,7 +192,7 @@ def train(name: str, recipe: Recipe, data: peers_data.PreparedData, folder: Path
         model_dir = folder / "model"
         env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
         run = run_command([sys.executable, "scripts/run_translation.py",
-                           *ours_arguments(recipe, data, model_dir, seed)], log, env)
+                           *ours_arguments(recipe, data, model_dir, seed, tuning)], log, env)
         results = json.loads((model_dir / "results.json").read_text())
         # run_translation.py trains its tokenizer itself: the same file as the one that cut the peers' pieces?
         same = (model_dir / "tokenizer.json").read_bytes() == (data.tokenizer_dir / "tokenizer.json").read_bytes()
@@ -176,14 +202,14 @@ def train(name: str, recipe: Recipe, data: peers_data.PreparedData, folder: Path
                 "test_bleu_own_run": results.get("test_bleu"), "tokenizer_is_the_pieces": same}
     if name == "joeynmt":
         config = folder / "train.yaml"
-        config.write_text(yaml.safe_dump(joeynmt_config(recipe, data, folder / "model", seed, batch_size=64)))
+        config.write_text(yaml.safe_dump(joeynmt_config(recipe, data, folder / "model", seed, 64, tuning)))
         run = run_command([str(peer_program(name)), "-m", "joeynmt", "train", str(config), "--skip-test"], log)
         text = log.read_text(encoding="utf-8")
         return {**run, "train_s": joeynmt_train_seconds(text), "validation_s": joeynmt_validation_seconds(text),
                 "parameters": joeynmt_parameters(text), "steps": recipe.updates}
     if name == "eole":
         config = folder / "train.yaml"
-        config.write_text(yaml.safe_dump(eole_config(recipe, data, folder / "model", seed)))
+        config.write_text(yaml.safe_dump(eole_config(recipe, data, folder / "model", seed, tuning)))
         run = run_command([str(peer_program(name, "eole")), "train", "-config", str(config)], log)
         text = log.read_text(encoding="utf-8")
         return {**run, "train_s": eole_train_seconds(text), "validation_s": eole_validation_seconds(text),
@@ -212,7 +238,8 @@ def decode(name: str, recipe: Recipe, data: peers_data.PreparedData, folder: Pat
         seconds = clocked.pop("seconds")
         translations = output.read_text(encoding="utf-8").splitlines()
     elif name == "joeynmt":
-        config = joeynmt_config(recipe, data, folder / "model", seed, batch_size)
+        # `joeynmt test` reads the data, testing and model sections; the tuning (training section) is not read
+        config = joeynmt_config(recipe, data, folder / "model", seed, batch_size, recipe.untuned(name))
         config["data"]["test"] = f"{rows}.tok"
         del config["data"]["dev"]  # `joeynmt test` decodes every split it is given
         path = work / f"{tag}.yaml"

@@ -52,7 +52,7 @@ def test_main_job_is_run_translations_defaults(main_job):
 def test_ours_arguments_parse_back_to_the_recipe(main_job, tmp_path):
     short = dataclasses.replace(main_job, updates=300, validation_every=300)
     model_args, data_args, training_args, generation_args = task_parser(translation).parse_args_into_dataclasses(
-        peers_recipe.ours_arguments(short, DATA, tmp_path / "model", seed=3))
+        peers_recipe.ours_arguments(short, DATA, tmp_path / "model", 3, short.untuned("ours")))
     assert (training_args.seed, training_args.max_train_steps, training_args.output_dir) == (3, 300,
                                                                                            str(tmp_path / "model"))
     tokenizer = train_tokenizer(["a b c d e f"], kind="bpe", vocab_size=20)
@@ -65,7 +65,7 @@ def test_ours_arguments_parse_back_to_the_recipe(main_job, tmp_path):
 
 
 def test_joeynmt_config_matches_the_recipe(main_job, tmp_path):
-    config = peers_recipe.joeynmt_config(main_job, DATA, tmp_path, seed=2, batch_size=16)
+    config = peers_recipe.joeynmt_config(main_job, DATA, tmp_path, 2, 16, main_job.untuned("joeynmt"))
     model, training, testing = config["model"], config["training"], config["testing"]
     encoder, decoder = model["encoder"], model["decoder"]
     assert encoder["hidden_size"] == decoder["hidden_size"] == main_job.hidden_size  # per direction in JoeyNMT
@@ -88,13 +88,14 @@ def test_joeynmt_config_matches_the_recipe(main_job, tmp_path):
 
 
 def test_eole_config_matches_the_recipe(main_job, tmp_path):
-    config = peers_recipe.eole_config(main_job, DATA, tmp_path, seed=2)
+    config = peers_recipe.eole_config(main_job, DATA, tmp_path, 2, main_job.untuned("eole"))
     model, training = config["model"], config["training"]
-    assert model["embeddings"]["word_vec_size"] == main_job.embedding_size
-    assert model["decoder"]["hidden_size"] == main_job.hidden_size
-    # brnn: hidden_size is both directions together (the difference DIFFERENCES states)
-    assert model["encoder"]["encoder_type"] == "brnn" and model["encoder"]["hidden_size"] == main_job.hidden_size
-    assert any("128 units" in line for line in peers_recipe.DIFFERENCES["eole"])
+    # the tied output layer needs embeddings of the decoder's size; brnn: hidden_size is both directions together
+    size = peers_recipe.EOLE_HIDDEN_SIZE
+    assert model["embeddings"]["word_vec_size"] == model["decoder"]["hidden_size"] == size
+    assert model["encoder"]["encoder_type"] == "brnn" and model["encoder"]["hidden_size"] == size
+    assert any(f"each direction {size // 2}" in line for line in peers_recipe.DIFFERENCES["eole"])
+    assert model["embeddings"]["position_encoding_type"] is None  # as eole's own RNN tests: no sinusoids
     assert model["decoder"]["global_attention"] == "general" and model["input_feed"] == 0
     assert model["share_decoder_embeddings"] is True and model["share_embeddings"] is False
     assert (training["batch_size"], training["train_steps"], training["learning_rate"], training["warmup_steps"],
@@ -110,16 +111,59 @@ def test_eole_config_matches_the_recipe(main_job, tmp_path):
                                          str(main_job.max_new_tokens), "32")
 
 
+def eole_parameters(hidden: int, vocab: int) -> int:
+    """eole's brnn-GRU / GRU decoder / general attention model with embeddings and hidden_size ``hidden``, separate
+    source and target embeddings and the output layer tied to the target's, counted layer by layer."""
+    direction = hidden // 2
+    gru = lambda inputs, units: 3 * (units * inputs + units * units + 2 * units)  # noqa: E731
+    attention = hidden * hidden + 2 * hidden * hidden  # linear_in, linear_out (no biases)
+    return 2 * vocab * hidden + vocab + 2 * gru(hidden, direction) + gru(hidden, hidden) + attention
+
+
+def test_eole_size_is_the_closest_to_ours():
+    """EOLE_HIDDEN_SIZE: the even size whose eole model is nearest ours (4,721,264 parameters, as our checkpoint
+    counts them); 256 gives the 3,965,808 eole's own log counted for the runs before the sweep."""
+    assert eole_parameters(256, 6000) == 3_965_808
+    nearest = min(range(200, 400, 2), key=lambda size: abs(eole_parameters(size, 6000) - 4_721_264))
+    assert nearest == peers_recipe.EOLE_HIDDEN_SIZE
+
+
+def test_every_configuration_of_the_sweep_is_written_in_its_toolkits_terms(main_job, tmp_path):
+    """The same number of configurations per toolkit, every schedule named, each reaching the toolkit's config."""
+    assert len({len(tunings) for tunings in peers_recipe.SWEEP.values()}) == 1
+    assert len(peers_recipe.SWEEP["ours"]) >= 6
+    for tuning in peers_recipe.SWEEP["ours"]:
+        training_args = task_parser(translation).parse_args_into_dataclasses(
+            peers_recipe.ours_arguments(main_job, DATA, tmp_path, 1, tuning))[2]
+        assert (training_args.learning_rate, training_args.lr_scheduler_type) == (tuning.learning_rate,
+                                                                                  tuning.schedule)
+    for tuning in peers_recipe.SWEEP["joeynmt"]:
+        training = peers_recipe.joeynmt_config(main_job, DATA, tmp_path, 1, 64, tuning)["training"]
+        assert (training["learning_rate"], training["scheduling"]) == (tuning.learning_rate, tuning.schedule)
+        # JoeyNMT refuses otherwise
+        assert training["logging_freq"] < training["validation_freq"]
+        assert training["validation_freq"] % training["logging_freq"] == 0
+        short = dataclasses.replace(main_job, updates=30, warmup_steps=5, validation_every=30)
+        training = peers_recipe.joeynmt_config(short, DATA, tmp_path, 1, 64, tuning)["training"]
+        assert training["logging_freq"] < training["validation_freq"]
+        assert training["validation_freq"] % training["logging_freq"] == 0 == 30 % training["logging_freq"]
+    for tuning in peers_recipe.SWEEP["eole"]:
+        training = peers_recipe.eole_config(main_job, DATA, tmp_path, 1, tuning)["training"]
+        assert (training["learning_rate"], training["decay_method"]) == (tuning.learning_rate, tuning.schedule)
+    assert all((name, tuning.schedule) in peers_recipe.SCHEDULE_WORDS
+               for name, tunings in peers_recipe.SWEEP.items() for tuning in tunings)
+
+
 def test_same_sizes_in_every_toolkit(main_job, tmp_path):
-    """The decoder, embeddings, batch, updates and peak learning rate agree across the three configs."""
+    """The decoder, embeddings, batch, updates and peak learning rate agree across the three configs (eole's sizes
+    are the closest it can build: test_eole_size_is_the_closest_to_ours)."""
     ours = task_parser(translation).parse_args_into_dataclasses(
-        peers_recipe.ours_arguments(main_job, DATA, tmp_path, seed=1))
+        peers_recipe.ours_arguments(main_job, DATA, tmp_path, 1, main_job.untuned("ours")))
     config = ours[0].config(train_tokenizer(["a b"], kind="bpe", vocab_size=10))
-    joey = peers_recipe.joeynmt_config(main_job, DATA, tmp_path, 1, 64)
-    eole = peers_recipe.eole_config(main_job, DATA, tmp_path, 1)
-    assert config.hidden_size == joey["model"]["decoder"]["hidden_size"] == eole["model"]["decoder"]["hidden_size"]
-    assert (config.embedding_size == joey["model"]["decoder"]["embeddings"]["embedding_dim"]
-            == eole["model"]["embeddings"]["word_vec_size"])
+    joey = peers_recipe.joeynmt_config(main_job, DATA, tmp_path, 1, 64, main_job.untuned("joeynmt"))
+    eole = peers_recipe.eole_config(main_job, DATA, tmp_path, 1, main_job.untuned("eole"))
+    assert config.hidden_size == joey["model"]["decoder"]["hidden_size"]
+    assert config.embedding_size == joey["model"]["decoder"]["embeddings"]["embedding_dim"]
     assert ours[2].per_device_train_batch_size == joey["training"]["batch_size"] == eole["training"]["batch_size"]
     assert ours[2].max_train_steps == joey["training"]["updates"] == eole["training"]["train_steps"]
     assert ours[2].learning_rate == joey["training"]["learning_rate"] == eole["training"]["learning_rate"]

@@ -101,10 +101,10 @@ def test_markdown_has_every_row_and_run(tmp_path):
     results = make_results()
     table = report.markdown(results, tmp_path / report.CTRANSLATE2, TIMING)
     assert "**check: a short budget**" in table
-    assert "| ours | 30.50 ± 0.71 | 50.50 ± 0.71 | 4,000,000 |" in table
+    assert "| ours | the main job's | 30.50 ± 0.71 | 50.50 ± 0.71 | 4,000,000 |" in table
     assert "n = 2: [1, 2]" in table and "no speed figures" in table
     assert "| eole | 1800 | 2000 | 30.0 (64) | 5.0 | 13.0 |" in table
-    assert "| joeynmt | 27.50 ± 0.71 |" in table
+    assert "| joeynmt | the main job's | 27.50 ± 0.71 |" in table
     assert table.count("| joeynmt | ") == 4  # its quality and speed rows and one per seed
     assert "BLEU p = 0.010, chrF p = 0.020" in table and "| ours | 2 | 31.00 (31.00 ± 0.50) | 51.00 | baseline |" \
         in table

@@ -79,13 +79,14 @@ def test_a_failed_store_leaves_the_earlier_rows(tmp_path):
     assert (tmp_path / "peers.json").read_text() == before
 
 
-def test_earlier_rows_are_kept_only_for_the_same_recipe(tmp_path):
+def test_earlier_rows_are_kept_only_for_the_same_recipe_and_tuning(tmp_path):
     recipe = run.Recipe.main_job(29_000, 300)
-    assert run.earlier_results(tmp_path, recipe) is None
-    stored = {**header(), "recipe": run.dataclasses.asdict(recipe), "jobs": 2}
+    assert run.earlier_results(tmp_path, recipe, tuned=False) is None
+    stored = {**header(), "recipe": run.dataclasses.asdict(recipe), "jobs": 2, "tuned": True}
     (tmp_path / "peers.json").write_text(json.dumps(stored))
-    assert run.earlier_results(tmp_path, recipe) == stored
-    assert run.earlier_results(tmp_path, run.Recipe.main_job(29_000, 400)) is None
+    assert run.earlier_results(tmp_path, recipe, tuned=True) == stored
+    assert run.earlier_results(tmp_path, recipe, tuned=False) is None
+    assert run.earlier_results(tmp_path, run.Recipe.main_job(29_000, 400), tuned=True) is None
 
 
 def test_the_speed_phase_runs_one_command_at_a_time():
@@ -104,7 +105,7 @@ def test_each_toolkit_is_timed_at_each_thread_count_and_shown_at_its_fastest(tmp
     seconds = {("ours", "1"): 40.0, ("ours", "2"): 30.0, ("eole", "1"): 25.0, ("eole", "2"): 35.0}
     calls = []
 
-    def fake_train(name, recipe, data, folder, seed):
+    def fake_train(name, recipe, data, folder, seed, tuning):
         threads = run.os.environ["OMP_NUM_THREADS"]
         calls.append((name, threads, folder.name))
         validation = 20.0 if (name, threads) == ("eole", "2") else 5.0  # without it, eole is fastest at 2
@@ -113,9 +114,10 @@ def test_each_toolkit_is_timed_at_each_thread_count_and_shown_at_its_fastest(tmp
 
     monkeypatch.setattr(toolkits, "train", fake_train)
     monkeypatch.setenv("OMP_NUM_THREADS", "7")
-    args = argparse.Namespace(seeds=[1], toolkits=["ours", "eole"], timing_rounds=2, threads=[1, 2],
-                              work=tmp_path / "work")
     recipe = run.Recipe.main_job(29_000, 100)
+    args = argparse.Namespace(seeds=[1], toolkits=["ours", "eole"], timing_rounds=2, threads=[1, 2],
+                              work=tmp_path / "work",
+                              tunings={name: (recipe.untuned(name), 1.0) for name in ("ours", "eole")})
     timed = run.training_speed(recipe, FakeData(), args)
     assert calls == [(name, threads, f"round{round_}-threads{threads}") for round_ in range(2)
                      for threads in ("1", "2") for name in ("ours", "eole")]
@@ -169,7 +171,7 @@ def test_quality_runs_two_at_a_time_and_keeps_what_ended(tmp_path, monkeypatch):
     monkeypatch.setattr(run, "quality_run", fake_run)
     monkeypatch.setattr(toolkits, "version", lambda name: {name: "1.0"})
     monkeypatch.setattr(run.report, "render", lambda results, out, docs: None)
-    args = argparse.Namespace(seeds=[1, 2], toolkits=["ours", "joeynmt", "eole"], jobs=2, threads=[1],
+    args = argparse.Namespace(seeds=[1, 2], toolkits=["ours", "joeynmt", "eole"], jobs=2, threads=[1], tuned=False,
                               decoding_batch_size=64, label="check", out=tmp_path, work=tmp_path / "work")
     with pytest.raises(RuntimeError, match=r"\('eole', 2\).*eole failed"):
         run.quality(run.Recipe.main_job(29_000, 300), FakeData(), args, "python -m benchmarks.peers.run")

@@ -1,0 +1,40 @@
+"""The sweep's section of results/peers.md: every configuration tried, by toolkit, with its validation BLEU at each
+length penalty, the choice marked (`benchmarks.peers.sweep`)."""
+
+from tools.render.figures import Table
+
+from .recipe import SWEEP
+
+
+def sweep_section(sweep: dict) -> list[str]:
+    """The section's lines: what was run, then a table of every configuration stored (those still to run named)."""
+    alphas = [f"{alpha:g}" for alpha in sweep["length_penalties"]]
+    chosen = {(name, choice["configuration"]): choice["length_penalty"] for name, choice in sweep["chosen"].items()}
+    rows = []
+    for run in sweep["runs"]:
+        key = (run["toolkit"], run["configuration"])
+        cells = [f"**{run['validation'][alpha]['bleu']:.2f}**" if key in chosen and float(alpha) == chosen[key]
+                 else f"{run['validation'][alpha]['bleu']:.2f}" for alpha in alphas]
+        rows.append((run["toolkit"], run["configuration"], run["schedule_words"], f"{run['tuning']['learning_rate']:g}",
+                     *cells, f"{run['train']['parameters']:,}"))
+    missing = [f"{name} {tuning.name}" for name, tunings in SWEEP.items() for tuning in tunings
+               if not any((run["toolkit"], run["configuration"]) == (name, tuning.name) for run in sweep["runs"])]
+    recipe = sweep["recipe"]
+    lines = [
+        "## Each toolkit at its best: the sweep (results/peers_sweep.json)",
+        "",
+        f"The same number of configurations per toolkit ({len(next(iter(SWEEP.values())))}: its peak learning rates "
+        "by its own schedules, each from its documented defaults and RNN examples), each trained once (seed "
+        f"{sweep['seed']}, {recipe['updates']} updates of {recipe['batch_size']} sentences), then the validation set "
+        f"decoded with beam {sweep['decoding']['num_beams']} at every length penalty (each toolkit's own formula); "
+        "the highest validation BLEU (bold) is the toolkit's choice, trained on three seeds and scored on test "
+        f"above. BLEU `{sweep['signature']}`. {sweep['provenance']['machine']['cpu']}, one thread per run, "
+        f"{sweep['jobs']} at a time. Command: `{sweep['command']}`; commit {sweep['provenance']['commit']}.",
+        "",
+        *Table(("toolkit", "configuration", "schedule", "peak learning rate",
+                *(f"validation BLEU, length penalty {alpha}" for alpha in alphas), "parameters"),
+               rows).render().split("\n"),
+    ]
+    if missing:
+        lines += ["", "Not run yet: " + ", ".join(missing) + "."]
+    return lines

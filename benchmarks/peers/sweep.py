@@ -1,0 +1,183 @@
+"""Each toolkit at its best, with the same tuning budget: every configuration of `recipe.SWEEP` (the same number per
+toolkit: its peak learning rates by its own schedules) trained once (seed 1) on the main job's budget, then its
+validation set decoded with beam 5 at every length penalty of `recipe.LENGTH_PENALTIES`; the configuration and length
+penalty with the highest validation BLEU are each toolkit's choice, which `benchmarks.peers.run --tuned` trains on
+three seeds and scores on test.
+
+    python -m benchmarks.peers.sweep --jobs 2        # results/peers_sweep.json, a row per configuration
+
+A row is stored as soon as its run ends (a re-run of the same configuration replaces it; rows made with another
+recipe are dropped, the file says so), so that the sweep can be run in parts; `--toolkits` and `--configurations`
+pick a part. Each run trains at one thread; with ``--jobs 2`` two run at a time, so their seconds are no speed
+figures.
+"""
+
+import argparse
+import concurrent.futures
+import dataclasses
+import json
+import os
+import shlex
+import sys
+from pathlib import Path
+
+from hf_seqmodels.comparison.runner import write_json
+from hf_seqmodels.evaluation import translation_metrics, translation_signatures
+from hf_seqmodels.provenance import provenance
+from hf_seqmodels.tasks import translation
+
+from . import data as peers_data
+from . import toolkits
+from .recipe import DIFFERENCES, LENGTH_PENALTIES, SCHEDULE_WORDS, SWEEP, Recipe, Tuning
+
+RESULTS = "peers_sweep.json"
+SEED = 1
+DECODING_BATCH_SIZE = 64
+
+
+def validation_bleu(name: str, recipe: Recipe, data: peers_data.PreparedData, folder: Path) -> dict:
+    """BLEU of the model trained in ``folder`` on the validation set, at each length penalty (beam search as the
+    recipe says otherwise); the translations' output pieces per sentence beside each."""
+    references = data.lines("validation", data.target_lang)
+    scores = {}
+    for alpha in LENGTH_PENALTIES:
+        translations, decoded = toolkits.decode(
+            name, dataclasses.replace(recipe, length_penalty=alpha), data, folder,
+            data.folder / peers_data.SPLITS["validation"], DECODING_BATCH_SIZE, SEED, f"validation_alpha{alpha:g}")
+        scores[f"{alpha:g}"] = {"bleu": translation_metrics(translations, references)["bleu"],
+                                "mean_output_pieces": peers_data.mean_pieces(data.tokenizer(), translations),
+                                "seconds": decoded["seconds"]}
+    return scores
+
+
+def sweep_run(name: str, tuning: Tuning, recipe: Recipe, data: peers_data.PreparedData, work: Path) -> dict:
+    """Train ``name`` with ``tuning`` (seed `SEED`) and score its validation set at every length penalty."""
+    folder = work / "sweep" / name / tuning.name
+    print(f"[sweep] {name} {tuning.name}: training", flush=True)
+    trained = toolkits.train(name, recipe, data, folder, SEED, tuning)
+    print(f"[sweep] {name} {tuning.name}: decoding the validation set", flush=True)
+    scores = validation_bleu(name, recipe, data, folder)
+    best = max(scores, key=lambda alpha: scores[alpha]["bleu"])
+    return {"toolkit": name, "configuration": tuning.name, "tuning": dataclasses.asdict(tuning),
+            "schedule_words": SCHEDULE_WORDS[name, tuning.schedule], "seed": SEED, "train": trained,
+            "validation": scores, "best_length_penalty": float(best), "best_validation_bleu": scores[best]["bleu"]}
+
+
+def chosen(results: dict) -> dict[str, dict]:
+    """Per toolkit whose every configuration is in ``results``: its row of highest validation BLEU (a tie goes to
+    the configuration listed first in `SWEEP`). A toolkit with configurations missing is left out."""
+    choice = {}
+    for name, tunings in SWEEP.items():
+        rows = {row["configuration"]: row for row in results["runs"] if row["toolkit"] == name}
+        if all(tuning.name in rows for tuning in tunings):
+            choice[name] = max((rows[tuning.name] for tuning in tunings),
+                               key=lambda row: row["best_validation_bleu"])
+    return choice
+
+
+def chosen_tuning(results: dict, name: str) -> tuple[Tuning, float]:
+    """``name``'s chosen configuration and length penalty; a ValueError says what to run when its sweep is not
+    complete."""
+    choice = chosen(results).get(name)
+    if choice is None:
+        missing = [tuning.name for tuning in SWEEP[name]
+                   if not any(row["toolkit"] == name and row["configuration"] == tuning.name
+                              for row in results["runs"])]
+        raise ValueError(f"The sweep of {name} lacks {', '.join(missing)}: run `python -m benchmarks.peers.sweep "
+                         f"--toolkits {name}` first.")
+    return Tuning(**choice["tuning"]), choice["best_length_penalty"]
+
+
+def load(out: Path, recipe: Recipe) -> dict:
+    """The sweep's results in ``out`` made with ``recipe`` (their rows are kept), or a new, empty one."""
+    path = out / RESULTS
+    if path.is_file():
+        earlier = json.loads(path.read_text())
+        if earlier.get("recipe") == dataclasses.asdict(recipe):
+            return earlier
+        print(f"[sweep] {path} holds another recipe's runs: starting anew", flush=True)
+    return {"runs": []}
+
+
+def store(results: dict, row: dict, out: Path) -> None:
+    """Add ``row`` (replacing the same toolkit and configuration) and write the file atomically."""
+    key = (row["toolkit"], row["configuration"])
+    order = [(name, tuning.name) for name, tunings in SWEEP.items() for tuning in tunings]
+    results["runs"] = sorted([run for run in results["runs"] if (run["toolkit"], run["configuration"]) != key]
+                             + [row], key=lambda run: order.index((run["toolkit"], run["configuration"])))
+    results["chosen"] = {name: {"configuration": row["configuration"], "length_penalty": row["best_length_penalty"],
+                                "validation_bleu": row["best_validation_bleu"]}
+                         for name, row in chosen(results).items()}
+    write_json(out / RESULTS, results)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--toolkits", nargs="+", default=list(toolkits.TOOLKITS), choices=toolkits.TOOLKITS)
+    parser.add_argument("--configurations", nargs="+", default=None,
+                        help="only these configuration names (e.g. linear-lr0.003); default: every one not yet in "
+                             "the results")
+    parser.add_argument("--rerun", action="store_true", help="run configurations already in the results again")
+    parser.add_argument("--updates", type=int, default=None,
+                        help="updates for every run (default: the main job's); only for a short check")
+    parser.add_argument("--warmup_steps", type=int, default=None, help="only for a check shorter than the warmup")
+    parser.add_argument("--jobs", type=int, default=1, help="runs at a time, each at one thread")
+    parser.add_argument("--work", type=Path, default=toolkits.REPO_ROOT / "outputs" / "peers")
+    parser.add_argument("--out", type=Path, default=toolkits.REPO_ROOT / "results")
+    args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error(f"--jobs must be at least 1, got {args.jobs}.")
+    known = {tuning.name for tunings in SWEEP.values() for tuning in tunings}
+    unknown = sorted(set(args.configurations or ()) - known)
+    if unknown:
+        parser.error(f"--configurations: unknown {unknown}; valid options: {sorted(known)}.")
+    for name in args.toolkits:
+        if name != "ours":
+            toolkits.peer_program(name)
+    os.environ.update(OMP_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE")
+    data = peers_data.prepare(args.work / "data", translation.DataArguments())
+    recipe = Recipe.main_job(data.stats()["train"]["sentences"], args.updates)
+    if args.warmup_steps is not None:
+        recipe = dataclasses.replace(recipe, warmup_steps=args.warmup_steps)
+    recipe.check()
+    args.out.mkdir(parents=True, exist_ok=True)
+    results = load(args.out, recipe)
+    done = {(row["toolkit"], row["configuration"]) for row in results["runs"]}
+    # the toolkits take turns, so that a sweep stopped half-way has configurations of each
+    jobs = [(name, SWEEP[name][index]) for index in range(max(map(len, SWEEP.values())))
+            for name in args.toolkits if index < len(SWEEP[name])]
+    jobs = [(name, tuning) for name, tuning in jobs
+            if (args.configurations is None or tuning.name in args.configurations)
+            and (args.rerun or (name, tuning.name) not in done)]
+    command = shlex.join(["python", "-m", "benchmarks.peers.sweep", *(sys.argv[1:] if argv is None else argv)])
+    results.update({
+        "command": command, "recipe": dataclasses.asdict(recipe), "seed": SEED, "jobs": args.jobs,
+        "split": "validation", "length_penalties": list(LENGTH_PENALTIES),
+        "decoding": {"batch_size": DECODING_BATCH_SIZE, "num_beams": recipe.num_beams,
+                     "max_new_tokens": recipe.max_new_tokens},
+        "configurations": {name: [tuning.name for tuning in tunings] for name, tunings in SWEEP.items()},
+        "signature": translation_signatures()["bleu_signature"], "differences": DIFFERENCES,
+        "versions": {**results.get("versions", {}), **{name: toolkits.version(name) for name in args.toolkits}},
+        "provenance": provenance([SEED], ["train", "validation"]),
+    })
+    failed = []
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        running = {pool.submit(sweep_run, name, tuning, recipe, data, args.work): (name, tuning.name)
+                   for name, tuning in jobs}
+        for finished in concurrent.futures.as_completed(running):
+            try:
+                row = finished.result()
+            except Exception as error:  # the other runs go on; the failures are raised at the end
+                failed.append(f"{running[finished]}: {error}")
+                print(f"[sweep] {running[finished]} failed: {error}", flush=True)
+                continue
+            store(results, toolkits.made_portable(row, args.work), args.out)
+            print(f"[sweep] stored {running[finished]}: validation BLEU {row['best_validation_bleu']:.2f} at "
+                  f"length penalty {row['best_length_penalty']:g}", flush=True)
+    if failed:
+        raise RuntimeError("These runs failed (the others are stored): " + "; ".join(failed))
+    return results
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,85 @@
+"""The sweep keeps every configuration tried, chooses each toolkit's on validation BLEU alone, and renders them all
+(benchmarks.peers.sweep, benchmarks.peers.report_sweep)."""
+
+import dataclasses
+import json
+
+import pytest
+
+from benchmarks.peers import recipe as peers_recipe
+from benchmarks.peers import sweep
+from benchmarks.peers.report_sweep import sweep_section
+
+RECIPE = peers_recipe.Recipe.main_job(29_000, 300)
+
+
+def row(name: str, tuning: peers_recipe.Tuning, bleus: dict[float, float]) -> dict:
+    validation = {f"{alpha:g}": {"bleu": bleu, "mean_output_pieces": 12.0, "seconds": 1.0}
+                  for alpha, bleu in bleus.items()}
+    best = max(validation, key=lambda alpha: validation[alpha]["bleu"])
+    return {"toolkit": name, "configuration": tuning.name, "tuning": dataclasses.asdict(tuning),
+            "schedule_words": peers_recipe.SCHEDULE_WORDS[name, tuning.schedule], "seed": 1,
+            "train": {"parameters": 4_721_264, "command": "python x"}, "validation": validation,
+            "best_length_penalty": float(best), "best_validation_bleu": validation[best]["bleu"]}
+
+
+def swept(name: str, scores: list[float]) -> list[dict]:
+    """A row per configuration of ``name`` in `SWEEP` order, the i-th scoring ``scores[i]`` at length penalty 0.8
+    and 1 less at every other."""
+    return [row(name, tuning, {alpha: score - (alpha != 0.8) for alpha in peers_recipe.LENGTH_PENALTIES})
+            for tuning, score in zip(peers_recipe.SWEEP[name], scores)]
+
+
+def test_the_choice_is_the_highest_validation_bleu_of_a_complete_sweep():
+    count = len(peers_recipe.SWEEP["ours"])
+    scores = [30.0 + i for i in range(count)]
+    scores[1] = 40.0
+    results = {"runs": swept("ours", scores) + swept("eole", [20.0] * (count - 1))}
+    chosen = sweep.chosen(results)
+    assert set(chosen) == {"ours"}  # eole lacks a configuration: no choice yet
+    assert chosen["ours"]["configuration"] == peers_recipe.SWEEP["ours"][1].name
+    assert sweep.chosen_tuning(results, "ours") == (peers_recipe.SWEEP["ours"][1], 0.8)
+    with pytest.raises(ValueError, match=f"lacks {peers_recipe.SWEEP['eole'][-1].name}.*--toolkits eole"):
+        sweep.chosen_tuning(results, "eole")
+
+
+def test_a_tie_goes_to_the_configuration_listed_first():
+    results = {"runs": swept("joeynmt", [25.0] * len(peers_recipe.SWEEP["joeynmt"]))}
+    assert sweep.chosen(results)["joeynmt"]["configuration"] == peers_recipe.SWEEP["joeynmt"][0].name
+
+
+def test_a_stored_row_replaces_its_configuration_and_keeps_the_order(tmp_path):
+    results = {"runs": []}
+    rows = swept("ours", [30.0, 31.0])
+    sweep.store(results, rows[1], tmp_path)
+    sweep.store(results, rows[0], tmp_path)
+    better = {**rows[1], "best_validation_bleu": 35.0}
+    sweep.store(results, better, tmp_path)
+    written = json.loads((tmp_path / sweep.RESULTS).read_text())
+    assert [run["configuration"] for run in written["runs"]] == [rows[0]["configuration"], rows[1]["configuration"]]
+    assert written["runs"][1]["best_validation_bleu"] == 35.0
+    assert written["chosen"] == {}  # four configurations of ours still to run
+
+
+def test_rows_of_another_recipe_are_dropped(tmp_path):
+    (tmp_path / sweep.RESULTS).write_text(json.dumps({"recipe": dataclasses.asdict(RECIPE), "runs": [{"a": 1}]}))
+    assert sweep.load(tmp_path, RECIPE)["runs"] == [{"a": 1}]
+    assert sweep.load(tmp_path, dataclasses.replace(RECIPE, updates=400)) == {"runs": []}
+
+
+def test_the_section_shows_every_configuration_the_choice_in_bold_and_what_is_left():
+    results = {"runs": swept("ours", [30.0 + i for i in range(len(peers_recipe.SWEEP["ours"]))])
+               + swept("eole", [20.0])}
+    results["chosen"] = {name: {"configuration": choice["configuration"],
+                                "length_penalty": choice["best_length_penalty"],
+                                "validation_bleu": choice["best_validation_bleu"]}
+                         for name, choice in sweep.chosen(results).items()}
+    results.update(length_penalties=list(peers_recipe.LENGTH_PENALTIES), recipe=dataclasses.asdict(RECIPE), seed=1,
+                   decoding={"num_beams": 5}, signature="BLEU|x", jobs=2, command="python -m benchmarks.peers.sweep",
+                   provenance={"machine": {"cpu": "AMD EPYC"}, "commit": "abc"})
+    text = "\n".join(sweep_section(results))
+    best = peers_recipe.SWEEP["ours"][-1].name
+    assert f"| ours | {best} |" in text and f"**{30.0 + len(peers_recipe.SWEEP['ours']) - 1:.2f}**" in text
+    assert text.count("**") == 2  # one choice: eole's sweep is not complete
+    assert f"eole {peers_recipe.SWEEP['eole'][1].name}" in text.split("Not run yet:")[1]
+    assert "joeynmt" in text.split("Not run yet:")[1]
