@@ -8,7 +8,8 @@ each continuation is printed on a line of its own, with its prompt, in the order
         --num_return_sequences 3 --seed 0
     printf 'the market\\nin the first quarter\\n' | python scripts/generate.py outputs/ptb-lstm
 
-The same --seed gives the same samples. Options left out take the model's saved generation defaults.
+The same --seed gives the same samples. Options left out take the model's saved generation defaults. --int8 runs a
+recurrent language model quantized for the CPU (hf_seqmodels.serving.quantization).
 """
 
 import argparse
@@ -30,11 +31,13 @@ def main():
     parser.add_argument("--top_p", type=float, default=None,
                         help="Sample among the likeliest tokens whose probabilities sum to p (nucleus sampling).")
     parser.add_argument("--seed", type=int, default=None, help="Seeds the sampling: same seed, same samples.")
+    parser.add_argument("--int8", action="store_true",
+                        help="Quantize a recurrent model to int8 for the CPU (linear layers, LSTM/GRU kernels).")
     args = parser.parse_args()
 
     inference.check_sampling_options(args.do_sample, args.num_return_sequences, args.max_new_tokens,
                                      args.temperature, args.top_k, args.top_p)
-    model, tokenizer = inference.load_language_model(args.model_dir)
+    model, tokenizer = inference.load_language_model(args.model_dir, args.int8)
     prompts = args.prompt if args.prompt is not None else inference.read_lines()
     options = inference.given(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p)
     continuations = inference.continue_prompts(model, tokenizer, prompts, args.num_return_sequences, args.seed,

@@ -16,6 +16,11 @@ pip install "hf-seqmodels[serve]"): pass the export's folder, the options are th
 
     python scripts/export_ctranslate2.py outputs/multi30k-transformer outputs/multi30k-ct2 --quantization int8
     python scripts/translate.py outputs/multi30k-ct2 --engine ctranslate2 --input sentences.en --num_beams 5
+
+--int8 translates with our recurrent model quantized for the CPU (its linear layers and LSTM/GRU kernels int8,
+hf_seqmodels.serving.quantization); a Transformer is served in int8 by its CTranslate2 export instead.
+
+    python scripts/translate.py outputs/multi30k-gru --int8 --input sentences.en --num_beams 5
 """
 
 import argparse
@@ -30,6 +35,8 @@ def main():
                                           "one written by scripts/export_ctranslate2.py).")
     parser.add_argument("--engine", default="transformers", choices=inference.ENGINES,
                         help="What decodes: our generate() (transformers) or CTranslate2.")
+    parser.add_argument("--int8", action="store_true",
+                        help="Quantize our recurrent model to int8 for the CPU (linear layers, LSTM/GRU kernels).")
     parser.add_argument("--num_threads", type=int, default=0,
                         help="CPU threads of the engine (0: its default).")
     parser.add_argument("--input", default=None, help="A UTF-8 file of sentences, one a line (default: stdin).")
@@ -44,7 +51,7 @@ def main():
     if args.engine == "ctranslate2" and args.attention_dir is not None:
         parser.error("--attention_dir draws our model's attention: it needs --engine transformers.")
 
-    model, tokenizers = inference.load_translator(args.model_dir, args.engine, args.num_threads)
+    model, tokenizers = inference.load_translator(args.model_dir, args.engine, args.num_threads, args.int8)
     options = inference.given(num_beams=args.num_beams, max_new_tokens=args.max_new_tokens)
     sentences = inference.read_lines(args.input)
     translations = inference.translate_nbest(model, tokenizers, sentences, args.num_return_sequences,

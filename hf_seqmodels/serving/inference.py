@@ -2,7 +2,8 @@
 prompts with a language model, and the web page of scripts/demo.py. scripts/translate.py, generate.py and demo.py
 parse their options and call these.
 
-    model, tokenizers = load_translator("outputs/multi30k-gru")   # engine="ctranslate2": an export's folder
+    model, tokenizers = load_translator("outputs/multi30k-gru")   # engine="ctranslate2": an export's folder;
+                                                                  # int8=True: quantized for the CPU (quantization)
     for hypotheses in translate_nbest(model, tokenizers, ["A dog runs.", ""], num_beams=5, num_return_sequences=2):
         print(hypotheses)   # [Hypothesis(text=..., score=...), ...]; [] for the empty line
 
@@ -31,6 +32,7 @@ from ..tasks.translation import (
     load_translation_model,
 )
 from .ctranslate2_export import CTranslate2Translator
+from .quantization import quantize_for_serving
 from .translations import Hypothesis, check_positive, check_translation_options
 
 __all__ = ["ENGINES", "given", "Hypothesis", "check_model_folder", "load_translator", "load_language_model",
@@ -58,28 +60,36 @@ def check_model_folder(model_dir, made_by: str) -> None:
                          f"{made_by}.")
 
 
-def load_translator(model_dir, engine: str = "transformers", num_threads: int = 0) -> tuple:
+def load_translator(model_dir, engine: str = "transformers", num_threads: int = 0, int8: bool = False) -> tuple:
     """The translator saved in the folder ``model_dir`` and its `TranslationTokenizers`: with the engine
     "transformers" our model (in eval mode); with "ctranslate2" a `ctranslate2_export.CTranslate2Translator` of the
     export in ``model_dir`` (scripts/export_ctranslate2.py), which `translate_nbest` takes in place of the model.
-    ``num_threads``: the CPU threads it runs (torch's intra-op threads, or CTranslate2's); 0 leaves the default."""
+    ``num_threads``: the CPU threads it runs (torch's intra-op threads, or CTranslate2's); 0 leaves the default.
+    ``int8``: our recurrent model quantized for the CPU (`quantization.quantize_for_serving`; a Transformer is a
+    ValueError pointing to its CTranslate2 export, which is quantized when exported)."""
     if engine not in ENGINES:
         raise ValueError(f"--engine={engine!r}: choose one of {ENGINES}.")
     if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 0:
         raise ValueError(f"--num_threads must be an integer of at least 0 (0: the engine's default), got "
                          f"{num_threads!r}.")
     if engine == "ctranslate2":
+        if int8:
+            raise ValueError("--int8 quantizes our recurrent model (--engine transformers); a CTranslate2 export is "
+                             "quantized when it is made (export_ctranslate2.py --quantization int8) or loaded "
+                             "(CTranslate2Translator(compute_type='int8')).")
         translator = CTranslate2Translator(model_dir, intra_threads=num_threads)
         return translator, translator.tokenizers
     check_model_folder(model_dir, "scripts/run_translation.py")
     if num_threads:
         torch.set_num_threads(num_threads)
-    return load_translation_model(model_dir).eval(), load_tokenizer(model_dir, "model_dir", load_tokenizers)
+    model = load_translation_model(model_dir).eval()
+    return quantize_for_serving(model) if int8 else model, load_tokenizer(model_dir, "model_dir", load_tokenizers)
 
 
-def load_language_model(model_dir) -> tuple:
-    """The language model saved in the folder ``model_dir`` (through `AutoModelForCausalLM`, in eval mode) and its
-    tokenizer (padding on the left, where generation continues). Any other model is a ValueError naming it."""
+def load_language_model(model_dir, int8: bool = False) -> tuple:
+    """The language model saved in the folder ``model_dir`` (through `AutoModelForCausalLM`, in eval mode; with
+    ``int8``, quantized for the CPU by `quantization.quantize_for_serving`) and its tokenizer (padding on the left,
+    where generation continues). Any other model is a ValueError naming it."""
     check_model_folder(model_dir, "scripts/run_clm.py")
     config = AutoConfig.from_pretrained(model_dir)
     causal_lm = MODEL_FOR_CAUSAL_LM_MAPPING.get(type(config), None)
@@ -87,7 +97,7 @@ def load_language_model(model_dir) -> tuple:
         raise ValueError(f"{model_dir} holds a {config.model_type!r} model {config.architectures or []}, not a "
                          "language model: pass a folder saved by scripts/run_clm.py.")
     model = load_pretrained(AutoModelForCausalLM, model_dir, config=config).eval()
-    return model, load_tokenizer(model_dir, "model_dir", padding_side="left")
+    return quantize_for_serving(model) if int8 else model, load_tokenizer(model_dir, "model_dir", padding_side="left")
 
 
 def read_lines(path=None) -> list[str]:
