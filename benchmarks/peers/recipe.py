@@ -37,18 +37,18 @@ class Tuning:
         return f"{self.schedule}-lr{self.learning_rate:g}"
 
 
-# Each toolkit's own schedules: the one the main job's recipe maps to first (the untuned runs used it), then the
-# one its RNN examples use (JoeyNMT's configs/rnn_small.yaml: plateau; eole/OpenNMT's classic RNN recipe: the rate
-# halved at a fixed interval once past a start step, its `decay_method: none`); ours: transformers' linear and
-# cosine decays.
-SCHEDULES = {"ours": ("linear", "cosine"), "joeynmt": ("warmupinversesquareroot", "plateau"),
+# Each toolkit's own schedules: the one the main job's recipe maps to first (the untuned runs used it), then a decay
+# without warmup of the kind its RNN examples use (eole/OpenNMT's classic RNN recipe: the rate halved at a fixed
+# interval once past a start step, its `decay_method: none`; JoeyNMT's configs/rnn_small.yaml halve it on a
+# plateau of validation BLEU, which fails to build under torch 2.13, so its per-epoch halving stands in); ours:
+# transformers' linear and cosine decays.
+SCHEDULES = {"ours": ("linear", "cosine"), "joeynmt": ("warmupinversesquareroot", "exponential"),
              "eole": ("cosine", "none")}
 SCHEDULE_WORDS = {
     ("ours", "linear"): "linear warmup, then linear decay to 0 at the last update",
     ("ours", "cosine"): "linear warmup, then cosine decay to 0 at the last update",
     ("joeynmt", "warmupinversesquareroot"): "linear warmup, then the peak times sqrt(warmup / update)",
-    ("joeynmt", "plateau"): "no warmup; the rate halved when validation BLEU does not improve (patience 1, "
-                            "6 validations)",
+    ("joeynmt", "exponential"): "no warmup; the rate halved after each epoch",
     ("eole", "cosine"): "linear warmup, then cosine decay to 0 at the last update",
     ("eole", "none"): "no warmup; the rate halved at half the updates, then every sixth of them",
 }
@@ -64,8 +64,10 @@ LENGTH_PENALTIES = (0.6, 0.8, 1.0, 1.2)
 # What could not be made equal, by toolkit (rendered into results/peers.md and docs/peers.md).
 DIFFERENCES = {
     "joeynmt": [
-        "learning rate: JoeyNMT has no linear decay, and 2.3.0's `warmupexponentialdecay` raises a TypeError when "
-        "built; its schedules are swept instead (`SCHEDULES`)",
+        "learning rate: JoeyNMT has no linear decay, 2.3.0's `warmupexponentialdecay` raises a TypeError when "
+        "built, and its `plateau` (the schedule of its RNN examples) passes `verbose` to torch 2.13's "
+        "ReduceLROnPlateau, which no longer takes it; two of its schedules that run are swept instead "
+        "(`SCHEDULES`)",
         "the first update runs at the peak learning rate (its scheduler sets the rate only after an update, and the "
         "optimizer starts at the peak), the warmup from the second on; ours runs the first at 0",
         "length penalty: GNMT's ((5 + length) / 6) ** beam_alpha (its only kind), instead of length ** alpha; "
@@ -197,12 +199,8 @@ def joeynmt_config(recipe: Recipe, data: PreparedData, model_dir: Path, seed: in
                    tuning: Tuning) -> dict:
     """A JoeyNMT 2.3 config (`python -m joeynmt train|test`) for the recipe: plain files of pieces read as words
     with our vocabulary; ``batch_size`` sentences per batch when testing."""
-    if tuning.schedule == "plateau":  # its configs' schedule: it needs validations to react to
-        schedule = {"scheduling": "plateau", "patience": 1, "decrease_factor": 0.5}
-        validation_every = math.ceil(recipe.updates / 6)
-    else:
-        schedule = {"scheduling": tuning.schedule, "learning_rate_warmup": recipe.warmup_steps}
-        validation_every = recipe.validation_every
+    schedule = ({"scheduling": "exponential", "decrease_factor": 0.5} if tuning.schedule == "exponential" else
+                {"scheduling": tuning.schedule, "learning_rate_warmup": recipe.warmup_steps})
     side = {"max_length": recipe.max_source_length - 1, "min_length": 1, "lowercase": False, "normalize": False,
             "level": "word", "voc_file": str(data.vocab), "voc_min_freq": 1}
     embeddings = {"embedding_dim": recipe.embedding_size, "scale": False, "freeze": False}
@@ -229,9 +227,9 @@ def joeynmt_config(recipe: Recipe, data: PreparedData, model_dir: Path, seed: in
             "batch_multiplier": 1, "epochs": 10**6, "updates": recipe.updates,
             # JoeyNMT wants the logging interval below the validation interval and dividing it; dividing the
             # updates as well, the last update is logged
-            "validation_freq": validation_every,
-            "logging_freq": logging if (logging := math.gcd(recipe.updates, validation_every, 50)) < validation_every
-            else 1,
+            "validation_freq": recipe.validation_every,
+            "logging_freq": logging if (logging := math.gcd(recipe.updates, recipe.validation_every, 50))
+            < recipe.validation_every else 1,
             "early_stopping_metric": "bleu", "overwrite": True, "shuffle": True, "print_valid_sents": [],
             "keep_best_ckpts": 1, "num_workers": 0,
         },
