@@ -8,7 +8,6 @@ turned back into text by the same tokenizer (`detokenize`), as our `generate()` 
 """
 
 import json
-import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,32 +16,23 @@ from transformers import PreTrainedTokenizerFast
 
 from hf_seqmodels.tasks import translation
 
+from .pieces import detokenize as text_of
+from .pieces import escape, unescape  # noqa: F401  (the peers' escaping, read here by the tests and callers)
+from .pieces import pretokenize as pieces_of
+
 SPLITS = {"train": "train", "validation": "valid", "test": "test"}  # ours -> the file stem the peers read
-# A few pieces hold whitespace (a tab, a no-break space: the Metaspace pre-tokenizer splits on " " only); the peers
-# split lines on any whitespace, so such a character is written as <0xNN> inside its piece.
-WHITESPACE = re.compile(r"\s")
-ESCAPED = re.compile(r"<0x([0-9A-F]{2,6})>")
-
-
-def escape(piece: str) -> str:
-    return WHITESPACE.sub(lambda match: f"<0x{ord(match.group()):02X}>", piece)
-
-
-def unescape(piece: str) -> str:
-    return ESCAPED.sub(lambda match: chr(int(match.group(1), 16)), piece)
 
 
 def pretokenize(tokenizer: PreTrainedTokenizerFast, text: str) -> str:
     """``text`` as its subword pieces separated by single spaces (no special tokens), whitespace inside a piece
-    escaped."""
-    return " ".join(map(escape, tokenizer.tokenize(text)))
+    escaped (`pieces.pretokenize`, the decoding servers' transform too)."""
+    return pieces_of(tokenizer.backend_tokenizer, text)
 
 
 def detokenize(tokenizer: PreTrainedTokenizerFast, pieces: str) -> str:
     """Text from space-separated pieces, as our `translate` decodes a generated sequence: special tokens (``<unk>``
-    included) dropped, the tokenizer's decoder restoring the spaces."""
-    ids = tokenizer.convert_tokens_to_ids([unescape(piece) for piece in pieces.split()])
-    return tokenizer.decode(ids, skip_special_tokens=True).strip()
+    included) dropped, the tokenizer's decoder restoring the spaces (`pieces.detokenize`)."""
+    return text_of(tokenizer.backend_tokenizer, pieces, tokenizer.unk_token)
 
 
 def mean_pieces(tokenizer: PreTrainedTokenizerFast, texts: list[str]) -> float:

@@ -1,0 +1,76 @@
+"""The decoding grid's figures (benchmarks.peers.report_decoding): medians and spreads over the rounds, the rounds
+paired by number against ours, and the table, on measurements whose answers are computed by hand."""
+
+import pytest
+
+from benchmarks.peers import report_decoding
+
+
+def measured(toolkit: str, round_: int, seconds: float, batch_size: int = 16, threads: int = 1,
+             sentences: int = 100, pieces: int = 1000, sha1: str = "a") -> dict:
+    return {"toolkit": toolkit, "round": round_, "seconds": seconds, "batch_size": batch_size, "threads": threads,
+            "sentences": sentences, "output_pieces": pieces, "sha1": sha1}
+
+
+# Batch 16: ours 100 sentences in 2, 4, 5 s (50, 25, 20 sentences/s), JoeyNMT in 4, 5, 10 s (25, 20, 10), eole in
+# 1, 8, 8 s (100, 12.5, 12.5). Rounds in the grid's order: ours, joeynmt, eole per round.
+GRID = [measured(name, round_, seconds, sha1=name + ("x" if (name, round_) == ("eole", 2) else ""))
+        for round_, times in enumerate([(2, 4, 1), (4, 5, 8), (5, 10, 8)])
+        for name, seconds in zip(("ours", "joeynmt", "eole"), times)]
+
+
+def test_medians_spreads_and_pieces_per_sentence():
+    rows = {row["toolkit"]: row for row in report_decoding.summary(GRID)}
+    assert list(rows) == ["ours", "joeynmt", "eole"]
+    assert rows["ours"]["sentences_per_s"] == {"median": 25.0, "min": 20.0, "max": 50.0}
+    assert rows["joeynmt"]["sentences_per_s"] == {"median": 20.0, "min": 10.0, "max": 25.0}
+    assert rows["eole"]["sentences_per_s"] == {"median": 12.5, "min": 12.5, "max": 100.0}
+    assert rows["ours"]["output_tokens_per_s"] == {"median": 250.0, "min": 200.0, "max": 500.0}  # 1,000 pieces
+    assert rows["ours"]["pieces_per_sentence"] == 10.0
+    assert rows["ours"]["rounds"] == 3 and rows["ours"]["sentences"] == [100]
+    assert rows["ours"]["same_output"] and not rows["eole"]["same_output"]  # eole's last round differs
+
+
+def test_rounds_are_paired_by_number_against_ours():
+    pairs = {row["peer"]: row for row in report_decoding.paired(GRID)}
+    # ours 50/25/20 against JoeyNMT 25/20/10: ahead in every round; medians 25 / 20
+    assert pairs["joeynmt"] == {"batch_size": 16, "threads": 1, "peer": "joeynmt", "rounds": 3, "ahead": 3,
+                                "every_round": True, "ratio": 1.25}
+    # against eole 100/12.5/12.5: behind in round 0, ahead in the others; medians 25 / 12.5
+    assert pairs["eole"]["ahead"] == 2 and not pairs["eole"]["every_round"] and pairs["eole"]["ratio"] == 2.0
+    assert not report_decoding.agrees(list(pairs.values()))  # eole's round 0 says otherwise than the medians
+    assert report_decoding.agrees([pairs["joeynmt"]])
+    behind = {**pairs["joeynmt"], "ahead": 0, "every_round": False, "ratio": 0.8}
+    assert report_decoding.agrees([behind])  # behind in every round, as the medians say
+
+
+def test_a_round_without_its_pair_is_left_out():
+    grid = [*GRID, measured("joeynmt", 3, 1.0)]  # a fourth JoeyNMT round, no fourth of ours
+    assert next(row for row in report_decoding.paired(grid) if row["peer"] == "joeynmt")["rounds"] == 3
+    other = [measured("joeynmt", 0, 1.0, batch_size=1)]  # a batch size ours did not run: nothing to pair
+    assert report_decoding.paired(other) == []
+
+
+def test_cells_keep_batch_sizes_and_threads_apart():
+    grid = [*GRID, *(measured(name, 0, 1.0, batch_size=64, threads=2) for name in ("ours", "eole"))]
+    keys = [(row["batch_size"], row["threads"], row["toolkit"]) for row in report_decoding.summary(grid)]
+    assert keys == [(16, 1, "ours"), (16, 1, "joeynmt"), (16, 1, "eole"), (64, 2, "ours"), (64, 2, "eole")]
+    assert [(row["batch_size"], row["threads"], row["peer"]) for row in report_decoding.paired(grid)] == [
+        (16, 1, "joeynmt"), (16, 1, "eole"), (64, 2, "eole")]
+
+
+@pytest.mark.parametrize("stored", [True, False])
+def test_the_table_names_the_fastest_peer_and_the_agreement(stored):
+    results = {"command": "python -m benchmarks.peers.decoding_grid", "rounds": 3, "machine": "a CPU, 2 cores",
+               "search": {"num_beams": 5, "max_new_tokens": 64,
+                          "length_penalty": {"ours": 1.0, "joeynmt": 1.0, "eole": 1.0}},
+               "measurements": GRID}
+    if stored:  # as the grid writes them; else computed from the measurements
+        results.update(summary=report_decoding.summary(GRID), paired=report_decoding.paired(GRID))
+    text = report_decoding.markdown(results)
+    lines = text.splitlines()
+    assert "beam 5, at most 64 tokens" in lines[0] and "3 rounds" in lines[0]
+    rows = [line for line in lines if line.startswith("| 16 ")]
+    assert rows[0] == ("| 16 | 1 | ours | 100 | 25.0 (20.0-50.0) | 250 (200-500) | 10.00 | 1.25 (joeynmt) "
+                       "| no |")
+    assert rows[2] == "| 16 | 1 | eole | 100 | 12.5 (12.5-100.0) | 125 (125-1000) | 10.00 |  |  |"
