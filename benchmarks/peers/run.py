@@ -80,10 +80,14 @@ def quality_run(name: str, recipe: Recipe, data: peers_data.PreparedData, seed: 
                 args: argparse.Namespace) -> tuple[dict, list[str]]:
     """Train ``name`` and decode test2016 at ``--decoding_batch_size``. Returns its row (without scores) and its
     test translations. With ``--jobs`` above 1 its seconds are not speed figures (the runs share the machine)."""
-    folder = args.work / name / f"seed{seed}"
     tuning, length_penalty = args.tunings[name]
-    print(f"[peers] {name}, seed {seed}: training ({tuning.name})", flush=True)
-    trained = toolkits.train(name, recipe, data, folder, seed, tuning)
+    swept = sweep.swept_model(args.swept, args.work, name, tuning, seed) if args.swept else None
+    if swept is None:
+        folder = args.work / name / f"seed{seed}"
+        print(f"[peers] {name}, seed {seed}: training ({tuning.name})", flush=True)
+        trained = toolkits.train(name, recipe, data, folder, seed, tuning)
+    else:  # the sweep trained this very run (same recipe, configuration and seed)
+        folder, trained = swept[0], {**swept[1], "trained_by": "benchmarks.peers.sweep"}
     print(f"[peers] {name}, seed {seed}: decoding test2016 at batch {args.decoding_batch_size}, length penalty "
           f"{length_penalty:g}", flush=True)
     translations, test = toolkits.decode(name, dataclasses.replace(recipe, length_penalty=length_penalty), data,
@@ -369,8 +373,8 @@ def main(argv: list[str] | None = None) -> dict:
     if args.warmup_steps is not None:
         recipe = dataclasses.replace(recipe, warmup_steps=args.warmup_steps)
     recipe.check()
-    swept = sweep.load(args.out, recipe) if args.tuned else None
-    args.tunings = {name: sweep.chosen_tuning(swept, name) if args.tuned else
+    args.swept = sweep.load(args.out, recipe) if args.tuned else None
+    args.tunings = {name: sweep.chosen_tuning(args.swept, name) if args.tuned else
                     (recipe.untuned(name), recipe.length_penalty) for name in args.toolkits}
     if timing_phase:
         return speed(recipe, data, args, command)

@@ -88,6 +88,15 @@ def chosen_tuning(results: dict, name: str) -> tuple[Tuning, float]:
     return Tuning(**choice["tuning"]), choice["best_length_penalty"]
 
 
+def swept_model(results: dict, work: Path, name: str, tuning: Tuning, seed: int) -> tuple[Path, dict] | None:
+    """The folder under ``work`` and the training record of the sweep's run of ``name`` with ``tuning`` when it
+    trained ``seed`` and its model is still there (the quality phase decodes it rather than train it again)."""
+    folder = work / "sweep" / name / tuning.name
+    row = next((row for row in results["runs"] if (row["toolkit"], row["configuration"], row["seed"])
+                == (name, tuning.name, seed)), None)
+    return (folder, row["train"]) if row is not None and (folder / "model").is_dir() else None
+
+
 def load(out: Path, recipe: Recipe) -> dict:
     """The sweep's results in ``out`` made with ``recipe`` (their rows are kept), or a new, empty one."""
     path = out / RESULTS

@@ -181,3 +181,33 @@ def test_quality_runs_two_at_a_time_and_keeps_what_ended(tmp_path, monkeypatch):
         ("eole", 1), ("joeynmt", 1), ("joeynmt", 2), ("ours", 1), ("ours", 2)]
     assert all("scores" in r for r in stored["runs"]) and stored["jobs"] == 2
     assert "not speed figures" in stored["machine"]
+
+
+def test_the_tuned_seed_the_sweep_trained_is_decoded_not_trained_again(tmp_path, monkeypatch):
+    """--tuned: the sweep's run of the chosen configuration and seed is decoded from its folder, with the sweep's
+    training record; another seed is trained."""
+    recipe = run.Recipe.main_job(29_000, 300)
+    tuning = recipe.untuned("eole")
+    (tmp_path / "work" / "sweep" / "eole" / tuning.name / "model").mkdir(parents=True)
+    swept = {"runs": [{"toolkit": "eole", "configuration": tuning.name, "seed": 1,
+                       "train": {"train_s": 5.0, "command": "eole train"}}]}
+    trained, decoded = [], []
+    monkeypatch.setattr(toolkits, "train", lambda name, recipe, data, folder, seed, tuning: trained.append(
+        (folder.name, seed)) or {"train_s": 9.0, "command": "eole train again"})
+    monkeypatch.setattr(toolkits, "decode", lambda name, recipe, data, folder, rows, size, seed, tag: decoded.append(
+        (folder, recipe.length_penalty)) or (["x"], {"seconds": 1.0, "sentences": 1, "command": "eole predict"}))
+    monkeypatch.setattr(run.peers_data, "mean_pieces", lambda tokenizer, texts: 1.0)
+
+    class Data(FakeData):
+        folder = tmp_path / "data"
+
+        def tokenizer(self):
+            return None
+
+    args = argparse.Namespace(tunings={"eole": (tuning, 0.8)}, swept=swept, work=tmp_path / "work",
+                              decoding_batch_size=64)
+    first, _ = run.quality_run("eole", recipe, Data(), 1, args)
+    assert not trained and decoded[0] == (tmp_path / "work" / "sweep" / "eole" / tuning.name, 0.8)
+    assert first["train"]["train_s"] == 5.0 and first["train"]["trained_by"] == "benchmarks.peers.sweep"
+    second, _ = run.quality_run("eole", recipe, Data(), 2, args)
+    assert trained == [("seed2", 2)] and second["train"]["train_s"] == 9.0 and second["length_penalty"] == 0.8
