@@ -26,7 +26,9 @@ differs slightly from run to run (`REPRODUCIBLE_KINDS` are the others).
 """
 
 import json
+import unicodedata
 from collections.abc import Callable, Iterable
+from itertools import accumulate
 from pathlib import Path
 
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
@@ -200,3 +202,60 @@ def load_tokenizer(name_or_path, option: str, load: Callable = AutoTokenizer.fro
         raise ValueError(f"{option}: no tokenizer loads from {name_or_path} ({holds}; {type(error).__name__}: "
                          f"{first_line}). Pass a folder with a complete tokenizer, as tokenizer.save_pretrained "
                          f"writes it (tokenizer.json and tokenizer_config.json).") from error
+
+
+# How `piece_labels` shows a piece that continues a word, and a piece that is only a space.
+CONTINUATION_MARK, SPACE_PIECE = "…", "␣"
+
+
+def piece_texts(tokenizer, ids: list[int]) -> list[str]:
+    """The text each token of ``ids`` adds to ``tokenizer.decode(ids)`` (special tokens kept), with the whitespace
+    before it: ``"".join(piece_texts(tokenizer, ids)) == tokenizer.decode(ids)``, whatever marks the tokenizer's
+    pieces carry (``▁``, ``##``) or which spaces its decoder removes.
+
+    Read from the decodings of growing prefixes: piece ``k`` ends where the non-whitespace characters of the first
+    ``k + 1`` pieces end in the whole decoded text (a decoder may drop a space only once the next piece shows it should,
+    as WordPiece's does in "don't", so the characters, not the prefixes' texts, are compared)."""
+    if not ids:
+        return []
+    text = tokenizer.decode(ids)
+    visible = [i + 1 for i, character in enumerate(text) if not character.isspace()]  # where each one ends
+    counts = [_common_prefix(_without_spaces(tokenizer.decode(ids[:k])), _without_spaces(text))
+              for k in range(1, len(ids))]
+    ends = [visible[count - 1] if count else 0 for count in accumulate(counts, max)] + [len(text)]
+    return [text[start:end] for start, end in zip([0, *ends], ends)]
+
+
+def piece_labels(tokenizer, ids: list[int]) -> list[str]:
+    """How a reader sees each token of ``ids``: the text it adds to the decoded sentence (`piece_texts`) without the
+    space before it; a piece that continues a word (glued to a letter or digit before it, in a script that spaces
+    its words) starts with `CONTINUATION_MARK`, and a piece that is only a space is `SPACE_PIECE`. "▁Kat", "zen",
+    "▁sit", "zen", "." read "Kat", "…zen", "sit", "…zen", "."; a Chinese sentence's pieces read as written."""
+    texts = piece_texts(tokenizer, ids)
+    decoded = "".join(texts)
+    starts = accumulate(map(len, texts[:-1]), initial=0)
+    return [_piece_label(text, decoded[start - 1] if start else " ") for text, start in zip(texts, starts)]
+
+
+def _piece_label(text: str, previous: str) -> str:
+    """`piece_labels`' label of a piece whose text is ``text``, after the character ``previous``."""
+    if not text.strip():
+        return SPACE_PIECE
+    return (CONTINUATION_MARK if _continues_word(previous, text[0]) else "") + text.strip()
+
+
+def _continues_word(previous: str, first: str) -> bool:
+    """Whether a piece starting with ``first`` right after ``previous`` (no space between) is inside a word: both are
+    letters or digits of a script with spaces between its words (East Asian wide characters are words or syllables
+    of their own)."""
+    return all(character.isalnum() and unicodedata.east_asian_width(character) not in "WF"
+               for character in (previous, first))
+
+
+def _without_spaces(text: str) -> str:
+    return "".join(text.split())
+
+
+def _common_prefix(first: str, second: str) -> int:
+    """The length of the longest common prefix of the two strings."""
+    return next((i for i, (a, b) in enumerate(zip(first, second)) if a != b), min(len(first), len(second)))

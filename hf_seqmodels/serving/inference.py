@@ -20,7 +20,7 @@ import torch
 from transformers import AutoConfig, AutoModelForCausalLM, set_seed
 from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
 
-from ..data.tokenization import load_tokenizer
+from ..data.tokenization import CONTINUATION_MARK, SPACE_PIECE, load_tokenizer
 from ..models.decoding import decode
 from ..models.modeling_utils import SeqModelsPreTrainedModel
 from ..storage.safe_loading import load_pretrained
@@ -30,6 +30,7 @@ from ..tasks.translation import (
     batches_by_length,
     load_tokenizers,
     load_translation_model,
+    model_name,
 )
 from .ctranslate2_export import CTranslate2Translator
 from .quantization import quantize_for_serving
@@ -221,6 +222,19 @@ def continue_prompts(model, tokenizer, prompts: list[str], num_return_sequences:
     return continuations
 
 
+def _demo_introduction(folder_name: str, config) -> str:
+    """The demo page's first paragraph: the model in words (`model_name`) and how to read its attention picture, whose
+    axes show the pieces the model reads and writes (`piece_labels`)."""
+    name = model_name(config)
+    article = "an" if name[0].lower() in "aeiou" else "a"
+    introduction = f"Translation by `{folder_name}`, {article} {name} model."
+    if getattr(config, "attention_type", None) == "none":
+        return introduction + " It has no attention to draw."
+    return (f"{introduction} The model reads and writes words in pieces. Each row of the picture shows where it "
+            f"looked among the sentence's pieces while writing that piece of its translation; a piece that continues "
+            f"a word starts with {CONTINUATION_MARK}, and {SPACE_PIECE} is a piece that is only a space.")
+
+
 def _figure_image(figure):
     """The matplotlib ``figure`` as a PIL image; the figure is closed."""
     from matplotlib import pyplot as plt
@@ -253,8 +267,7 @@ def translation_demo(model_dir):
         return translation, None if figure is None else _figure_image(figure)
 
     with gr.Blocks(title=f"Translate with {Path(model_dir).name}") as demo:
-        gr.Markdown(f"Translation by `{Path(model_dir).name}`, a {model.config.model_type} model. Each row of the "
-                    "picture shows where the model looked while writing that word of its translation.")
+        gr.Markdown(_demo_introduction(Path(model_dir).name, model.config))
         sentence = gr.Textbox(label="Sentence")
         button = gr.Button("Translate")
         translation = gr.Textbox(label="Translation", interactive=False)

@@ -53,6 +53,7 @@ from ..data.tokenization import (
     KINDS,
     check_tokenizer_size,
     load_tokenizer,
+    piece_labels,
     save_tokenizer,
     train_tokenizer,
 )
@@ -74,7 +75,7 @@ __all__ = ["ModelArguments", "DataArguments", "GenerationArguments", "ARGUMENTS"
            "translate", "translation_scores",
            "is_degenerate", "implausible_bleu_warning",
            "load_translation_model", "show_examples", "attention_matrix", "attention_figure",
-           "save_attention_plot"]
+           "save_attention_plot", "model_name"]
 
 VOCABULARIES = ("joint", "separate")
 EXAMPLES = ["A little girl climbs into a wooden playhouse.", "Two dogs are running through the snow.",
@@ -362,12 +363,18 @@ def load_translation_model(model_dir):
 
 @torch.no_grad()
 def attention_matrix(model, tokenizers: TranslationTokenizers, text: str, **generate_kwargs):
-    """Translate ``text`` and return the source tokens, the target tokens and the cross-attention weights
-    ``(target tokens, source tokens)`` the model used for each target token (last layer, mean over heads), or
-    ``None`` for weights when the model has no attention.
+    """Translate ``text`` and return the labels of the source tokens, those of the target tokens and the
+    cross-attention weights ``(target tokens, source tokens)`` the model used for each target token (last layer, mean
+    over heads), or ``None`` for weights when the model has no attention.
 
     The weights come from re-reading the translation with teacher forcing, which gives the same attention as the
     decoding steps that produced it, whatever the search (beam search keeps several hypotheses per step).
+
+    The labels are the subword pieces the model reads and writes, as a reader sees them (`piece_labels`: "Kat",
+    "…zen", not "▁Kat", "zen"), one per row and column of the weights: the picture shows what the model attended
+    over. Merging the pieces into words would need the weights summed over a word's source pieces and averaged over
+    its target pieces, which draws numbers the model never computed, and a script without spaces (Chinese) has no
+    words to merge into.
     """
     model.eval()
     source = tokenizers.source(text, return_tensors="pt").to(model.device)
@@ -375,34 +382,51 @@ def attention_matrix(model, tokenizers: TranslationTokenizers, text: str, **gene
                                **generate_kwargs)
     outputs = model(input_ids=source["input_ids"], attention_mask=source["attention_mask"],
                     decoder_input_ids=generated[:, :-1], output_attentions=True)
-    source_tokens = tokenizers.source.convert_ids_to_tokens(source["input_ids"][0])
-    target_tokens = tokenizers.target.convert_ids_to_tokens(generated[0, 1:])
+    source_labels = piece_labels(tokenizers.source, source["input_ids"][0].tolist())
+    target_labels = piece_labels(tokenizers.target, generated[0, 1:].tolist())
     if not outputs.cross_attentions:
-        return source_tokens, target_tokens, None
-    return source_tokens, target_tokens, outputs.cross_attentions[-1][0].mean(0).cpu()
+        return source_labels, target_labels, None
+    return source_labels, target_labels, outputs.cross_attentions[-1][0].mean(0).cpu()
 
 
 def attention_figure(model, tokenizers: TranslationTokenizers, text: str, **generate_kwargs):
-    """A matplotlib figure of the attention ``model`` pays while it translates ``text`` (a heatmap of source tokens x
-    target tokens, see `attention_matrix`), or ``None`` when the model has no attention. Close it when done."""
+    """A matplotlib figure of the attention ``model`` pays while it translates ``text`` (a heatmap of source pieces x
+    target pieces, labelled as a reader sees them: see `attention_matrix`), or ``None`` when the model has no
+    attention. Close it when done."""
     import matplotlib
 
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
 
-    source_tokens, target_tokens, weights = attention_matrix(model, tokenizers, text, **generate_kwargs)
+    source_labels, target_labels, weights = attention_matrix(model, tokenizers, text, **generate_kwargs)
     if weights is None:
         return None
-    figure, axes = plt.subplots(figsize=(0.45 * len(source_tokens) + 2.5, 0.45 * len(target_tokens) + 2))
+    figure, axes = plt.subplots(figsize=(0.45 * len(source_labels) + 2.5, 0.45 * len(target_labels) + 2))
     axes.imshow(weights.numpy(), cmap="Greys", vmin=0.0, vmax=1.0)
-    fonts = label_fonts(source_tokens + target_tokens)
-    axes.set_xticks(range(len(source_tokens)), source_tokens, rotation=90, fontfamily=fonts)
-    axes.set_yticks(range(len(target_tokens)), target_tokens, fontfamily=fonts)
+    fonts = label_fonts(source_labels + target_labels)
+    axes.set_xticks(range(len(source_labels)), source_labels, rotation=90, fontfamily=fonts)
+    axes.set_yticks(range(len(target_labels)), target_labels, fontfamily=fonts)
     axes.set_xlabel("source")
     axes.set_ylabel("translation")
-    axes.set_title(f"{model.config.model_type}: {getattr(model.config, 'attention_type', 'cross-attention')}")
+    axes.set_title(f"{model_name(model.config)}: {attention_name(model.config)}")
     figure.tight_layout()
     return figure
+
+
+def model_name(config: PretrainedConfig) -> str:
+    """The model's kind in words, from its config: "attention seq2seq (GRU)", "Transformer", else its ``model_type``
+    with spaces ("marian")."""
+    if config.model_type == "attention_seq2seq":
+        return f"attention seq2seq ({config.cell_type.upper()})"
+    return "Transformer" if config.model_type == "transformer" else config.model_type.replace("_", " ")
+
+
+def attention_name(config: PretrainedConfig) -> str:
+    """The attention an attention picture shows, in words: "luong general attention", "bahdanau attention", or
+    "cross-attention (last layer, mean over heads)"."""
+    if kind := getattr(config, "attention_type", None):
+        return f"{kind.replace('_', ' ')} attention"
+    return "cross-attention (last layer, mean over heads)"
 
 
 def label_fonts(labels: list[str]) -> list[str]:

@@ -1,5 +1,5 @@
-"""Tokenizer training (hf_seqmodels.data.tokenization): ids, special tokens, the save_pretrained round trip, and the same
-files from the same texts in every process."""
+"""Tokenizer training (hf_seqmodels.data.tokenization): ids, special tokens, the save_pretrained round trip, the same
+files from the same texts in every process, and the pieces as a reader sees them."""
 
 import os
 import re
@@ -12,7 +12,16 @@ import torch
 from transformers import AutoTokenizer, pipeline
 
 from hf_seqmodels import RecurrentConfig, RecurrentForCausalLM
-from hf_seqmodels.data.tokenization import DEFAULT_SPECIAL_TOKENS, REPRODUCIBLE_KINDS, train_tokenizer
+from hf_seqmodels.data.tokenization import (
+    CONTINUATION_MARK,
+    DEFAULT_SPECIAL_TOKENS,
+    KINDS,
+    REPRODUCIBLE_KINDS,
+    SPACE_PIECE,
+    piece_labels,
+    piece_texts,
+    train_tokenizer,
+)
 
 # PTB style: already tokenized, with "<unk>" in the text.
 TEXTS = ["the company said <unk> N shares", "the market fell", "<unk> said the market rose N %"] * 3
@@ -119,3 +128,51 @@ def test_chinese_and_english_sentences_decode_back_to_themselves(kind, data_dir)
         assert len(changed) <= (allowed * len(texts) if kind == "wordpiece" else 0), changed[:5]
         if lang == "zh":  # and never a space between two ideographs
             assert not any(re.search("[\u4e00-\u9fff] [\u4e00-\u9fff]", back) for back in decoded)
+
+
+# Sentences for the pieces' labels: subwords, an apostrophe WordPiece's decoder glues back, a decimal comma, a
+# hyphen, a Chinese sentence.
+PIECE_TEXTS = ["two cats sit on a mat", "Katzen sitzen auf der Matte.", "don't run, it's 3,5 km", "T-shirts sind toll",
+               "两只猫坐在垫子上"] * 10
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_piece_texts_add_up_to_the_decoded_text(kind):
+    tokenizer = train_tokenizer(PIECE_TEXTS, kind, vocab_size=60)
+    for text in [*PIECE_TEXTS[:5], "zebras?"]:
+        ids = tokenizer(text)["input_ids"] + [tokenizer.eos_token_id]
+        assert "".join(piece_texts(tokenizer, ids)) == tokenizer.decode(ids)
+        assert len(piece_labels(tokenizer, ids)) == len(ids) and "▁" not in "".join(piece_labels(tokenizer, ids))
+    assert piece_texts(tokenizer, []) == piece_labels(tokenizer, []) == []
+
+
+def marked_continuation(pieces: list[str], i: int, word_start: str, continuation: str) -> bool:
+    """Whether the tokenizer's own marks say that piece ``i`` continues a word: it carries the ``continuation`` mark,
+    or (tokenizers that mark word starts) neither it nor a bare mark before it starts a word."""
+    if continuation:
+        return pieces[i].startswith(continuation)
+    return i > 0 and not pieces[i].startswith(word_start) and pieces[i - 1] != word_start
+
+
+@pytest.mark.parametrize("kind, word_start, continuation", [("bpe", "▁", ""), ("unigram", "▁", ""),
+                                                            ("wordpiece", "", "##")])
+def test_piece_labels_follow_the_tokenizers_own_marks(kind, word_start, continuation):
+    """In text of letters and spaces, a label is its piece without the tokenizer's mark, and starts with the
+    continuation mark exactly where the piece continues a word by the tokenizer's own marks ("▁" starts a word in
+    SentencePiece-style pieces, "##" continues one in WordPiece's)."""
+    tokenizer = train_tokenizer(PIECE_TEXTS, kind, vocab_size=60)
+    for text in ("Katzen sitzen auf der Matte", "two cats sit on a mat"):
+        pieces = tokenizer.tokenize(text)
+        expected = [(CONTINUATION_MARK if marked_continuation(pieces, i, word_start, continuation) else "")
+                    + (piece.removeprefix(word_start).removeprefix(continuation) or SPACE_PIECE)
+                    for i, piece in enumerate(pieces)]
+        assert piece_labels(tokenizer, tokenizer.convert_tokens_to_ids(pieces)) == expected
+        assert any(label.startswith(CONTINUATION_MARK) for label in expected)  # the text has pieces inside words
+
+
+def test_piece_labels_of_chinese_characters_and_spaces():
+    """A Chinese sentence's pieces carry no continuation mark (its script puts no spaces between words); a piece that
+    is only a space shows as one."""
+    tokenizer = train_tokenizer(PIECE_TEXTS, "char", vocab_size=60)
+    ids = tokenizer("两只猫 a mat")["input_ids"]
+    assert piece_labels(tokenizer, ids) == ["两", "只", "猫", SPACE_PIECE, "a", SPACE_PIECE, "m", "…a", "…t"]

@@ -1,5 +1,5 @@
 """hf_seqmodels.tasks.translation: tokenizers that end texts with eos, batched translation == one sentence at a
-time, the saved translation pipeline, attention matrices, and a resumed run with BLEU checkpoints."""
+time, the saved translation pipeline, attention matrices and pictures, and a resumed run with BLEU checkpoints."""
 
 import re
 import shutil
@@ -20,16 +20,19 @@ from hf_seqmodels import (
 )
 from hf_seqmodels.data.loading import LengthGroupedSampler
 from hf_seqmodels.data.paths import check_model_path
+from hf_seqmodels.data.tokenization import CONTINUATION_MARK
 from hf_seqmodels.evaluation import translation_metrics
 from hf_seqmodels.tasks.translation import (
     CUSTOM_PIPELINES,
     DataArguments,
+    attention_figure,
     attention_matrix,
     implausible_bleu_warning,
     is_degenerate,
     label_fonts,
     load_tokenizers,
     load_translation_model,
+    model_name,
     tokenize_pairs,
     train_tokenizers,
     translate,
@@ -176,12 +179,32 @@ def test_pipeline_of_a_separate_source_vocabulary_needs_its_source_tokenizer(raw
 
 def test_attention_matrix(tokenizers):
     model = tiny_model(tokenizers)
-    source_tokens, target_tokens, weights = attention_matrix(model, tokenizers, "two cats sit", max_new_tokens=5)
-    assert weights.shape == (len(target_tokens), len(source_tokens))
-    assert source_tokens[-1] == tokenizers.source.eos_token
-    torch.testing.assert_close(weights.sum(-1), torch.ones(len(target_tokens)))
+    source_labels, target_labels, weights = attention_matrix(model, tokenizers, "two cats sit", max_new_tokens=5)
+    assert weights.shape == (len(target_labels), len(source_labels))
+    assert source_labels[-1] == tokenizers.source.eos_token
+    torch.testing.assert_close(weights.sum(-1), torch.ones(len(target_labels)))
     plain = tiny_model(tokenizers, attention_type="none")
     assert attention_matrix(plain, tokenizers, "two cats sit", max_new_tokens=5)[2] is None
+
+
+def test_attention_picture_labels_its_axes_with_the_pieces_as_a_reader_sees_them(tokenizers):
+    """The source axis shows the tokenizer's own pieces without the "▁" that starts a word, a piece inside a word
+    marked as such ("▁c", "ats" read "c", "…ats"), and eos; the target axis, the picture's title and the model's name
+    carry no raw mark or identifier either."""
+    from matplotlib import pyplot as plt
+
+    text = "two cats sit on a mattress"
+    figure = attention_figure(tiny_model(tokenizers), tokenizers, text, max_new_tokens=5)
+    axes = figure.axes[0]
+    source = [label.get_text() for label in axes.get_xticklabels()]
+    target = [label.get_text() for label in axes.get_yticklabels()]
+    plt.close(figure)
+    pieces = tokenizers.source.tokenize(text)
+    assert source == [piece[1:] if piece.startswith("▁") else CONTINUATION_MARK + piece
+                      for piece in pieces] + [tokenizers.source.eos_token]
+    assert target and "▁" not in "".join(target)
+    assert axes.get_title() == "attention seq2seq (GRU): bahdanau attention"
+    assert model_name(TransformerConfig(vocab_size=10)) == "Transformer"
 
 
 def holders(character: str) -> set[str]:
