@@ -1,54 +1,18 @@
 """Translate a file with a model folder saved by scripts/run_translation.py, as the peers' own decoding commands do:
 load, translate every line with beam search in batches of similar lengths (`translation.translate`), write one
-detokenized translation per line, and print as JSON the seconds the translation took (loading not counted) and,
-of them, the seconds inside the model (`model_clock`).
+detokenized translation per line, and print as JSON the seconds the translation took (loading not counted).
 
     python -m benchmarks.peers.decode_ours MODEL_DIR SOURCE OUTPUT --batch_size 64 --num_beams 5 \\
         --length_penalty 1.0 --max_new_tokens 64
 """
 
 import argparse
-import contextlib
-import functools
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import hf_seqmodels  # noqa: F401  (registers the models with the Auto classes)
 from hf_seqmodels.tasks import translation
-
-
-def _clocked(method, totals: dict, name: str):
-    @functools.wraps(method)  # generate() reads forward's signature
-    def clocked(*args, **kwargs):
-        start = time.perf_counter()
-        try:
-            return method(*args, **kwargs)
-        finally:
-            totals[name] += time.perf_counter() - start
-
-    return clocked
-
-
-@contextlib.contextmanager
-def model_clock(model) -> Iterator[dict]:
-    """Seconds spent, while the block runs, inside the model's own computation: ``model_seconds``, the encoder
-    (once per batch), the first decoding step (``forward``) and every later one (``decoding_step``), their output
-    layer included, which is also ``output_layer_seconds``. What a decoding call spends besides is generate()'s
-    preparation and the search's bookkeeping (scores, ranking, reordering): the time a faster loop could save.
-    The clocks wrap the instance's methods for the block only; a perf_counter pair per call."""
-    totals = {"model_seconds": 0.0, "output_layer_seconds": 0.0}
-    encoder = model.get_encoder()
-    wrapped = [(encoder, "forward", "model_seconds"), (model, "forward", "model_seconds"),
-               (model, "decoding_step", "model_seconds"), (model, "_logits", "output_layer_seconds")]
-    for owner, method, total in wrapped:
-        setattr(owner, method, _clocked(getattr(owner, method), totals, total))
-    try:
-        yield totals
-    finally:
-        for owner, method, _ in wrapped:
-            delattr(owner, method)
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -65,14 +29,13 @@ def main(argv: list[str] | None = None) -> dict:
     model = translation.load_translation_model(args.model_dir)
     tokenizers = translation.load_tokenizers(args.model_dir)
     sources = args.source.read_text(encoding="utf-8").splitlines()
-    with model_clock(model) as inside:
-        start = time.perf_counter()
-        translations = translation.translate(model, tokenizers, sources, batch_size=args.batch_size,
-                                             num_beams=args.num_beams, length_penalty=args.length_penalty,
-                                             max_new_tokens=args.max_new_tokens, early_stopping=True)
-        seconds = time.perf_counter() - start
+    start = time.perf_counter()
+    translations = translation.translate(model, tokenizers, sources, batch_size=args.batch_size,
+                                         num_beams=args.num_beams, length_penalty=args.length_penalty,
+                                         max_new_tokens=args.max_new_tokens, early_stopping=True)
+    seconds = time.perf_counter() - start
     args.output.write_text("".join(f"{line}\n" for line in translations), encoding="utf-8")
-    result = {"seconds": seconds, "sentences": len(sources), **inside}
+    result = {"seconds": seconds, "sentences": len(sources)}
     print(json.dumps(result))
     return result
 

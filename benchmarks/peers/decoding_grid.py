@@ -145,7 +145,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--label", default="decoding grid")
     parser.add_argument("--work", type=Path, default=toolkits.REPO_ROOT / "outputs" / "peers" / "decoding",
                         help="the servers' logs")
-    parser.add_argument("--out", type=Path, default=toolkits.REPO_ROOT / "results" / "peers_decoding.json")
+    parser.add_argument("--out", type=Path, default=toolkits.REPO_ROOT / "results" / report_decoding.RESULTS,
+                        help="the results (benchmarks.peers.report renders them into results/peers.md from there)")
     args = parser.parse_args(argv)
     models = dict(sorted(named(args.models, "models", Path).items(), key=lambda item: toolkits.TOOLKITS.index(item[0])))
     penalties = named(args.length_penalties, "length_penalties", float)

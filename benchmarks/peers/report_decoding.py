@@ -1,6 +1,7 @@
 """The decoding grid's figures (results/peers_decoding.json, written by `decoding_grid`): per toolkit, batch size and
 thread count the medians over the rounds, and per pair of rounds whether ours was ahead of each peer; `markdown`
-renders them as one table (report.py can place it in peers.md).
+renders them as one table (report.py places it in peers.md); `targets` and `int8_targets` are the decoding targets
+of peers.md's targets table.
 
     python -m benchmarks.peers.report_decoding results/peers_decoding.json     # prints the table
 """
@@ -13,6 +14,12 @@ from pathlib import Path
 from tools.render.figures import Table
 
 BASELINE = "ours"
+RESULTS = "peers_decoding.json"  # beside peers.json: `decoding_grid`'s --out in results/
+INT8 = "int8_recurrent.json"  # beside it: benchmarks.studies.int8_recurrent's --out in results/
+# The decoding targets against each peer, at every thread count the grid measured: the batch sizes each covers (in
+# words, and which), and the least ratio of medians ours / peer it asks.
+TARGETS = (("at batch 1", range(1, 2), 1.3), ("at every batch size from 16 to 256", range(16, 257), 1.2))
+INT8_SPEEDUP, INT8_BLEU_GAP = 2.0, 0.3  # int8 against a peer's float32 at each one's best batch; its BLEU to ours
 
 
 def sentences_per_second(measured: dict) -> float:
@@ -78,6 +85,100 @@ def agrees(rows: list[dict]) -> bool:
     return all(row["ahead"] == (row["rounds"] if row["ratio"] > 1 else 0) for row in rows)
 
 
+def summaries(results: dict) -> list[dict]:
+    """The grid's `summary` rows, as the grid stored them or computed from its measurements."""
+    return results.get("summary") or summary(results["measurements"])
+
+
+def pairs(results: dict) -> list[dict]:
+    """The grid's `paired` rows, as the grid stored them or computed from its measurements."""
+    return results.get("paired") or paired(results["measurements"])
+
+
+def threads_words(count: int) -> str:
+    return f"{count} thread{'s' if count > 1 else ''}"
+
+
+def where(row: dict) -> str:
+    return f"batch {row['batch_size']}, {threads_words(row['threads'])}"
+
+
+def target(rows: list[dict], words: str, wanted: float) -> dict:
+    """The target on ``rows`` (`paired` rows of one peer): met only when the ratio of medians reaches ``wanted`` in
+    every row and the baseline was ahead in every paired round of every row; the value gives the lowest ratio and
+    every row with a round behind."""
+    lowest = min(rows, key=lambda row: row["ratio"])
+    behind = [row for row in rows if not row["every_round"]]
+    rounds = ("behind in a paired round at " + "; ".join(f"{where(row)} ({row['ahead']} of {row['rounds']} ahead)"
+                                                         for row in behind) if behind
+              else "ahead in every paired round")
+    return {"name": f"decoding sentences/s {words}, {BASELINE} / {rows[0]['peer']} (decoding grid)",
+            "value": f"{lowest['ratio']:.2f} (the lowest: {where(lowest)}); {rounds}",
+            "wanted": f">= {wanted:g} at every thread count, and {BASELINE} ahead in every paired round",
+            "met": lowest["ratio"] >= wanted and not behind}
+
+
+def targets(results: dict) -> list[dict]:
+    """The decoding targets (`TARGETS`) against each peer, those whose batch sizes the grid measured: each
+    ``name``, ``value``, ``wanted``, ``met`` (`target`)."""
+    comparisons = pairs(results)
+    found = []
+    for peer in dict.fromkeys(row["peer"] for row in comparisons):
+        for words, sizes, wanted in TARGETS:
+            if rows := [row for row in comparisons if row["peer"] == peer and row["batch_size"] in sizes]:
+                found.append(target(rows, words, wanted))
+    return found
+
+
+def best_batch(rows: list[dict], threads: int) -> dict | None:
+    """Of ``rows`` (one toolkit's), the one of highest median sentences/s at ``threads``; None without any."""
+    at = [row for row in rows if row["threads"] == threads]
+    return max(at, key=lambda row: row["sentences_per_s"]["median"]) if at else None
+
+
+def int8_rows(int8: dict, variant: str) -> list[dict]:
+    """``variant``'s rows of results/int8_recurrent.json, one per batch size, in the grid's shape (``threads``)."""
+    return [{**row, "threads": int8["settings"]["threads"]} for found in int8["by_batch_size"].values()
+            for row in found["rows"] if row["variant"] == variant]
+
+
+def int8_speed_target(int8: dict, grid: dict, peer: str) -> dict | None:
+    """Our int8 sentences/s at its best batch (int8_recurrent.json) over ``peer``'s float32 at its best batch in the
+    grid at the same thread count; None where the grid has no such row."""
+    threads = int8["settings"]["threads"]
+    theirs = best_batch([row for row in summaries(grid) if row["toolkit"] == peer], threads)
+    if theirs is None:
+        return None
+    ours = best_batch(int8_rows(int8, "int8"), threads)
+    mine, other = ours["sentences_per_s"]["median"], theirs["sentences_per_s"]["median"]
+    return {"name": f"decoding sentences/s, {BASELINE} int8 / {peer} float32, each at its best batch, "
+                    f"{threads_words(threads)} ({INT8} against the decoding grid)",
+            "value": f"{mine / other:.2f} ({mine:.1f} at batch {ours['batch_size']} / {other:.1f} at batch "
+                     f"{theirs['batch_size']})",
+            "wanted": f">= {INT8_SPEEDUP:g}", "met": mine / other >= INT8_SPEEDUP}
+
+
+def int8_bleu_target(int8: dict) -> dict:
+    """Our int8 test BLEU against our float32's at every batch size of int8_recurrent.json (an int8 model's outputs
+    depend on the batch): the largest gap."""
+    floats = {row["batch_size"]: row["test_bleu"] for row in int8_rows(int8, "float32")}
+    gaps = {row["batch_size"]: row["test_bleu"] - floats[row["batch_size"]] for row in int8_rows(int8, "int8")}
+    size = max(gaps, key=lambda size: abs(gaps[size]))
+    return {"name": f"test BLEU, {BASELINE} int8 - {BASELINE} float32 ({INT8})",
+            "value": f"{gaps[size]:+.2f} (the largest gap: batch {size}, float32 {floats[size]:.2f})",
+            "wanted": f"within {INT8_BLEU_GAP:g} at every batch size", "met": abs(gaps[size]) <= INT8_BLEU_GAP}
+
+
+def int8_targets(int8: dict, grid: dict | None) -> list[dict]:
+    """The int8 targets: its test BLEU within `INT8_BLEU_GAP` of float32's, and, where the grid measured a peer at
+    the study's thread count, int8 at least `INT8_SPEEDUP` x that peer's float32 sentences/s, each at its best batch.
+    int8_recurrent.json times generate() on tokenized batches, the grid raw lines in and text out: the peer's scope
+    is the wider."""
+    peers = dict.fromkeys(row["toolkit"] for row in summaries(grid) if row["toolkit"] != BASELINE) if grid else {}
+    speeds = [int8_speed_target(int8, grid, peer) for peer in peers]
+    return [int8_bleu_target(int8), *(found for found in speeds if found is not None)]
+
+
 def spread(figures: dict, digits: int) -> str:
     return f"{figures['median']:.{digits}f} ({figures['min']:.{digits}f}-{figures['max']:.{digits}f})"
 
@@ -85,9 +186,9 @@ def spread(figures: dict, digits: int) -> str:
 def table(results: dict) -> str:
     """The markdown table: a row per batch size, thread count and toolkit; on the baseline's row its median
     sentences/s over the fastest peer's, and whether every paired round agrees with the medians (`agrees`)."""
-    comparisons = results.get("paired") or paired(results["measurements"])
+    comparisons = pairs(results)
     rows = []
-    for row in results.get("summary") or summary(results["measurements"]):
+    for row in summaries(results):
         ratio = agreement = ""
         against = [pair for pair in comparisons
                    if (pair["batch_size"], pair["threads"]) == (row["batch_size"], row["threads"])]

@@ -1,22 +1,23 @@
 """Our attention GRU beside JoeyNMT and eole: the same data, pieces, sizes and budget; test2016 BLEU / chrF with one
-sacreBLEU call and a paired bootstrap against ours, training tokens/s, beam-5 decoding speed, memory, parameters.
+sacreBLEU call and a paired bootstrap against ours, training tokens/s, memory, parameters (decoding speed: the
+decoding grid, `benchmarks.peers.decoding_grid`).
 
 Two phases, each its own command, so that the full comparison can be run in parts, session by session:
 
     bash benchmarks/peers/setup.sh                        # once: .venv-peers/joeynmt and .venv-peers/eole
     # quality: train every toolkit and decode test2016 (beam 5), two runs at a time at one thread each; each
-    # (toolkit, seed) is a row of results/peers.json as soon as it ends (a re-run of a seed replaces its rows)
-    python -m benchmarks.peers.run --seeds 1 --jobs 2
-    # speed, on a quiet machine, nothing else running: short training runs taking turns (ours, joeynmt, eole,
-    # ours, ...), then the quality phase's models of --seeds' first seed decoding in turns, every toolkit at each
-    # thread count (its row at its fastest); results/peers_timing.json
-    python -m benchmarks.peers.run --timing_rounds 3 --updates 100 --warmup_steps 50 --decoding_rounds 3 --threads 1 2
+    # (toolkit, seed) is a row of results/peers.json as soon as it ends (a re-run of a seed replaces its rows);
+    # --tuned: each toolkit's configuration as its sweep chose it (python -m benchmarks.peers.sweep --jobs 2 first)
+    python -m benchmarks.peers.run --tuned --seeds 1 --jobs 2
+    # training speed, on a quiet machine, nothing else running: short training runs taking turns (ours, joeynmt,
+    # eole, ours, ...), every toolkit at each thread count (its row at its fastest); results/peers_timing.json
+    python -m benchmarks.peers.run --timing_rounds 3 --updates 100 --warmup_steps 50 --threads 1 2
 
 Run it in our environment (.venv): it trains ours with scripts/run_translation.py and calls the peers' own commands
 in their environments. Everything a run writes goes under ``--work`` (models, logs, configs, translations); the
 results go to ``--out`` (peers.json, the test translations in peers_translations/, peers_timing.json; peers.md and
-peers.png are rendered from them by `report`). Paths in the recorded commands are relative to the repository (or
-to ``--work``, written ``<work>``).
+peers.png are rendered from them and the other results files beside them by `report`). Paths in the recorded
+commands are relative to the repository (or to ``--work``, written ``<work>``).
 """
 
 import argparse
@@ -64,16 +65,6 @@ def same_for_all(recipe: Recipe, stats: dict) -> str:
             f"update, {recipe.updates} updates, a validation every {recipe.validation_every}; beam "
             f"{recipe.num_beams}, length penalty {recipe.length_penalty}, at most {recipe.max_new_tokens} tokens; "
             "torch 2.13.0 on the CPU and the same environment (threads) for every command")
-
-
-def subset(data: peers_data.PreparedData, split: str, count: int, name: str) -> Path:
-    """The first ``count`` rows of ``split`` as files of stem ``name`` (raw and pieces, both languages)."""
-    stem = data.folder / name
-    for lang in (data.source_lang, data.target_lang):
-        for pieces, suffix in ((False, ""), (True, ".tok")):
-            lines = data.lines(split, lang, pieces=pieces)[:count]
-            Path(f"{stem}{suffix}.{lang}").write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
-    return stem
 
 
 def quality_run(name: str, recipe: Recipe, data: peers_data.PreparedData, seed: int,
@@ -226,64 +217,20 @@ def training_speed(recipe: Recipe, data: peers_data.PreparedData, args: argparse
                     "load_before": load, "train": trained}, args.work))
 
     return {"recipe": dataclasses.asdict(recipe), "rounds": args.timing_rounds,
-            **report.speed_medians("training", runs), "runs": runs}
-
-
-def decoding_speed(recipe: Recipe, data: peers_data.PreparedData, args: argparse.Namespace) -> dict:
-    """Decoding speed alone, with the models the quality phase trained for the first of ``--seeds``: in each of
-    ``--decoding_rounds`` rounds the toolkits take turns decoding the first ``--select_sentences`` validation
-    sentences at every ``--batch_sizes``, test2016 at their fastest and the first ``--batch1_sentences`` test
-    sentences at batch 1. Per toolkit, the median sentences/s over the rounds (and the batch size most often
-    fastest)."""
-    seed = args.seeds[0]
-    for name in args.toolkits:
-        if not (args.work / name / f"seed{seed}" / "model").is_dir():
-            raise FileNotFoundError(f"No trained {name} model of seed {seed} under {args.work}: --decoding_rounds "
-                                    f"decodes the quality phase's models; run `python -m benchmarks.peers.run "
-                                    f"--toolkits {name} --seeds {seed}` first (same --work).")
-    rows = {"select": subset(data, "validation", args.select_sentences, "select"),
-            "batch1": subset(data, "test", args.batch1_sentences, "batch1"),
-            "test": data.folder / peers_data.SPLITS["test"]}
-    runs = []
-    for round_ in range(args.decoding_rounds):
-        for threads in threads_of(args):
-            for name in args.toolkits:
-                print(f"[peers] decoding round {round_ + 1}/{args.decoding_rounds}, {threads} threads: {name}",
-                      flush=True)
-                folder, load, tag = args.work / name / f"seed{seed}", os.getloadavg()[0], f"speed{round_}t{threads}"
-                select = {size: toolkits.decode(name, recipe, data, folder, rows["select"], size, seed,
-                                                f"{tag}_select_b{size}")[1] for size in args.batch_sizes}
-                best = max(select, key=lambda size: report.sentences_per_second(select[size]))
-                translations, test = toolkits.decode(name, recipe, data, folder, rows["test"], best, seed,
-                                                     f"{tag}_test")
-                test["mean_output_pieces"] = peers_data.mean_pieces(data.tokenizer(), translations)
-                batch1 = toolkits.decode(name, recipe, data, folder, rows["batch1"], 1, seed, f"{tag}_batch1")[1]
-                runs.append(made_portable({"toolkit": name, "round": round_, "threads": threads, "seed": seed,
-                                           "load_before": load, "select": select, "best_batch_size": best,
-                                           "test": test, "batch1": batch1}, args.work))
-
-    return {"seed": seed, "rounds": args.decoding_rounds, "batch_sizes": args.batch_sizes,
-            "select_sentences": args.select_sentences, "batch1_sentences": args.batch1_sentences,
-            **report.speed_medians("decoding", runs), "runs": runs}
+            **report.speed_medians(runs), "runs": runs}
 
 
 def speed(recipe: Recipe, data: peers_data.PreparedData, args: argparse.Namespace, command: str) -> dict:
-    """The speed phase: `training_speed` and/or `decoding_speed` into peers_timing.json (a part not run this time
-    is kept from the file), then the report rendered when peers.json exists."""
-    path = args.out / report.TIMING
-    timed = json.loads(path.read_text()) if path.is_file() else {}
+    """The training speed phase: `training_speed` into peers_timing.json's ``training``, then the report rendered
+    when peers.json exists."""
     machine = provenance([args.seeds[0]], ["train"])["machine"]
     part = {"command": command, "label": args.label, "threads": args.threads,
             "machine": f"{machine['cpu']}, {machine['cpu_count']} cores"}
-    # each part's provenance taken when it ends (the machine's load then; commit and versions as at the start)
-    if args.timing_rounds:
-        timed["training"] = {**part, **training_speed(recipe, data, args),
-                             "provenance": provenance([args.seeds[0]], ["train", "validation"])}
-    if args.decoding_rounds:
-        timed["decoding"] = {**part, **decoding_speed(recipe, data, args),
-                             "provenance": provenance([args.seeds[0]], ["validation", "test"])}
+    # its provenance taken when it ends (the machine's load then; commit and versions as at the start)
+    timed = {"training": {**part, **training_speed(recipe, data, args),
+                          "provenance": provenance([args.seeds[0]], ["train", "validation"])}}
     args.out.mkdir(parents=True, exist_ok=True)
-    write_json(path, timed)
+    write_json(args.out / report.TIMING, timed)
     print(json.dumps({key: value["median"] for key, value in timed.items()}, indent=2))
     if (args.out / "peers.json").is_file():
         report.render(json.loads((args.out / "peers.json").read_text()), args.out,
@@ -301,33 +248,23 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--toolkits", nargs="+", default=list(toolkits.TOOLKITS), choices=toolkits.TOOLKITS,
                         help="the toolkits to run (ours is every seed's baseline of the paired bootstrap)")
     parser.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3],
-                        help="a quality run per toolkit and seed; the speed phase uses the first")
+                        help="a quality run per toolkit and seed; the training speed phase uses the first")
     parser.add_argument("--updates", type=int, default=None,
                         help="updates for every toolkit (default: the main job's, its epochs of batches)")
     parser.add_argument("--warmup_steps", type=int, default=None,
                         help="warmup updates (default: the main job's); only for a check shorter than its warmup")
     parser.add_argument("--jobs", type=int, default=1,
                         help="quality phase: runs at a time (each at --threads); above 1 their seconds are not "
-                             "speed figures, which come from the speed phase")
+                             "speed figures, which come from the training speed phase")
     parser.add_argument("--decoding_batch_size", type=int, default=64,
                         help="quality phase: sentences per batch when decoding test2016")
     parser.add_argument("--timing_rounds", type=int, default=0,
-                        help="speed phase: train every toolkit this many times, taking turns, decode nothing; the "
-                             "median tokens/s of each in --out/peers_timing.json (no quality runs)")
-    parser.add_argument("--decoding_rounds", type=int, default=0,
-                        help="speed phase: decode with the quality phase's models of the first seed this many "
-                             "times, taking turns; the median sentences/s of each in --out/peers_timing.json")
-    parser.add_argument("--batch_sizes", nargs="+", type=int, default=[16, 64, 128],
-                        help="speed phase: decoding batch sizes tried on validation sentences; test2016 is timed "
-                             "at the fastest")
-    parser.add_argument("--select_sentences", type=int, default=300,
-                        help="speed phase: validation sentences to pick the batch size")
-    parser.add_argument("--batch1_sentences", type=int, default=100,
-                        help="speed phase: test sentences decoded at batch 1")
+                        help="training speed phase: train every toolkit this many times, taking turns, decode "
+                             "nothing; the median tokens/s of each in --out/peers_timing.json (no quality runs)")
     parser.add_argument("--threads", nargs="+", type=int, default=None,
                         help="OMP_NUM_THREADS of every command (default: the cores this process may use, divided "
-                             "by --jobs); the speed phase takes several, times every toolkit at each and gives "
-                             "each toolkit's row at its fastest")
+                             "by --jobs); the training speed phase takes several, times every toolkit at each and "
+                             "gives each toolkit's row at its fastest")
     parser.add_argument("--tuned", action="store_true",
                         help="train each toolkit with the configuration and length penalty its sweep chose on "
                              "validation (--out/peers_sweep.json, `python -m benchmarks.peers.sweep`); without it, "
@@ -344,21 +281,18 @@ def main(argv: list[str] | None = None) -> dict:
         args.threads = [max(1, len(os.sched_getaffinity(0)) // args.jobs)]
     if min(args.threads) < 1:
         parser.error(f"--threads must be at least 1, got {args.threads}.")
-    for name in ("select_sentences", "batch1_sentences", "updates", "warmup_steps", "jobs", "decoding_batch_size"):
+    for name in ("updates", "warmup_steps", "jobs", "decoding_batch_size"):
         if getattr(args, name) is not None and getattr(args, name) < 1:
             parser.error(f"--{name} must be at least 1, got {getattr(args, name)}.")
-    for name in ("timing_rounds", "decoding_rounds"):
-        if getattr(args, name) < 0:
-            parser.error(f"--{name} must be at least 0, got {getattr(args, name)}.")
-    if min(args.batch_sizes) < 1:
-        parser.error(f"--batch_sizes must be at least 1, got {args.batch_sizes}.")
-    timing_phase = args.timing_rounds > 0 or args.decoding_rounds > 0
+    if args.timing_rounds < 0:
+        parser.error(f"--timing_rounds must be at least 0, got {args.timing_rounds}.")
+    timing_phase = args.timing_rounds > 0
     if not timing_phase and len(args.threads) > 1:
-        parser.error(f"--threads takes several counts in the speed phase only (--timing_rounds, --decoding_rounds); "
-                     f"the quality phase runs at one, got {args.threads}.")
+        parser.error(f"--threads takes several counts in the training speed phase only (--timing_rounds); the "
+                     f"quality phase runs at one, got {args.threads}.")
     if timing_phase and args.jobs > 1:
-        parser.error("--jobs is for the quality phase: the speed phase (--timing_rounds, --decoding_rounds) runs "
-                     "one command at a time; leave --jobs out.")
+        parser.error("--jobs is for the quality phase: the training speed phase (--timing_rounds) runs one command "
+                     "at a time; leave --jobs out.")
     for name in args.toolkits:
         if name != "ours":
             toolkits.peer_program(name)  # fails now, with the setup command, rather than after training ours

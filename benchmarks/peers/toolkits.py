@@ -139,10 +139,9 @@ def joeynmt_decode_seconds(text: str) -> float:
     return logged_number(text, r"Generation took ([\d.]+)\[sec\]")
 
 
-def ours_decode_figures(text: str) -> dict:
-    """What `decode_ours` printed last in its log: its ``seconds`` and the model clock's seconds inside them."""
-    printed = json.loads(text.strip().splitlines()[-1])
-    return {key: printed[key] for key in ("seconds", "model_seconds", "output_layer_seconds") if key in printed}
+def ours_decode_seconds(text: str) -> float:
+    """The ``seconds`` `decode_ours` printed last in its log."""
+    return json.loads(text.strip().splitlines()[-1])["seconds"]
 
 
 def eole_train_seconds(text: str) -> float:
@@ -222,20 +221,18 @@ def decode(name: str, recipe: Recipe, data: peers_data.PreparedData, folder: Pat
     """Translate the sentences of ``rows`` (a stem: ``<rows>.<lang>`` raw, ``<rows>.tok.<lang>`` pieces, for both
     languages) with the model trained in ``folder``, beam search as the recipe says, ``batch_size`` sentences per
     batch. Returns the detokenized translations and ``seconds`` (the toolkit's own timer, loading not counted),
-    ``sentences``, ``wall_s``, ``peak_rss_mb``, ``command`` (ours: and ``model_seconds``, ``output_layer_seconds``)."""
+    ``sentences``, ``wall_s``, ``peak_rss_mb``, ``command``."""
     src = data.source_lang
     work = folder / "decode"
     work.mkdir(parents=True, exist_ok=True)
     log, output = work / f"{tag}.log", work / f"{tag}.out"
-    clocked = {}  # ours: the model clock's seconds (decode_ours)
     if name == "ours":
         env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
         run = run_command([sys.executable, "-m", "benchmarks.peers.decode_ours", str(folder / "model"),
                            f"{rows}.{src}", str(output), "--batch_size", str(batch_size), "--num_beams",
                            str(recipe.num_beams), "--length_penalty", str(recipe.length_penalty),
                            "--max_new_tokens", str(recipe.max_new_tokens)], log, env)
-        clocked = ours_decode_figures(log.read_text(encoding="utf-8"))
-        seconds = clocked.pop("seconds")
+        seconds = ours_decode_seconds(log.read_text(encoding="utf-8"))
         translations = output.read_text(encoding="utf-8").splitlines()
     elif name == "joeynmt":
         # `joeynmt test` reads the data, testing and model sections; the tuning (training section) is not read
@@ -262,4 +259,4 @@ def decode(name: str, recipe: Recipe, data: peers_data.PreparedData, folder: Pat
     expected = len(Path(f"{rows}.{src}").read_text(encoding="utf-8").splitlines())
     if len(translations) != expected:
         raise RuntimeError(f"{name} gave {len(translations)} translations for {expected} sentences: see {log}.")
-    return translations, {**run, **clocked, "seconds": seconds, "sentences": expected}
+    return translations, {**run, "seconds": seconds, "sentences": expected}

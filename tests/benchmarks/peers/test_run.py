@@ -94,6 +94,25 @@ def test_the_speed_phase_runs_one_command_at_a_time():
         run.main(["--timing_rounds", "1", "--jobs", "2"])
 
 
+def test_the_old_decoding_speed_phase_is_gone():
+    """Decoding speed is the decoding grid's (benchmarks.peers.decoding_grid): run.py takes none of its options."""
+    for option in ("--decoding_rounds", "--batch_sizes", "--select_sentences", "--batch1_sentences"):
+        with pytest.raises(SystemExit):
+            run.main([option, "3"])
+
+
+def test_the_speed_phase_writes_the_training_part_alone(tmp_path, monkeypatch):
+    """peers_timing.json holds the training speed phase only: an older decoding part is not carried over."""
+    (tmp_path / run.report.TIMING).write_text(json.dumps({"decoding": {"median": {}}, "training": {"median": {}}}))
+    medians = {"ours": {"train_tokens_per_s": 900.0}}
+    monkeypatch.setattr(run, "training_speed", lambda recipe, data, args: {"median": medians, "runs": []})
+    args = argparse.Namespace(seeds=[1], label="check", threads=[2], out=tmp_path)
+    run.speed(run.Recipe.main_job(29_000, 100), FakeData(), args, "python -m benchmarks.peers.run --timing_rounds 1")
+    stored = json.loads((tmp_path / run.report.TIMING).read_text())
+    assert list(stored) == ["training"] and stored["training"]["median"] == medians
+    assert stored["training"]["command"] == "python -m benchmarks.peers.run --timing_rounds 1"
+
+
 def test_the_quality_phase_runs_at_one_thread_count():
     with pytest.raises(SystemExit):
         run.main(["--seeds", "1", "--threads", "1", "2"])
