@@ -44,14 +44,24 @@ TASKS = {
         Metric("eval_bleu", "bleu", "BLEU", False), Metric("eval_chrf", "chrf", "chrF", False))),
 }
 
-# Bundled data set -> its Hub identity (for the model-index), a readable name and what the card says about it.
+# Bundled data set -> its Hub identity (for the model-index), a readable name and what the card says about it
+# (shared/data/README.md says what each is, where it comes from and its license). ``split_sets``: a split scored on
+# another Hub data set than the others (SST-2's labelled test sentences are not GLUE's, whose test has no labels).
+# ``terms``: for data that names no license, the card's license "other", its name and link, and what it allows.
 DATASETS = {
     "sst2": {
         "hub_id": "glue", "config": "sst2", "name": "SST-2 (GLUE)", "language": "en",
         "about": "Stanford Sentiment Treebank, binary (Socher et al., 2013), as packaged in GLUE: 67,349 training "
-                 "phrases and sentences from Rotten Tomatoes movie reviews, lowercased and PTB-tokenized; scored on "
-                 "the 872 labelled validation sentences (GLUE's test labels are hidden).",
+                 "phrases and sentences from Rotten Tomatoes movie reviews, lowercased and PTB-tokenized; validation: "
+                 "GLUE's 872 labelled dev sentences; test: GLUE's 1,821 test sentences (unlabelled in GLUE) with the "
+                 "gold labels of the standard binary SST test set (the data of Kim, 2014), the same sentences.",
+        "split_sets": {"test": {"hub_id": "SetFit/sst2", "config": None,
+                                "name": "SST-2, the binary SST test set (Socher et al., 2013; Kim, 2014)"}},
         "license": None,
+        "terms": {"license_name": "sst2-research-use", "license_link": "https://nlp.stanford.edu/sentiment/",
+                  "note": "SST-2 states no license (neither the Stanford Sentiment Treebank nor GLUE gives one); its "
+                          "sentences are Rotten Tomatoes review snippets (Pang and Lee) published for research. "
+                          "Use this model, trained on them, for research only."},
         "limitations": ["English movie-review snippets only, lowercased and PTB-tokenized as in GLUE; other domains, "
                         "casing or tokenization will lower accuracy.",
                         "Binary sentiment only: no neutral class; sarcasm, negation scope and mixed opinions remain "
@@ -61,8 +71,8 @@ DATASETS = {
     "ud_english_ewt": {
         "hub_id": "universal_dependencies", "config": "en_ewt", "name": "UD English-EWT (UPOS)", "language": "en",
         "about": "Universal Dependencies English Web Treebank (weblogs, newsgroups, emails, reviews, Yahoo! Answers): "
-                 "12,544 training sentences (204,577 words) tagged with the 17 universal POS tags; scored on the "
-                 "2,001 dev sentences (25,147 words).",
+                 "12,544 training sentences (204,577 words) tagged with the 17 universal POS tags; validation: the "
+                 "2,001 dev sentences (25,147 words); test: the 2,077 test sentences (25,094 words).",
         "license": "cc-by-sa-4.0",
         "limitations": ["English web text only; other genres (social media, transcribed speech) and other languages "
                         "will tag worse.",
@@ -73,14 +83,22 @@ DATASETS = {
         "hub_id": "ptb_text_only", "config": None, "name": "Penn Treebank (Mikolov)", "language": "en",
         "about": "Mikolov's word-level Penn Treebank: 887k training words, 10k vocabulary.",
         "license": None,
+        "terms": {"license_name": "ldc-ptb-research-use", "license_link": "https://catalog.ldc.upenn.edu/LDC99T42",
+                  "note": "The Penn Treebank is the LDC's (LDC99T42), distributed with Mikolov's toolkit for "
+                          "research use only. Use this model, trained on it, for research only."},
         "limitations": ["1989 Wall Street Journal text, lowercased, numbers as N, 10k words: samples reflect that "
                         "text's topics and biases and are not fit to show people.",
                         "Penn Treebank data is licensed by the LDC for research use."],
     },
     "multi30k_en_de": {
         "hub_id": "bentrevett/multi30k", "config": None, "name": "Multi30k English-German", "language": ["en", "de"],
-        "about": "Multi30k (Elliott et al., 2016): 29,000 English image captions with German translations.",
+        "about": "Multi30k (Elliott et al., 2016): 29,000 English image captions with German translations; "
+                 "validation: 1,014 pairs; test: test2016, 1,000 pairs.",
         "license": None,
+        "terms": {"license_name": "multi30k-research-use", "license_link": "https://github.com/multi30k/dataset",
+                  "note": "Multi30k's repository names no license; its captions come from Flickr30k, whose terms "
+                          "allow non-commercial research and educational use. Use this model, trained on them, for "
+                          "non-commercial research and teaching only."},
         "limitations": ["Image captions only: short descriptive sentences; other domains translate poorly.",
                         "Flickr30k captions are for non-commercial research use."],
     },
@@ -111,6 +129,11 @@ DATASETS = {
 
 # Bundled pretrained checkpoints -> their Hub id (the card's base_model).
 BASE_MODELS = {"all-MiniLM-L6-v2": "sentence-transformers/all-MiniLM-L6-v2"}
+
+
+def split_set(dataset: dict, split: str) -> dict:
+    """The Hub data set (``hub_id``, ``config``, ``name``) that holds ``split`` of the bundled ``dataset``."""
+    return dataset.get("split_sets", {}).get(split) or {key: dataset[key] for key in ("hub_id", "config", "name")}
 
 
 def dataset_of(run: dict) -> dict:

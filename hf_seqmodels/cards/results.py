@@ -20,6 +20,7 @@ from .catalog import TASKS, Metric
 
 DEFAULT_BENCHMARKS = REPO_ROOT / "results" / "benchmarks.json"
 SUITE_ROW = "suite_row"  # the key of a suite run's row (`load_run`)
+SPLIT_OF_PREFIX = {"eval": "validation", "test": "test"}  # a score key's prefix -> the split it was scored on
 BENCHMARKS_FILE = "--benchmarks: the benchmarks.json that `python -m benchmarks.run` wrote, or '' for none"
 
 
@@ -72,6 +73,21 @@ def run_scores(run: dict, split: str = "eval") -> list[tuple[Metric, float]]:
     return [(metric, run[key]) for metric, key in keys.items() if key in run]
 
 
+def scored_splits(run: dict) -> tuple[list[str], bool]:
+    """The splits the run's scores are on, and whether the run records them: the splits its provenance records
+    (a score on a split it does not record is a ValueError), else those its scores' names say (``eval_*``,
+    ``test_*``), for results written before runs recorded their provenance."""
+    named = [split for prefix, split in SPLIT_OF_PREFIX.items() if run_scores(run, prefix)]
+    recorded = (run.get("provenance") or {}).get("split")
+    if recorded is None:
+        return named, False
+    if missing := [split for split in named if split not in recorded]:
+        raise ValueError(f"The run holds {' and '.join(missing)} scores, but its provenance records the splits "
+                         f"{recorded}: its results contradict themselves; render the card from the run's own "
+                         "results.json.")
+    return [split for split in recorded if split in SPLIT_OF_PREFIX.values()], True
+
+
 def seed_summary(run: dict) -> str:
     """For a run loaded from a suite (`load_run`), or the main job's (``tools/render/main_job.py``): a paragraph and
     table of each test score of its task as its `SUITE_ROW` states it over the model's seeds (``mean ± sd (n=3)``),
@@ -90,7 +106,11 @@ def seed_summary(run: dict) -> str:
         return ""
     seeds = ", ".join(str(seed) for seed in row["seeds"])
     trained_by = row.get("trained_by") or f"`scripts/compare.py {row['suite']}`"
-    return (f"\nThe same recipe trained once per seed ({seeds}) by {trained_by}, test split, "
+    test, recorded = SPLIT_OF_PREFIX["test"], (run.get("provenance") or {}).get("split")
+    if recorded is not None and test not in recorded:
+        raise ValueError(f"The run's {SUITE_ROW} holds {test} scores over its seeds, but the run records the splits "
+                         f"{recorded}.")
+    return (f"\nThe same recipe trained once per seed ({seeds}) by {trained_by}, {test} split, "
             "mean ± sample standard deviation over the seeds (this model is one of those runs)"
             f"{row.get('match', '')}:\n\n"
             "| metric | over the seeds |\n|---|---|\n" + "".join(lines))

@@ -28,8 +28,7 @@ from ..storage.atomic_folders import (
     written,
 )
 from ..storage.earlier_runs import code_files, run_output, sibling_imports, staged_output
-from .render import SPLITS
-from .results import run_scores
+from .results import SPLIT_OF_PREFIX, run_scores
 
 WEIGHT_FILES = ("*.safetensors", "model.safetensors.index.json")
 OTHER_FILES = ("config.json", "generation_config.json", "results.json")
@@ -189,7 +188,7 @@ def _card_problems(readme: Path, run: dict | None) -> list[str]:
     if not data.eval_results:
         problems.append("README.md metadata has no model-index results")
     elif run is not None:
-        expected = {(split, metric.hub_id): value for prefix, split in SPLITS.items()
+        expected = {(split, metric.hub_id): value for prefix, split in SPLIT_OF_PREFIX.items()
                     for metric, value in run_scores(run, prefix)}
         found = {(result.dataset_split, result.metric_type): result.metric_value for result in data.eval_results}
         if found != expected:

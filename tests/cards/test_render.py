@@ -25,7 +25,9 @@ def test_card_metadata_has_the_results_numbers(tmp_path):
     for result in results:
         assert (result.task_type, result.dataset_type, result.dataset_config, result.dataset_split) == (
             "text-classification", "glue", "sst2", "validation")
-    assert metadata["license"] == "apache-2.0"
+    # SST-2 names no license: the card says "other", with the terms' name and link (research use)
+    assert (metadata["license"], metadata["license_name"]) == ("other", "sst2-research-use")
+    assert metadata["license_link"].startswith("https://")
     assert metadata["library_name"] == "transformers"
     assert metadata["pipeline_tag"] == "text-classification"
     assert {"hf_seqmodels", "bilstm", "custom_code"} <= set(metadata["tags"])
@@ -111,6 +113,40 @@ def test_bundled_dataset_licenses_carry_over(tmp_path):
     write_card(tmp_path, run)
     assert metadata_load(tmp_path / "README.md")["license"] == "cc-by-sa-4.0"
     assert render_card(run, license="mit").data.license == "mit"
+
+
+@pytest.mark.parametrize("dataset, license", [("multi30k_en_de", "multi30k-research-use"),
+                                              ("ptb", "ldc-ptb-research-use"), ("sst2", "sst2-research-use")])
+def test_data_without_a_license_gives_a_research_license_and_says_so(dataset, license):
+    run = {**TRANSLATION_RUN, "dataset": dataset}
+    card = render_card(run)
+    assert (card.data.license, card.data.license_name) == ("other", license)
+    assert "apache-2.0" not in str(card) and "research" in card.text.split("## Training data")[1].split("##")[0]
+    assert render_card(run, license="mit").data.license == "mit"  # the user's choice stands
+
+
+def with_split(run: dict, splits: list[str] | None) -> dict:
+    """``run`` as a script writes it now: its provenance records the splits of its scores."""
+    return {**run, "provenance": {"recorded": "at run time", "seeds": [42], "split": splits}}
+
+
+def test_the_evaluation_sentence_names_the_splits_the_run_records():
+    test_run = {**RUN, "test_accuracy": 0.85, "test_f1": 0.84}
+    assert "with its evaluation on the validation and test splits." in str(
+        render_card(with_split(test_run, ["validation", "test"])))
+    assert "with its evaluation on the validation split." in str(render_card(with_split(RUN, ["validation"])))
+    # results written before runs recorded their provenance: the splits of its scores' names, said to be so
+    assert ("with its evaluation on the validation and test splits (as its scores' names say; its results record "
+            "no split).") in str(render_card(test_run))
+    with pytest.raises(ValueError, match=r"holds test scores, but its provenance records the splits \['validation'\]"):
+        render_card(with_split(test_run, ["validation"]))
+
+
+def test_sst2_test_scores_name_the_labelled_binary_sst_test_set():
+    card = render_card(with_split({**RUN, "test_accuracy": 0.85, "test_f1": 0.84}, ["validation", "test"]))
+    identity = {result.dataset_split: (result.dataset_type, result.dataset_config) for result in card.data.eval_results}
+    assert identity == {"validation": ("glue", "sst2"), "test": ("SetFit/sst2", None)}  # GLUE's test has no labels
+    assert card.data.datasets == ["glue"]  # trained on GLUE's SST-2
 
 
 def test_unknown_task_is_refused():

@@ -48,8 +48,17 @@ def reference_models() -> list[tuple[str, str]]:
     return chosen + [extra for extra in EXTRA if extra not in chosen]
 
 
-def slug(suite: str, name: str) -> str:
-    return f"{suite}-" + re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+def task_name(suite: str, run: dict) -> str:
+    """What a card's name says the model does: the suite's name, or for a tagger of per-word categories (not BIO
+    entities) the tag set it predicts, its label column (the ``ner`` suite tags UPOS: its cards are ``upos-*``)."""
+    tags = (run.get("arguments") or {}).get("label_column_name")
+    if run.get("task") == "token-classification" and run.get("tag_scheme") != "BIO" and tags:
+        return tags
+    return suite
+
+
+def slug(task: str, name: str) -> str:
+    return f"{task}-" + re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
 
 
 def reference_cards() -> dict[str, str]:
@@ -59,7 +68,10 @@ def reference_cards() -> dict[str, str]:
     for suite, name in reference_models():
         file = f"results/{suite}.json"
         run = load_run(REPO_ROOT / file, name)
-        card_name = slug(suite, name)
+        card_name = slug(task_name(suite, run), name)
+        if f"{card_name}.md" in cards:
+            raise ValueError(f"Two reference models would share the card {card_name}.md (the second from "
+                             f"`compare.py {suite}`, {name!r}): name one otherwise in tools/render/reference.py.")
         cards[f"{card_name}.md"] = str(render_card(run, model_name=card_name, benchmarks=benchmarks)) + "\n"
         metric = load(file)["metric"]
         row = run["suite_row"][metric]

@@ -40,3 +40,33 @@ def test_attention_variant_cards_name_their_own_attention_and_test_scores():
         splits = {(result.dataset_split, result.metric_type) for result in card.data.eval_results}
         assert {("test", "bleu"), ("test", "chrf")} <= splits
         assert all(result.metric_args["signature"].startswith("nrefs:1|") for result in card.data.eval_results)
+
+
+def reference_card_files() -> list:
+    return sorted(path for path in MODEL_CARDS.glob("*.md") if path.name != "README.md")
+
+
+def test_a_taggers_card_is_named_after_the_tags_it_predicts():
+    """The `ner` suite tags UPOS: its cards are named upos-*, as the upos suite's are; WNUT-17's tag entities."""
+    for path in reference_card_files():
+        card = ModelCard.load(path)
+        if card.data.pipeline_tag == "token-classification":
+            dataset = card.data.eval_results[0].dataset_name
+            expected = {"UD English-EWT (UPOS)": "upos-", "WNUT-17 emerging entities": "wnut17-"}[dataset]
+            assert path.name.startswith(expected), path.name
+    assert not list(MODEL_CARDS.glob("ner-*"))
+
+
+def test_each_card_says_the_splits_its_scores_are_on():
+    for path in reference_card_files():
+        card = ModelCard.load(path)
+        splits = sorted({result.dataset_split for result in card.data.eval_results}, key=["validation", "test"].index)
+        words = " and ".join(splits) + (" splits" if len(splits) > 1 else " split")
+        assert f"with its evaluation on the {words}." in card.text, path.name
+
+
+def test_no_card_of_research_data_says_apache():
+    for path in reference_card_files():
+        card = ModelCard.load(path)
+        if card.data.datasets[0] in ("bentrevett/multi30k", "glue", "ptb_text_only"):
+            assert card.data.license == "other" and card.data.license_name.endswith("research-use"), path.name
