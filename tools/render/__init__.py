@@ -3,7 +3,10 @@ README.md and docs/ and the cards of ``model_cards/`` from the results files; ``
 what is stale.
 
 * `figures`: the cells (each names the results file and key path of its figure), `Table` and `Text` blocks, the
-  ``<!-- figures:NAME -->`` markers, and the check that prose outside the blocks quotes no measured figure.
+  ``<!-- figures:NAME -->`` markers, and the checks: blocks that differ from their rendering (`stale_documents`),
+  measured figures in the prose outside the blocks (`stale_prose`).
+* `labels`: the cells that label a table from the results entries it renders: the split, the seeds, the device.
+* `prose`: what counts as a measured figure in prose: every number, less those a rule of ``NOT_MEASURED`` excepts.
 * `tables`: `DOCUMENTS`, every Markdown file and its blocks (docs/peers.md's from ``benchmarks/peers/report.py``,
   which builds its tables with `figures` too).
 * `reference`: the cards of ``model_cards/``, each rendered by ``hf_seqmodels.cards.render_card``; `main_job`: the

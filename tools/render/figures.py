@@ -3,11 +3,12 @@ renderer of the repository's documents (`tools.render.tables` declares them; the
 ``benchmarks/peers/report.py``, builds its tables and its block of docs/peers.md with it too).
 
 A table is a `Table` whose cells say which file and which key path each figure comes from (`Figure`, `MeanSd`,
-`Ratio`, `OverRows`, `Words`; a key path may select a list item by its fields, ``{"seed": 42}``), or are text
-already computed. A Markdown file holds each block between two markers, ``<!-- figures:NAME -->`` and
-``<!-- /figures -->`` (`markers`): a `Table`, or a `Text` of several paragraphs and tables; `render_files` rewrites
-what stands between them, `stale_blocks` says which blocks differ from what the results files give (the test
-that keeps the committed text current).
+`Ratio`, `OverRows`, `Words`; a key path may select a list item by its fields, ``{"seed": 42}``; the labels of
+`tools.render.labels`), or are text already computed. A Markdown file holds each block between two markers,
+``<!-- figures:NAME -->`` and ``<!-- /figures -->`` (`markers`): a `Table`, or a `Text` of several paragraphs and
+tables; `render_files` rewrites what stands between them, `stale_blocks` says which blocks differ from what the
+results files give (the test that keeps the committed text current), `stale_prose` which figures the prose outside
+the blocks quotes (`tools.render.prose` says what counts as one).
 
 A GPU cell (`OnGpu`) holds a figure only where a results file of ``results/gpu/`` holds the same run (the same key
 path), of the same model as the CPU figure (its identity: the timed model's test score or the benchmark's sizes)
@@ -24,6 +25,8 @@ from pathlib import Path
 from typing import Callable, Union
 
 from hf_seqmodels.cards.results import run_commit
+
+from .prose import measured_figures, prose_documents, prose_of
 
 REPO_ROOT = Path(__file__).resolve().parents[2]  # the checkout: this tooling is not installed
 
@@ -58,6 +61,11 @@ def lookup(node, path: tuple[Key, ...], where: str):
 
 def decimals(value: float, places: int, percent: bool = False) -> str:
     return f"{100 * value if percent else value:.{places}f}"
+
+
+def cell_text(cell) -> str:
+    """A cell's text: the text itself, or what a cell reading a results file gives."""
+    return cell if isinstance(cell, str) else cell.text()
 
 
 @dataclass(frozen=True)
@@ -148,13 +156,13 @@ class Words:
 
 @dataclass(frozen=True)
 class Join:
-    """Several cells in one, ``sep`` between them."""
+    """Several cells (or texts) in one, ``sep`` between them."""
 
     parts: tuple
     sep: str = " / "
 
     def text(self) -> str:
-        return self.sep.join(part.text() for part in self.parts)
+        return self.sep.join(cell_text(part) for part in self.parts)
 
 
 def with_file(cell, file: str):
@@ -199,19 +207,19 @@ class OnGpu:
 
 @dataclass(frozen=True)
 class Table:
-    """A Markdown table: its ``header`` cells and its rows of cells (or a function giving them, for a table
-    with a row per item of a results file). A cell is text, or a cell above that reads a results file; a ``|`` in
-    it is escaped. An empty header cell is one space (an untitled column)."""
+    """A Markdown table: its ``header`` cells and its rows of cells (or functions giving them, for a table with a
+    row per item of a results file, or a header read from the rows' entries). A cell is text, or a cell above that
+    reads a results file; a ``|`` in it is escaped. An empty header cell is one space (an untitled column)."""
 
-    header: tuple[str, ...]
+    header: tuple | Callable[[], tuple]
     rows: tuple | Callable[[], list]
 
     def render(self) -> str:
         rows = self.rows() if callable(self.rows) else self.rows
-        lines = ["|" + "|".join(f" {cell} " if cell else " " for cell in self.header) + "|",
-                 "|" + "---|" * len(self.header)]
-        lines += ["| " + " | ".join((cell if isinstance(cell, str) else cell.text()).replace("|", "\\|")
-                                   for cell in row) + " |" for row in rows]
+        header = self.header() if callable(self.header) else self.header
+        lines = ["|" + "|".join(f" {cell_text(cell)} " if cell else " " for cell in header) + "|",
+                 "|" + "---|" * len(header)]
+        lines += ["| " + " | ".join(cell_text(cell).replace("|", "\\|") for cell in row) + " |" for row in rows]
         return "\n".join(lines)
 
 
@@ -252,12 +260,28 @@ def stale_blocks(text: str, tables: dict[str, Block], where: str) -> list[str]:
     return [m.group(2) for m in BLOCK.finditer(text) if m.group(3) != rendered[m.group(2)]]
 
 
+def stale_documents(documents: dict[str, dict[str, Block]]) -> list[str]:
+    """Each stale block of ``documents`` (path -> its tables), and each document whose blocks its results entries
+    cannot render or label (the error: a label an entry contradicts, a key it lacks), by document."""
+    stale = []
+    for name, tables in documents.items():
+        try:
+            stale += [f"{name}: {block}" for block in stale_blocks((REPO_ROOT / name).read_text(), tables, name)]
+        except ValueError as error:
+            stale.append(f"{name}: {error}")
+    return stale
+
+
 def figures_outside_blocks(text: str) -> list[str]:
-    """The measured-looking numbers (two or more decimals, or a ratio such as ``9x`` / ``1.5x``) in ``text``
+    """The measured figures (`tools.render.prose`: every number no rule of ``NOT_MEASURED`` covers) in ``text``
     outside its figures blocks and code: prose must quote no figure that the tables do not render."""
-    prose = BLOCK.sub("", re.sub(r"```.*?```", "", text, flags=re.S))
-    prose = re.sub(r"`[^`\n]*`", "", prose)
-    return re.findall(r"(?<![\w.])(?:\d+\.\d{2,}|\d+(?:\.\d+)?x)(?![\w.])", prose)
+    return measured_figures(prose_of(BLOCK.sub("", text)))
+
+
+def stale_prose(root: Path) -> list[str]:
+    """Each measured figure in the prose of README.md and of every document under docs/ in ``root``, by document."""
+    return [f"{name}: the prose quotes the figure {figure!r} (render it in a block from its results entry, or drop it)"
+            for name in prose_documents(root) for figure in figures_outside_blocks((root / name).read_text())]
 
 
 def render_files(documents: dict[str, dict[str, Block]]) -> list[str]:

@@ -6,11 +6,13 @@
 
 import json
 import subprocess
+import textwrap
 
 from benchmarks.peers import report as peers_report
 from hf_seqmodels.cards.results import run_commit
 
 from .figures import REPO_ROOT, Figure, Join, MeanSd, OnGpu, OverRows, Ratio, Table, Text, Words, load, lookup
+from .labels import Device, Entries, Same, Seeds, Split
 
 BENCH, GPU_BENCH = "results/benchmarks.json", "results/gpu/benchmarks.json"
 LOOP, GPU_LOOP = "results/decoding_loop.json", "results/gpu/decoding_loop.json"
@@ -30,24 +32,70 @@ def suite(name: str, model: str, metric: str, percent: bool = False) -> MeanSd:
     return MeanSd(f"results/{name}.json", ("rows", {"name": model}, metric), percent)
 
 
+MAIN_JOB_FILE = "results/translation_bleu.json"
+
+
 def main_job(cell: str, key: str = "test_bleu") -> OverRows:
-    return OverRows("results/translation_bleu.json", ("rows",), {"cell_type": cell}, key)
+    return OverRows(MAIN_JOB_FILE, ("rows",), {"cell_type": cell}, key)
 
 
-QUALITY = Table(("task (test split)", "models", "score: mean ± sd over seeds 42, 43, 44"), (
+def main_job_entries(cell: str | None = None) -> Entries:
+    """The main job's rows (one per model and seed) of ``cell``, or all of them."""
+    return Entries(MAIN_JOB_FILE, ("rows",), {"cell_type": cell} if cell else {})
+
+
+# task, models, the entries of each figure, their score key, and the figures (a Join)
+QUALITY_ROWS = (
     ("Multi30k En→De BLEU, the main job (`hf_seqmodels.comparison.translation_bleu`)", "attention GRU / LSTM",
-     Join((main_job("gru"), main_job("lstm")))),
+     (main_job_entries("gru"), main_job_entries("lstm")), "test_bleu", Join((main_job("gru"), main_job("lstm")))),
     ("Multi30k En→De BLEU, `compare.py translation` (CPU budget)", "attention GRU / Transformer / MarianMTModel",
+     (Entries("results/translation.json"),), "test_bleu",
      Join(tuple(suite("translation", m, "test_bleu") for m in ("Attention GRU", "Transformer", "Marian")))),
     ("Tatoeba En→Zh BLEU (tok zh), `compare.py en_zh`", "attention GRU / Transformer",
+     (Entries("results/en_zh.json"),), "test_bleu",
      Join(tuple(suite("en_zh", m, "test_bleu") for m in ("Attention GRU", "Transformer")))),
     ("PTB perplexity, `compare.py lm` (CPU budget)", "LSTM / GRU / Transformer",
+     (Entries("results/lm.json"),), "test_perplexity",
      Join(tuple(suite("lm", m, "test_perplexity") for m in ("LSTM", "GRU", "Transformer")))),
     ("SST-2 accuracy (%), `compare.py sentiment`", "BiLSTM / BERT (MiniLM-L6)",
+     (Entries("results/sentiment.json"),), "test_accuracy",
      Join(tuple(suite("sentiment", m, "test_accuracy", True) for m in ("BiLSTM", "BERT (MiniLM-L6)")))),
     ("UD EWT UPOS accuracy (%), `compare.py upos`", "BiLSTM-CRF / BERT (MiniLM-L6)",
+     (Entries("results/upos.json"),), "test_accuracy",
      Join(tuple(suite("upos", m, "test_accuracy", True) for m in ("BiLSTM-CRF", "BERT (MiniLM-L6)")))),
-))
+)
+
+
+def every_item(entries: Entries) -> Entries:
+    """The entries ``entries`` are drawn from: every item of their list (the main job's rows of every model), or the
+    whole file."""
+    return Entries(entries.file, entries.path, {} if entries.select is not None else None)
+
+
+def quality_figures() -> list[tuple[Entries, str]]:
+    """Every figure of the quality table: its entries and its score key."""
+    return [(entries, key) for _, _, all_entries, key, _ in QUALITY_ROWS for entries in all_entries]
+
+
+def quality_markdown() -> str:
+    """README's quality table and the sentence that says what its figures are, both read from their entries (the
+    same for every figure: `Same`)."""
+    split = Same(tuple(Split(entries, key) for entries, key in quality_figures()), "splits")
+    chosen = Same(tuple(Split(entries, key, chosen_on=True) for entries, key in quality_figures()), "splits chosen on")
+    seeds = Same(tuple(Seeds(entries) for entries, _ in quality_figures()), "seeds")
+    lead = textwrap.fill(
+        f"{split.text().capitalize()}-split scores, mean ± sample standard deviation over seeds {seeds.text()}, each "
+        f"model chosen on the {chosen.text()} split, trained within the budget of its suite on the device its row "
+        "names (budgets, signatures and every model of every suite: [docs/results.md](docs/results.md)):", width=118,
+        break_long_words=False, break_on_hyphens=False)
+    table = Table((Join(("task (", split, " split)"), sep=""), "models",
+                   Join(("score: mean ± sd over seeds ", seeds), sep=""), "trained on"),
+                  tuple((task, models, figures, Device(every_item(entries[0])))
+                        for task, models, entries, _, figures in QUALITY_ROWS))
+    return lead + "\n\n" + table.render()
+
+
+QUALITY = Text(quality_markdown)
 
 OUR_LOOP = ratio(TRANSLATION, "custom_sorted_speedup_vs_beams_batched")
 GENERATE = ratio(TRANSLATION, "sorted_speedup_vs_beams_batched")
@@ -91,17 +139,33 @@ OTHER_ROWS = (
               GENERATE, TRANSLATION, TIMED_MODEL),
     speed_row("batch 1: our loop vs a hand decoding loop, greedy / beam 5 (target 1.0)", BATCH1_OURS, BATCH1,
               TIMED_MODEL),
-    speed_row("our loop vs `generate()`'s own, batched beam 5, on the whole test set (identical outputs)",
+    speed_row(Join(("our loop vs `generate()`'s own, batched beam 5, on the whole test set (identical outputs), "
+                    "timing ", Words(LOOP, ("model", "model_dir"), code=True), " (test BLEU ",
+                    Figure(LOOP, ("model", "test_bleu")), ")"), sep=""),
               LOOP_BATCHED, (), ("model", "test_bleu"), GPU_LOOP),
     speed_row("our Transformer vs MarianMTModel of equal size: training / greedy / beam", MARIAN, MARIAN_ENTRY,
               SIZES),
     speed_row("LSTM LM training on padded batches vs a tutorial LM on the fused `nn.LSTM`", LM_TRAINING, TRAINING,
               SIZES),
 )
-SPEED_HEADER = ("speed ratio (> 1: ours faster); median of interleaved rounds (IQR)", "2 CPU cores", "GPU")
-SPEED = Table(SPEED_HEADER, lambda: headline_rows() + OTHER_ROWS)
 
-SPEED_ALL = Table(SPEED_HEADER, lambda: headline_rows() + OTHER_ROWS + (
+
+def speed_header(rows: tuple) -> tuple:
+    """The speed tables' header: the CPU column's device, as the entries of its rows record it."""
+    cpu = Same(tuple(Device(Entries(gpu.figure_file(), gpu.run)) for _, _, gpu in rows), "devices")
+    return "speed ratio (> 1: ours faster); median of interleaved rounds (IQR)", cpu, "GPU"
+
+
+def speed_rows() -> tuple:
+    return headline_rows() + OTHER_ROWS
+
+
+def speed_all_rows() -> tuple:
+    return speed_rows() + SPEED_ONLY_IN_RESULTS
+
+
+SPEED = Table(lambda: speed_header(speed_rows()), speed_rows)
+SPEED_ONLY_IN_RESULTS = (
     speed_row("batch 1: `generate()` vs the same hand loop, greedy / beam 5", BATCH1_GENERATE, BATCH1, TIMED_MODEL),
     speed_row("batched `generate()` / our loop vs a per-sentence search calling the decoder once per hypothesis",
               Join((ratio(TRANSLATION, "sorted_speedup_vs_per_hypothesis"),
@@ -121,7 +185,8 @@ SPEED_ALL = Table(SPEED_HEADER, lambda: headline_rows() + OTHER_ROWS + (
     speed_row("recurrent LM: cache vs recomputing the prefix, at 1024 tokens",
               Ratio(BENCH, INCREMENTAL + ("summary", "recurrent LM (lstm)", "cache_speedup_at_1024")), INCREMENTAL,
               SIZES),
-))
+)
+SPEED_ALL = Table(lambda: speed_header(speed_all_rows()), speed_all_rows)
 
 TRANSLATION_SUMMARY = TRANSLATION + ("summary", GRU)
 BEAM5_OURS = BATCH1 + ("rows", {"mode": "beam 5", "generate": "generate(custom_generate=decode)"})
@@ -135,8 +200,10 @@ def chosen_batch_rows() -> tuple:
              Figure(BENCH, TRANSLATION_SUMMARY + ("valid_sentences_per_s_by_batch_size", chosen, "median"))))
 
 
-DECODING = Table(("measure (entries of `results/benchmarks.json` and `results/decoding_loop.json`, 2 CPU cores)",
-                  "value"), lambda: chosen_batch_rows() + DECODING_ROWS)
+DECODING_DEVICE = Same(tuple(Device(Entries(file, path)) for file, path in ((BENCH, TRANSLATION), (BENCH, BATCH1),
+                                                                          (LOOP, ()))), "devices")
+DECODING = Table((Join(("measure (entries of `results/benchmarks.json` and `results/decoding_loop.json`, ",
+                        DECODING_DEVICE, ")"), sep=""), "value"), lambda: chosen_batch_rows() + DECODING_ROWS)
 DECODING_ROWS = (
     ("a decoder row's cost among 5 (one sentence's beams) / in a batch of 1280 rows",
      Ratio(BENCH, TRANSLATION_SUMMARY + ("row_cost_5_vs_1280_rows",))),
@@ -167,16 +234,21 @@ DECODING_ROWS = (
 
 def main_job_rows() -> list:
     """One row per model and seed of the main job, then each model's mean ± sd."""
-    file = "results/translation_bleu.json"
     rows = [(f"attention {row['cell_type'].upper()}", str(row["seed"]),
-             *(Figure(file, ("rows", {"seed": row["seed"], "cell_type": row["cell_type"]}, key))
+             *(Figure(MAIN_JOB_FILE, ("rows", {"seed": row["seed"], "cell_type": row["cell_type"]}, key))
                for key in ("test_bleu", "test_chrf", "epochs")))
-            for row in load(file)["rows"]]
+            for row in load(MAIN_JOB_FILE)["rows"]]
     return rows + [(f"attention {cell.upper()}", "mean ± sd", main_job(cell), main_job(cell, "test_chrf"), "")
                    for cell in ("gru", "lstm")]
 
 
-MAIN_JOB = Table(("model", "seed", "test2016 BLEU", "test2016 chrF", "epochs"), main_job_rows)
+def split_header(entries: Entries, key: str, what: str) -> Join:
+    """A column header that names the split its figures (``key`` of ``entries``) were scored on: "test BLEU"."""
+    return Join((Split(entries, key), what), sep=" ")
+
+
+MAIN_JOB = Table(("model", "seed", split_header(main_job_entries(), "test_bleu", "BLEU"),
+                  split_header(main_job_entries(), "test_chrf", "chrF"), "epochs"), main_job_rows)
 
 # suite -> (test score keys, whether each is a fraction shown in percent)
 SUITES = {
@@ -206,19 +278,25 @@ def suite_table(name: str) -> Table:
     return Table(("model", *header, "epochs", "training s"), rows)
 
 
-SUITE_BUDGETS = Table(("suite", "seeds", "runs at once x threads each", "budget: minutes / epochs"), tuple(
-    (f"`{name}`", Figure(f"results/{name}.json", ("seeds",)),
+SUITE_BUDGETS = Table(("suite", "scored on (chosen on)", "seeds", "runs at once x threads each",
+                       "budget: minutes / epochs"), tuple(
+    (f"`{name}`", Join((Split(Entries(f"results/{name}.json"), SUITES[name][0][0]), " (",
+                        Split(Entries(f"results/{name}.json"), SUITES[name][0][0], chosen_on=True), ")"), sep=""),
+     Seeds(Entries(f"results/{name}.json")),
      Join((Figure(f"results/{name}.json", ("jobs",)), Figure(f"results/{name}.json", ("num_threads",))), " x "),
      Join((Figure(f"results/{name}.json", ("budget", "time_budget_minutes"), 1),
            Figure(f"results/{name}.json", ("budget", "num_train_epochs")))))
     for name in SUITES))
 
 OPTIONS_FILE = "results/multi30k_training_options.json"
-TRAINING_OPTIONS = Table(("attention GRU, 600 steps, beam 5", "test2016 BLEU", "test2016 chrF"), tuple(
+OPTIONS_ROWS = Entries(OPTIONS_FILE, ("rows",), {})
+OPTIONS_STEPS = Join(("attention GRU, ", Figure(OPTIONS_FILE, ("steps",)), " steps"), sep="")
+TRAINING_OPTIONS = Table((Join((OPTIONS_STEPS, ", beam 5"), sep=""), split_header(OPTIONS_ROWS, "test_bleu", "BLEU"),
+                          split_header(OPTIONS_ROWS, "test_chrf", "chrF")), tuple(
     (row, OverRows(OPTIONS_FILE, ("rows",), {"row": row}, "test_bleu"),
      OverRows(OPTIONS_FILE, ("rows",), {"row": row}, "test_chrf"))
     for row in ("teacher forcing", "scheduled sampling", "teacher forcing, last 5 checkpoints averaged")))
-TRAINING_MINUTES = Table(("attention GRU, 600 steps", "training minutes"), tuple(
+TRAINING_MINUTES = Table((OPTIONS_STEPS, "training minutes"), tuple(
     (row, OverRows(OPTIONS_FILE, ("rows",), {"row": row}, "minutes"))
     for row in ("teacher forcing", "scheduled sampling")))
 
@@ -235,24 +313,28 @@ PEERS_FILE, PEERS_TIMING_FILE = "results/peers.json", "results/peers_timing.json
 
 
 def peers_rows() -> list:
-    """A row per toolkit of `benchmarks.peers`: its test BLEU over the quality phase's seeds, and the speed phase's
-    medians at its fastest thread count."""
-    def speed(part: str, name: str, key: str, places: int, threads: str) -> Join:
-        where = (part, "median", name)
-        return Join((Figure(PEERS_TIMING_FILE, where + (key,), places),
-                     Figure(PEERS_TIMING_FILE, where + (threads,), unit=")")), sep=" (threads: ")
-
+    """A row per toolkit of `benchmarks.peers`: its test BLEU over the quality phase's seeds, and the training speed
+    phase's median at its fastest thread count (the decoding comparison: docs/peers.md)."""
     return [(f"`{name}`" if name == "ours" else name,
              Figure(PEERS_FILE, ("runs", {"toolkit": name, "seed": load(PEERS_FILE)["budget"]["seeds"][0]},
                                  "train", "parameters")),
              OverRows(PEERS_FILE, ("runs",), {"toolkit": name}, ("scores", "bleu", "score")),
-             speed("training", name, "train_tokens_per_s", 0, "train_threads"),
-             speed("decoding", name, "best_batch_sents_per_s", 1, "decode_threads"))
+             Join((Figure(PEERS_TIMING_FILE, ("training", "median", name, "train_tokens_per_s"), 0),
+                   Figure(PEERS_TIMING_FILE, ("training", "median", name, "train_threads"), unit=")")),
+                  sep=" (threads: "))
             for name in load(PEERS_FILE)["toolkits"]]
 
 
-PEERS = Table(("toolkit, the main job's model and budget", "parameters", "test2016 BLEU, mean ± sd over seeds",
-               "training tokens/s", "beam-5 sentences/s at its best batch"), peers_rows)
+def peers_header() -> tuple:
+    """The peers' header: the split of their BLEU and the seeds each toolkit's runs record (the same for all)."""
+    seeds = Same(tuple(Seeds(Entries(PEERS_FILE, ("runs",), {"toolkit": name}))
+                       for name in load(PEERS_FILE)["toolkits"]), "seeds")
+    return ("toolkit, the main job's model and budget", "parameters",
+            Join((split_header(Entries(PEERS_FILE), "test_bleu", "BLEU"), ", mean ± sd over seeds ", seeds), sep=""),
+            "training tokens/s")
+
+
+PEERS = Table(peers_header, peers_rows)
 
 SERVING_FILE = "results/peers_ctranslate2.json"
 
@@ -274,15 +356,20 @@ def serving_rows() -> list:
     return rows
 
 
-SERVING = Table(("engine", "test BLEU", "tokens = generate(), greedy", "tokens = generate(), beam 5",
-                 "speed-up vs generate()", "vs custom_generate"), serving_rows)
+SERVING = Table(("engine", split_header(Entries(SERVING_FILE), "test_bleu", "BLEU"), "tokens = generate(), greedy",
+                 "tokens = generate(), beam 5", "speed-up vs generate()", "vs custom_generate"), serving_rows)
 
-PTB = Table(("PTB, 10 minutes on 2 CPU cores, stateful", "test perplexity", "validation perplexity", "minutes",
-             "training"), tuple(
-    (variant, *(Figure("results/ptb_lm.json", ("rows", {"variant": variant}, key))
+PTB_FILE, PTB_VARIANTS = "results/ptb_lm.json", ("lstm", "gru", "lstm-awd", "gru-awd")
+PTB_HEADER = Join(("PTB, ", Figure(PTB_FILE, ("budget_minutes",), 1), " minutes on ",
+                   Same(tuple(Device(Entries(PTB_FILE, ("rows",), {"variant": variant})) for variant in PTB_VARIANTS),
+                        "devices"), ", stateful"), sep="")
+PTB_SPLITS = tuple(split_header(Entries(PTB_FILE, ("rows",), {}), key, "perplexity")
+                   for key in ("test_perplexity", "validation_perplexity"))
+PTB = Table((PTB_HEADER, *PTB_SPLITS, "minutes", "training"), tuple(
+    (variant, *(Figure(PTB_FILE, ("rows", {"variant": variant}, key))
                 for key in ("test_perplexity", "validation_perplexity", "minutes")),
-     Words("results/ptb_lm.json", ("rows", {"variant": variant}, "training")))
-    for variant in ("lstm", "gru", "lstm-awd", "gru-awd")))
+     Words(PTB_FILE, ("rows", {"variant": variant}, "training")))
+    for variant in PTB_VARIANTS))
 
 
 def signature_rows() -> list:
@@ -381,22 +468,30 @@ GPU_SPEED = Table(("file", "GPU", "code", "timed model's test BLEU", "our loop v
                    "`generate()` vs per-sentence search", "batch"), gpu_speed_rows)
 
 
-def gpu_quality_rows() -> list:
-    rows = [(f"`translation_bleu.json` attention {row['cell_type'].upper()}", str(row.get("seed", "not recorded")),
-             Figure("results/gpu/translation_bleu.json", ("rows", {"cell_type": row["cell_type"]}, "epochs"), 0),
-             Figure("results/gpu/translation_bleu.json", ("rows", {"cell_type": row["cell_type"]}, "test_bleu")))
-            for row in load("results/gpu/translation_bleu.json")["rows"]]
+def gpu_quality_runs() -> list[tuple[str, Entries, int]]:
+    """Each translation run of ``results/gpu/``: its label, its entry and the decimals of its epochs."""
+    file = "results/gpu/translation_bleu.json"
+    runs = [(f"`translation_bleu.json` attention {row['cell_type'].upper()}",
+             Entries(file, ("rows",), {"cell_type": row["cell_type"]}), 0) for row in load(file)["rows"]]
     for path in sorted((REPO_ROOT / "results" / "gpu").glob("*.json")):  # a translation run's own results.json
-        file = f"results/gpu/{path.name}"
-        run = load(file)
+        run = load(f"results/gpu/{path.name}")
         if "test_bleu" in run and "arguments" in run:
             model = " ".join(str(run["arguments"].get(key) or "") for key in ("model_type", "config_overrides"))
-            rows.append((f"`{path.name}` {model.strip()}", Figure(file, ("arguments", "seed")),
-                         Figure(file, ("epochs",), 1), Figure(file, ("test_bleu",))))
-    return rows
+            runs.append((f"`{path.name}` {model.strip()}", Entries(f"results/gpu/{path.name}"), 1))
+    return runs
 
 
-GPU_QUALITY = Table(("run (results/gpu/)", "seed", "epochs", "test2016 BLEU"), gpu_quality_rows)
+def gpu_quality_rows() -> list:
+    return [(label, Seeds(entries), Figure(entries.file, entries.figure_path("epochs"), places),
+             Figure(entries.file, entries.figure_path("test_bleu"))) for label, entries, places in gpu_quality_runs()]
+
+
+def gpu_quality_header() -> tuple:
+    split = Same(tuple(Split(entries, "test_bleu") for _, entries, _ in gpu_quality_runs()), "splits")
+    return "run (results/gpu/)", "seed", "epochs", Join((split, "BLEU"), sep=" ")
+
+
+GPU_QUALITY = Table(gpu_quality_header, gpu_quality_rows)
 
 DOCUMENTS = {
     "README.md": {"quality": QUALITY, "speed": SPEED, "peers": PEERS},
