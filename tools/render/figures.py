@@ -71,18 +71,22 @@ def cell_text(cell) -> str:
 @dataclass(frozen=True)
 class Figure:
     """One number: ``file``'s value at ``path``, with ``places`` decimals (a fraction in percent with
-    ``percent``; an integer as it is; a list of integers, such as seeds, joined), followed by ``unit``."""
+    ``percent``; an integer as it is; a list of integers, such as seeds, joined), followed by ``unit``; a number
+    stored in another unit is divided by ``per`` first (seconds shown in minutes: 60)."""
 
     file: str
     path: tuple[Key, ...]
     places: int = 2
     percent: bool = False
     unit: str = ""
+    per: float = 1
 
     def text(self) -> str:
         value = lookup(load(self.file), self.path, self.file)
         if isinstance(value, list):
             return ", ".join(str(item) for item in value) + self.unit
+        if self.per != 1:
+            value /= self.per
         return (str(value) if isinstance(value, int) and not self.percent
                 else decimals(value, self.places, self.percent)) + self.unit
 

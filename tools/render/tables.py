@@ -97,6 +97,24 @@ def quality_markdown() -> str:
 
 QUALITY = Text(quality_markdown)
 
+QUICKSTART_RUN = {"cell_type": "gru", "seed": 42}  # scripts/quickstart.sh: run_translation.py's defaults, seed 42
+
+
+def quickstart_markdown() -> str:
+    """README's expectation of the quick start: the main job's run it repeats (its test BLEU, training minutes and
+    device, read from the entry)."""
+    row = ("rows", QUICKSTART_RUN)
+    run = Entries(MAIN_JOB_FILE, ("rows",), QUICKSTART_RUN)
+    return textwrap.fill(
+        f"Expect test2016 BLEU near {Figure(MAIN_JOB_FILE, row + ('test_bleu',)).text()} after "
+        f"{Figure(MAIN_JOB_FILE, row + ('train_runtime_s',), 0, per=60).text()} minutes of training on "
+        f"{Device(run).text()}: the main job's run the quick start repeats (seed 42 in `{MAIN_JOB_FILE}`; the "
+        f"{Split(run, 'test_bleu').text()} split, beam 5).", width=118, break_long_words=False,
+        break_on_hyphens=False)
+
+
+QUICKSTART = Text(quickstart_markdown)
+
 OUR_LOOP = ratio(TRANSLATION, "custom_sorted_speedup_vs_beams_batched")
 GENERATE = ratio(TRANSLATION, "sorted_speedup_vs_beams_batched")
 BATCH1_OURS = Join((ratio(BATCH1, "greedy, generate(custom_generate=decode)"),
@@ -494,7 +512,7 @@ def gpu_quality_header() -> tuple:
 GPU_QUALITY = Table(gpu_quality_header, gpu_quality_rows)
 
 DOCUMENTS = {
-    "README.md": {"quality": QUALITY, "speed": SPEED, "peers": PEERS},
+    "README.md": {"quickstart": QUICKSTART, "quality": QUALITY, "speed": SPEED, "peers": PEERS},
     "docs/results.md": {
         "main-job": MAIN_JOB, "speed-all": SPEED_ALL, "headline-history": HISTORY, "training-options": TRAINING_OPTIONS,
         "ptb": PTB, "gpu-speed": GPU_SPEED, "suite-budgets": SUITE_BUDGETS, "signatures": SIGNATURES,
