@@ -52,9 +52,9 @@ class RecurrentLayerCache(CacheLayerMixin):
         """Row ``i`` of the new state is row ``beam_idx[i]`` of the old one (in place when static)."""
         if self.static:
             for t in self.recurrent_states:
-                t.copy_(t.index_select(1, beam_idx.to(t.device)))
+                t.copy_(t.index_select(1, _on_device_of(t, beam_idx)))
         else:
-            self._map(lambda t: t.index_select(1, beam_idx.to(t.device)))
+            self._map(lambda t: t.index_select(1, _on_device_of(t, beam_idx)))
 
     def batch_repeat_interleave(self, repeats: int) -> None:
         self._map(lambda t: t.repeat_interleave(repeats, dim=1))
@@ -87,6 +87,11 @@ class RecurrentLayerCache(CacheLayerMixin):
 
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
         raise NotImplementedError("A recurrent layer holds a state, not keys and values: see `RecurrentCache.store`.")
+
+
+def _on_device_of(t: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """``index`` on ``t``'s device, without a call where it is there already (beam search reorders at every step)."""
+    return index if index.device == t.device else index.to(t.device)
 
 
 def _flatten(states: list[State], extras) -> list[torch.Tensor]:
@@ -209,9 +214,9 @@ class RecurrentCache(Cache):
         super().reorder_cache(beam_idx)
         if self.static:  # in place, at the same addresses
             for t in self.extras.values():
-                t.copy_(t.index_select(0, beam_idx.to(t.device)))
+                t.copy_(t.index_select(0, _on_device_of(t, beam_idx)))
         else:
-            self.extras = {name: t.index_select(0, beam_idx.to(t.device)) for name, t in self.extras.items()}
+            self.extras = {name: t.index_select(0, _on_device_of(t, beam_idx)) for name, t in self.extras.items()}
 
     def share_per_input(self, rows: int) -> None:
         """From now on hold ``per_input`` once per ``rows`` consecutive rows, which share an input and stay

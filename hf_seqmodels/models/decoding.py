@@ -215,7 +215,7 @@ class _Hypotheses:
             setattr(self, name, getattr(self, name).index_select(0, keep))
 
     def bar(self, early_stopping) -> torch.Tensor:
-        """Per sentence ``(sentences, 1)``, the score that the best running beam, length-penalised as
+        """Per sentence ``(sentences,)``, the score that the best running beam, length-penalised as
         GenerationMixin's early-stopping heuristic does, must beat for the sentence to go on: the heuristic compares
         it with every slot's worst finished score, or ``MASK`` in an empty slot, and goes on if it beats any, so the
         least of these; ``inf`` in a sentence whose slots are all finished when ``early_stopping=True`` (it then ends
@@ -223,7 +223,7 @@ class _Hypotheses:
         worst = torch.where(self.finished, torch.min(self.scores, dim=1, keepdim=True)[0], MASK)
         if early_stopping is True:
             worst = worst.masked_fill(self.finished.all(dim=1, keepdim=True), float("inf"))
-        return worst.amin(dim=1, keepdim=True)
+        return worst.amin(dim=1)
 
 
 def beam_search(model, input_ids, logits_processor, stopping_criteria, generation_config, model_kwargs):
@@ -249,6 +249,7 @@ def beam_search(model, input_ids, logits_processor, stopping_criteria, generatio
     bar = best.bar(early_stopping)
     live = torch.arange(batch_size, device=device)  # original sentence of each live sentence
     beam_offsets = torch.arange(num_beams, device=device)
+    in_top_beams = torch.arange(keep_k, device=device) < num_beams  # the candidates that may join the finished set
     row_offsets = live[:, None] * num_beams  # first row of each live sentence, in the live batch
     out = _Hypotheses(best.sequences.clone(), num_beams, max_length - length, track_beams)
     default_stops = DefaultStops.of(stopping_criteria)
@@ -268,7 +269,7 @@ def beam_search(model, input_ids, logits_processor, stopping_criteria, generatio
             raw_logits.add(logits, live_rows)
             scores.add(log_probs, live_rows)
         vocab_size = log_probs.shape[-1]
-        totals = log_probs.view(sentences, num_beams, vocab_size).add_(running_scores[:, :, None]).view(sentences, -1)
+        totals = log_probs.add_(running_scores.view(-1, 1)).view(sentences, -1)
         top_scores, top_indices = top_k(totals, keep_k)
         top_beams, top_tokens = top_indices // vocab_size, top_indices % vocab_size
         flat_beams = top_beams + row_offsets
@@ -286,9 +287,8 @@ def beam_search(model, input_ids, logits_processor, stopping_criteria, generatio
         # The finished set takes the candidates among the top num_beams that just finished, if they beat it.
         # GenerationMixin also masks the candidates of sentences that are done (all slots finished under
         # early_stopping=True, or the heuristic met): here such a sentence has already left the batch.
-        if bool(hits[:, :num_beams].any()):
-            just_finished = hits.clone()
-            just_finished[:, num_beams:] = False
+        just_finished = hits & in_top_beams
+        if bool(just_finished.any()):
             candidate_scores = (top_scores / ((length + 1 - prompt_length) ** length_penalty)).add_(
                 ~just_finished, alpha=MASK)
             order = torch.topk(torch.cat((best.scores, candidate_scores), dim=1), k=num_beams)[1]
@@ -315,8 +315,7 @@ def beam_search(model, input_ids, logits_processor, stopping_criteria, generatio
 
         # Whether the heuristic lets each sentence improve: one that cannot leaves the batch now, so every live
         # sentence could at the step before.
-        hope = (_best_possible(running_scores, length, max_length, prompt_length, early_stopping, length_penalty)
-                > bar).view(-1)
+        hope = _best_possible(running_scores, length, max_length, prompt_length, early_stopping, length_penalty) > bar
         if default_stops is not None:  # hits are all True at the maximum length only (keep_k > eos tokens x beams)
             going, all_hit = int(hope.sum()), default_stops.ends_all(length)
         else:
@@ -362,12 +361,12 @@ def top_k(values: torch.Tensor, k: int, block: int = 256) -> tuple[torch.Tensor,
 def _best_possible(running_scores, length: int, max_length: int, prompt_length: int, early_stopping,
                    length_penalty: float) -> torch.Tensor:
     """GenerationMixin's early-stopping heuristic: the best score a sentence's best running beam may still reach
-    ``(sentences, 1)``, to compare with ``_Hypotheses.bar``."""
+    ``(sentences,)``, to compare with ``_Hypotheses.bar``."""
     if early_stopping == "never" and length_penalty > 0.0:
         best_length = max_length - prompt_length
     else:
         best_length = length - prompt_length
-    return running_scores[:, :1] / (best_length**length_penalty)
+    return running_scores[:, 0] / (best_length**length_penalty)
 
 
 def _reorder(model, model_kwargs: dict, beam_idx: torch.Tensor) -> None:
@@ -530,10 +529,13 @@ class DefaultStops:
         return self.max_length is not None and length >= self.max_length
 
     def __call__(self, tokens: torch.Tensor, length: int) -> torch.Tensor:
-        """Whether each of ``tokens`` (any shape), the last of a sequence of ``length`` tokens, ends it."""
+        """Whether each of ``tokens`` (any shape), the last of a sequence of ``length`` tokens, ends it (one EOS id:
+        a comparison, a fraction of ``isin``'s cost, paid at every step)."""
         if self.ends_all(length):
             return torch.ones_like(tokens, dtype=torch.bool)
-        return torch.isin(tokens, self.eos) if self.eos is not None else torch.zeros_like(tokens, dtype=torch.bool)
+        if self.eos is None:
+            return torch.zeros_like(tokens, dtype=torch.bool)
+        return tokens == self.eos if len(self.eos) == 1 else torch.isin(tokens, self.eos)
 
 
 class StepRecord:

@@ -15,8 +15,8 @@ from .configuration_attention_seq2seq import AttentionSeq2SeqConfig
 from .cuda_graphs import replays_step
 from .cuda_graphs import StepGraphStore
 from .modeling_utils import (
-    CACHE_NAME, cache_argument, cache_field, check_no_empty_rows, check_tensor, check_token_inputs, output_cache,
-    padding_or_none, prepare_padding_mask,
+    CACHE_NAME, as_float32, cache_argument, cache_field, check_no_empty_rows, check_tensor, check_token_inputs,
+    output_cache, padding_or_none, prepare_padding_mask,
 )
 
 
@@ -267,7 +267,7 @@ def decoding_step(model, input_ids: torch.LongTensor, cache: RecurrentCache, out
     checks of every argument (the loop's inputs were checked at its first step and are its own since) and its
     output objects: at batch 1 on a CPU they cost a tenth of a step (benchmarks: `batch1_overhead`)."""
     outputs, _, _ = run_decoder(model.model.decoder, model.model.step_graphs, input_ids, cache)
-    return model._logits(outputs[:, -1], out).float()
+    return as_float32(model._logits(outputs[:, -1], out))
 
 
 def decode_sampling_own_predictions(

@@ -420,6 +420,12 @@ def output_layer_into(layer: nn.Module, hidden: torch.Tensor, out: torch.Tensor 
     return torch.addmm(layer.bias, hidden, layer.weight.t(), out=out)
 
 
+def as_float32(logits: torch.Tensor) -> torch.Tensor:
+    """``logits.float()``, without the call where they are float32 already (a decoding step's logits, at every
+    step)."""
+    return logits if logits.dtype == torch.float32 else logits.float()
+
+
 def _has_hooks(module: nn.Module) -> bool:
     """Whether calling ``module`` runs hooks, its own or global ones (what ``Module.__call__`` checks before its
     fast path)."""

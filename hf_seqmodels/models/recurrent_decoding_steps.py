@@ -11,7 +11,7 @@ import torch
 from .adaptive_softmax import AdaptiveSoftmaxHead
 from .cache import RecurrentCache, recurrent_cache
 from .cuda_graphs import replays_step
-from .modeling_utils import CACHE_NAME, output_layer_into
+from .modeling_utils import CACHE_NAME, as_float32, output_layer_into
 from .recurrent_layers import State
 
 
@@ -75,5 +75,5 @@ def decoding_step(model, input_ids: torch.LongTensor, cache: RecurrentCache, out
     own since) and its output objects."""
     hidden = model._output_vectors(model.dropout(model_decoding_step(model.model, input_ids, cache)[:, -1]))
     if isinstance(model.lm_head, AdaptiveSoftmaxHead):
-        return model.lm_head.log_probs(hidden).float()
-    return output_layer_into(model.lm_head, hidden, out).float()
+        return as_float32(model.lm_head.log_probs(hidden))
+    return as_float32(output_layer_into(model.lm_head, hidden, out))
