@@ -7,6 +7,7 @@ GRU/LSTM briefly trained here on Multi30k English -> German (``train_steps`` Ada
 in, and the results say loudly that it is not the BLEU model.
 """
 
+import argparse
 import dataclasses
 import functools
 import hashlib
@@ -241,3 +242,27 @@ def origin_note(models: list[TimedModel]) -> str:
                          f"{'not in its results.json' if bleu is None else f'{bleu:.2f}'}; re-created by: "
                          f"{recreate}).")
     return " ".join(parts)
+
+
+def add_study_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of every decoding study of a translator (``benchmarks/studies``): the model (a folder, or the
+    smoke run's stand-in), the beam and the longest output, the timed rounds, torch's threads and the output file;
+    ``parse_study_arguments`` reads them."""
+    parser.add_argument("--model", help="a folder saved by scripts/run_translation.py (e.g. outputs/multi30k-gru)")
+    parser.add_argument("--smoke", action="store_true", help="a tiny stand-in model and a few sentences")
+    parser.add_argument("--num_beams", type=int, default=5)
+    parser.add_argument("--max_new_tokens", type=int, default=64)
+    parser.add_argument("--rounds", type=int, default=5, help="timed rounds (at least 5 for reported figures)")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    parser.add_argument("--out", type=Path, help="write the results here as JSON")
+
+
+def parse_study_arguments(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """The arguments of ``argv``, refused unless exactly one of ``--model`` and ``--smoke`` is given; torch then
+    runs on ``--threads`` threads where given."""
+    args = parser.parse_args(argv)
+    if (args.model is None) == (not args.smoke):
+        parser.error("pass --model <folder> or --smoke (not both)")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    return args

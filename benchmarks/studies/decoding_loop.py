@@ -24,7 +24,9 @@ from hf_seqmodels.provenance import provenance
 
 from ..entries import translation_decoding
 from ..helpers.common import Settings, columns, interleaved, paired_ratio, rate
-from ..helpers.translation_model import SMOKE, bleu_model, english_test2016, stand_in_model
+from ..helpers.translation_model import (
+    SMOKE, add_study_arguments, bleu_model, english_test2016, parse_study_arguments, stand_in_model,
+)
 
 LOOPS = {"generation_mixin": None, "ours": decode}
 
@@ -74,22 +76,12 @@ def timings(model, batches, sentences: int, rounds: int, options: dict, device: 
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", help="a folder saved by scripts/run_translation.py (e.g. outputs/multi30k-gru)")
-    parser.add_argument("--smoke", action="store_true", help="a tiny stand-in model and a few sentences")
+    add_study_arguments(parser)
     parser.add_argument("--sentences", type=int, default=1000, help="test2016 sentences (1000: all)")
     parser.add_argument("--batch_size", type=int, default=64)
-    parser.add_argument("--num_beams", type=int, default=5)
-    parser.add_argument("--max_new_tokens", type=int, default=64)
     parser.add_argument("--batch1_sentences", type=int, default=100, help="sentences decoded one at a time")
-    parser.add_argument("--rounds", type=int, default=5, help="timed rounds (at least 5 for reported figures)")
-    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     parser.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
-    parser.add_argument("--out", type=Path, help="write the results here as JSON")
-    args = parser.parse_args(argv)
-    if (args.model is None) == (not args.smoke):
-        parser.error("pass --model <folder> or --smoke (not both)")
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    args = parse_study_arguments(parser, argv)
     if args.smoke:
         timed = stand_in_model("gru", SMOKE, Settings(device=args.device, smoke=True), "smoke run")
         args.sentences, args.batch_size, args.batch1_sentences = 8, 4, 2
