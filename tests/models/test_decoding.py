@@ -153,6 +153,21 @@ def test_a_stopping_criterion_of_ones_own_gives_generation_mixins_results(family
             torch.testing.assert_close(ours.sequences_scores, theirs.sequences_scores, rtol=0, atol=1e-5)
 
 
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("search", [{}, {"num_beams": 3, "early_stopping": True}], ids=["greedy", "beam"])
+def test_several_eos_ids_give_generation_mixins_results(family, search):
+    """The loops' own end test compares the tokens with one EOS id, and looks them up among several: here also the
+    first token greedy search gives the first prompt, which ends some hypotheses early."""
+    model, prompts, options = model_and_prompts(family, 0)
+    with torch.no_grad():
+        first = model.generate(**prompts, **{**options, "max_new_tokens": 1})[0, -1].item()
+    theirs, ours = both(model, prompts, options, eos_token_id=[EOS, first], output_scores=True,
+                        return_dict_in_generate=True, **search)
+    assert torch.equal(ours.sequences, theirs.sequences), (ours.sequences, theirs.sequences)
+    if search:
+        torch.testing.assert_close(ours.sequences_scores, theirs.sequences_scores, rtol=0, atol=1e-5)
+
+
 def decoder_rows(model, prompts, options: dict) -> tuple[int, int, torch.Tensor, torch.Tensor]:
     """Rows the model computes over a whole generate() call, GenerationMixin's and ours, and both results (each
     after ``torch.manual_seed(0)``)."""
