@@ -89,6 +89,10 @@ DIFFERENCES = {
         "states), so the decoder starts from the encoder's final states as they are; ours from tanh(Linear(them))",
         "learning rate: eole has no linear decay; its schedules are swept instead (`SCHEDULES`)",
         "initialisation: its default U(-0.1, 0.1) for every weight",
+        "beam search ends a sentence once its top beam has finished (OpenNMT's rule, eole's predict/beam_search.py "
+        "`beams_non_finished`), with at least n_best hypotheses; ours, as transformers' `early_stopping=True`, once "
+        "num_beams (5) hypotheses have finished: eole runs fewer decoding steps per sentence, and may return "
+        "another translation where a longer one would have scored better",
         "no validation BLEU: the last checkpoint is decoded (ours and JoeyNMT keep the best by validation BLEU; "
         "with one validation, at the end, they are the same)",
     ],
