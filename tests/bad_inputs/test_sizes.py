@@ -80,6 +80,12 @@ def edit_json(path: Path, changes: dict) -> None:
     path.write_text(json.dumps({**json.loads(path.read_text()), **changes}))
 
 
+# A refusal must come before the model is built: building the sizes below takes minutes and gigabytes (or crashes
+# the allocator), a refusal well under a second; the bound tells the two apart however busy the machine is (it is
+# no speed figure).
+BEFORE_THE_BUILD_S = 60
+
+
 def within(seconds: float, call):
     """``call`` that fails unless it returns or raises within ``seconds``."""
     def timed():
@@ -113,7 +119,7 @@ TOO_LARGE = {  # name: (config, the field the message must name first)
 @pytest.mark.parametrize("case", TOO_LARGE)
 def test_a_config_too_large_for_memory_names_the_field(case):
     make, field = TOO_LARGE[case]
-    assert_outcome(AREA, within(2, make),
+    assert_outcome(AREA, within(BEFORE_THE_BUILD_S, make),
                    error=rf"describes a model of [\d,.]+ GB .*more than the limit of 64 GB; .*\({field}\b.*{LIMIT}=\d+")
 
 
@@ -123,9 +129,10 @@ def test_a_config_json_too_large_for_memory_is_refused_on_loading(model_class, t
     field = "num_layers" if model_class is RecurrentForCausalLM else "decoder_layers"
     folder = save(model_class, tmp_path, **{field: 10**10})
     message = rf"{field}=10000000000.*{LIMIT}"
-    assert_outcome(AREA, within(2, lambda: AutoConfig.from_pretrained(folder)), error=message)
-    assert_outcome(AREA, within(2, lambda: model_class.from_pretrained(folder)), error=message)
-    assert_outcome(AREA, within(2, lambda: load_pretrained(AUTO_CLASSES[model_class], folder)), error=message)
+    assert_outcome(AREA, within(BEFORE_THE_BUILD_S, lambda: AutoConfig.from_pretrained(folder)), error=message)
+    assert_outcome(AREA, within(BEFORE_THE_BUILD_S, lambda: model_class.from_pretrained(folder)), error=message)
+    assert_outcome(AREA, within(BEFORE_THE_BUILD_S, lambda: load_pretrained(AUTO_CLASSES[model_class], folder)),
+                   error=message)
 
 
 def test_a_config_json_cannot_raise_the_limit(tmp_path):
@@ -207,13 +214,13 @@ def test_a_config_json_describing_far_more_than_the_weights_is_refused_before_bu
     for load in (lambda: model_class.from_pretrained(folder),
                  lambda: AUTO_CLASSES[model_class].from_pretrained(folder),
                  lambda: load_pretrained(AUTO_CLASSES[model_class], folder)):
-        assert_outcome(AREA, within(2, load), error=message, timeout=30)
+        assert_outcome(AREA, within(BEFORE_THE_BUILD_S, load), error=message, timeout=30)
 
 
 def test_generate_scripts_loader_refuses_the_edited_folder(tmp_path):
     """scripts/generate.py loads through `load_language_model`: 3 minutes and 5.9 GB before this check."""
     folder = save(RecurrentForCausalLM, tmp_path, num_layers=1_000_000)
-    assert_outcome(AREA, within(2, lambda: load_language_model(folder)),
+    assert_outcome(AREA, within(BEFORE_THE_BUILD_S, lambda: load_language_model(folder)),
                    error=r"config.json describes .*num_layers=1000000.*model.safetensors", timeout=30)
 
 
@@ -225,14 +232,14 @@ def test_sharded_weights_are_counted_from_every_shard(tmp_path):
     assert_outcome(AREA, lambda: AutoModelForCausalLM.from_pretrained(folder),
                    check=lambda model: model.config.num_layers == 2)
     edit_json(folder / "config.json", {"num_layers": 1_000_000})
-    assert_outcome(AREA, within(2, lambda: AutoModelForCausalLM.from_pretrained(folder)),
+    assert_outcome(AREA, within(BEFORE_THE_BUILD_S, lambda: AutoModelForCausalLM.from_pretrained(folder)),
                    error=rf"num_layers=1000000.*{'.*'.join(shards)} hold\(s\)", timeout=30)
 
 
 def test_a_config_passed_to_from_pretrained_is_compared_too(tmp_path):
     folder = save(RecurrentForCausalLM, tmp_path)
     config = RecurrentConfig(**{**TINY[RecurrentForCausalLM].to_diff_dict(), "num_layers": 1_000_000})
-    assert_outcome(AREA, within(2, lambda: RecurrentForCausalLM.from_pretrained(folder, config=config)),
+    assert_outcome(AREA, within(BEFORE_THE_BUILD_S, lambda: RecurrentForCausalLM.from_pretrained(folder, config=config)),
                    error=r"the config passed to from_pretrained describes .*num_layers=1000000", timeout=30)
 
 
@@ -269,7 +276,8 @@ def test_the_saved_code_refuses_the_edited_folder_too(tmp_path):
     result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
                             timeout=120)
     assert result.returncode == 0 and result.stdout.startswith("refused"), result.stdout + result.stderr
-    assert "num_layers=1000000" in result.stdout and float(result.stdout.split()[1]) < 5, result.stdout
+    assert "num_layers=1000000" in result.stdout and float(result.stdout.split()[1]) < BEFORE_THE_BUILD_S, \
+        result.stdout
 
 
 # 3. A tokenizer.json far larger than the config's vocabulary: refused from its size, before it is loaded
@@ -297,8 +305,8 @@ def test_a_bloated_tokenizer_of_a_model_folder_is_refused_unloaded(bloated_token
     (folder / "tokenizer.json").write_bytes(bloated_tokenizer.read_bytes())
     message = (rf"model_dir: {folder / 'tokenizer.json'} is [\d.]+ MB, more than a tokenizer of the 12 tokens that "
                rf"{folder / 'config.json'} declares \(vocab_size=12\) can take")
-    assert_outcome(AREA, within(2, lambda: load_tokenizer(folder, "model_dir")), error=message)
-    assert_outcome(AREA, within(2, lambda: load_language_model(folder)), error=message)
+    assert_outcome(AREA, within(BEFORE_THE_BUILD_S, lambda: load_tokenizer(folder, "model_dir")), error=message)
+    assert_outcome(AREA, within(BEFORE_THE_BUILD_S, lambda: load_language_model(folder)), error=message)
 
 
 def test_a_bloated_tokenizer_of_a_checkpoint_is_refused_unloaded(bloated_tokenizer, tmp_path):
@@ -307,7 +315,7 @@ def test_a_bloated_tokenizer_of_a_checkpoint_is_refused_unloaded(bloated_tokeniz
     checkpoint = save(RecurrentForCausalLM, tmp_path / "step_2")
     (checkpoint / "tokenizer").mkdir()
     (checkpoint / "tokenizer" / "tokenizer.json").write_bytes(bloated_tokenizer.read_bytes())
-    assert_outcome(AREA, within(2, lambda: load_tokenizer(checkpoint / "tokenizer", "--resume_from_checkpoint")),
+    assert_outcome(AREA, within(BEFORE_THE_BUILD_S, lambda: load_tokenizer(checkpoint / "tokenizer", "--resume_from_checkpoint")),
                    error=rf"--resume_from_checkpoint: .*tokenizer/tokenizer.json is [\d.]+ MB.*"
                          rf"{checkpoint / 'config.json'} declares \(vocab_size=12\)")
 
@@ -316,7 +324,7 @@ def test_a_bloated_source_tokenizer_of_a_translator_is_refused_unloaded(bloated_
     folder = save(AttentionSeq2SeqForConditionalGeneration, tmp_path, source_vocab_size=20)
     (folder / "source_tokenizer").mkdir()
     (folder / "source_tokenizer" / "tokenizer.json").write_bytes(bloated_tokenizer.read_bytes())
-    assert_outcome(AREA, within(2, lambda: load_tokenizers(folder)),
+    assert_outcome(AREA, within(BEFORE_THE_BUILD_S, lambda: load_tokenizers(folder)),
                    error=r"source_tokenizer/tokenizer.json is [\d.]+ MB.*\(source_vocab_size=20\)")
 
 
