@@ -239,7 +239,8 @@ def test_sharded_weights_are_counted_from_every_shard(tmp_path):
 def test_a_config_passed_to_from_pretrained_is_compared_too(tmp_path):
     folder = save(RecurrentForCausalLM, tmp_path)
     config = RecurrentConfig(**{**TINY[RecurrentForCausalLM].to_diff_dict(), "num_layers": 1_000_000})
-    assert_outcome(AREA, within(BEFORE_THE_BUILD_S, lambda: RecurrentForCausalLM.from_pretrained(folder, config=config)),
+    assert_outcome(AREA, within(BEFORE_THE_BUILD_S,
+                                lambda: RecurrentForCausalLM.from_pretrained(folder, config=config)),
                    error=r"the config passed to from_pretrained describes .*num_layers=1000000", timeout=30)
 
 
@@ -315,7 +316,8 @@ def test_a_bloated_tokenizer_of_a_checkpoint_is_refused_unloaded(bloated_tokeniz
     checkpoint = save(RecurrentForCausalLM, tmp_path / "step_2")
     (checkpoint / "tokenizer").mkdir()
     (checkpoint / "tokenizer" / "tokenizer.json").write_bytes(bloated_tokenizer.read_bytes())
-    assert_outcome(AREA, within(BEFORE_THE_BUILD_S, lambda: load_tokenizer(checkpoint / "tokenizer", "--resume_from_checkpoint")),
+    assert_outcome(AREA, within(BEFORE_THE_BUILD_S,
+                                lambda: load_tokenizer(checkpoint / "tokenizer", "--resume_from_checkpoint")),
                    error=rf"--resume_from_checkpoint: .*tokenizer/tokenizer.json is [\d.]+ MB.*"
                          rf"{checkpoint / 'config.json'} declares \(vocab_size=12\)")
 
