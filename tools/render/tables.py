@@ -333,7 +333,7 @@ PEERS_FILE, PEERS_TIMING_FILE = "results/peers.json", "results/peers_timing.json
 def peers_rows() -> list:
     """A row per toolkit of `benchmarks.peers`: its test BLEU over the quality phase's seeds, and the training speed
     phase's median at its fastest thread count (the decoding comparison: docs/peers.md)."""
-    return [(f"`{name}`" if name == "ours" else name,
+    return [(f"`{name}`" if name == "ours" else name, peers_configuration(name),
              Figure(PEERS_FILE, ("runs", {"toolkit": name, "seed": load(PEERS_FILE)["budget"]["seeds"][0]},
                                  "train", "parameters")),
              OverRows(PEERS_FILE, ("runs",), {"toolkit": name}, ("scores", "bleu", "score")),
@@ -343,11 +343,20 @@ def peers_rows() -> list:
             for name in load(PEERS_FILE)["toolkits"]]
 
 
+def peers_configuration(name: str) -> str:
+    """How ``name``'s runs were configured, from their rows: the schedule, peak learning rate and length penalty its
+    sweep chose on validation, or "untuned" (the main job's recipe in the toolkit's words)."""
+    chosen = {(run["tuning"]["schedule"], run["tuning"]["learning_rate"], run["length_penalty"])
+              for run in load(PEERS_FILE)["runs"] if run["toolkit"] == name and "tuning" in run}
+    return "; ".join(f"{schedule}, peak {rate:g}, length penalty {alpha:g}" for schedule, rate, alpha in sorted(chosen)
+                     ) or "untuned"
+
+
 def peers_header() -> tuple:
     """The peers' header: the split of their BLEU and the seeds each toolkit's runs record (the same for all)."""
     seeds = Same(tuple(Seeds(Entries(PEERS_FILE, ("runs",), {"toolkit": name}))
                        for name in load(PEERS_FILE)["toolkits"]), "seeds")
-    return ("toolkit, the main job's model and budget", "parameters",
+    return ("toolkit, the main job's model and budget", "configuration (chosen on validation)", "parameters",
             Join((split_header(Entries(PEERS_FILE), "test_bleu", "BLEU"), ", mean ± sd over seeds ", seeds), sep=""),
             "training tokens/s")
 
