@@ -59,7 +59,7 @@ SWEEP = {name: tuple(Tuning(rate, schedule) for schedule in schedules for rate i
          for name, schedules in SCHEDULES.items()}
 # Length penalties tried on validation at decoding time, each in the toolkit's own formula (ours and eole: the
 # score divided by length ** alpha; JoeyNMT: by ((5 + length) / 6) ** alpha, GNMT's).
-LENGTH_PENALTIES = (0.6, 0.8, 1.0, 1.2)
+LENGTH_PENALTIES = (0.6, 0.8, 1.0, 1.2, 1.4, 1.6)
 
 # What could not be made equal, by toolkit (rendered into results/peers.md and docs/peers.md).
 DIFFERENCES = {

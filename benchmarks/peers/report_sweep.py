@@ -13,7 +13,8 @@ def sweep_section(sweep: dict) -> list[str]:
     rows = []
     for run in sweep["runs"]:
         key = (run["toolkit"], run["configuration"])
-        cells = [f"**{run['validation'][alpha]['bleu']:.2f}**" if key in chosen and float(alpha) == chosen[key]
+        cells = ["not decoded" if alpha not in run["validation"] else
+                 f"**{run['validation'][alpha]['bleu']:.2f}**" if key in chosen and float(alpha) == chosen[key]
                  else f"{run['validation'][alpha]['bleu']:.2f}" for alpha in alphas]
         rows.append((run["toolkit"], run["configuration"], run["schedule_words"], f"{run['tuning']['learning_rate']:g}",
                      *cells, f"{run['train']['parameters']:,}"))

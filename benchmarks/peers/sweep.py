@@ -8,7 +8,8 @@ three seeds and scores on test.
 
 A row is stored as soon as its run ends (a re-run of the same configuration replaces it; rows made with another
 recipe are dropped, the file says so), so that the sweep can be run in parts; `--toolkits` and `--configurations`
-pick a part. Each run trains at one thread; with ``--jobs 2`` two run at a time, so their seconds are no speed
+pick a part. A stored row lacking a length penalty of the list (stored before it grew) is decoded at it from the
+model its run left under ``--work``, without training again. Each run trains at one thread; with ``--jobs 2`` two run at a time, so their seconds are no speed
 figures.
 """
 
@@ -35,12 +36,13 @@ SEED = 1
 DECODING_BATCH_SIZE = 64
 
 
-def validation_bleu(name: str, recipe: Recipe, data: peers_data.PreparedData, folder: Path) -> dict:
-    """BLEU of the model trained in ``folder`` on the validation set, at each length penalty (beam search as the
-    recipe says otherwise); the translations' output pieces per sentence beside each."""
+def validation_bleu(name: str, recipe: Recipe, data: peers_data.PreparedData, folder: Path,
+                    alphas: tuple[float, ...] = LENGTH_PENALTIES) -> dict:
+    """BLEU of the model trained in ``folder`` on the validation set, at each length penalty of ``alphas`` (beam
+    search as the recipe says otherwise); the translations' output pieces per sentence beside each."""
     references = data.lines("validation", data.target_lang)
     scores = {}
-    for alpha in LENGTH_PENALTIES:
+    for alpha in alphas:
         translations, decoded = toolkits.decode(
             name, dataclasses.replace(recipe, length_penalty=alpha), data, folder,
             data.folder / peers_data.SPLITS["validation"], DECODING_BATCH_SIZE, SEED, f"validation_alpha{alpha:g}")
@@ -56,20 +58,46 @@ def sweep_run(name: str, tuning: Tuning, recipe: Recipe, data: peers_data.Prepar
     print(f"[sweep] {name} {tuning.name}: training", flush=True)
     trained = toolkits.train(name, recipe, data, folder, SEED, tuning)
     print(f"[sweep] {name} {tuning.name}: decoding the validation set", flush=True)
-    scores = validation_bleu(name, recipe, data, folder)
+    return with_best({"toolkit": name, "configuration": tuning.name, "tuning": dataclasses.asdict(tuning),
+                      "schedule_words": SCHEDULE_WORDS[name, tuning.schedule], "seed": SEED, "train": trained,
+                      "validation": validation_bleu(name, recipe, data, folder)})
+
+
+def with_best(row: dict) -> dict:
+    """``row`` with the length penalty of its highest validation BLEU and that BLEU."""
+    scores = row["validation"]
     best = max(scores, key=lambda alpha: scores[alpha]["bleu"])
-    return {"toolkit": name, "configuration": tuning.name, "tuning": dataclasses.asdict(tuning),
-            "schedule_words": SCHEDULE_WORDS[name, tuning.schedule], "seed": SEED, "train": trained,
-            "validation": scores, "best_length_penalty": float(best), "best_validation_bleu": scores[best]["bleu"]}
+    return {**row, "best_length_penalty": float(best), "best_validation_bleu": scores[best]["bleu"]}
+
+
+def missing_penalties(row: dict) -> tuple[float, ...]:
+    """The length penalties of `LENGTH_PENALTIES` that ``row``'s validation was not decoded at (a row stored before
+    the list grew)."""
+    return tuple(alpha for alpha in LENGTH_PENALTIES if f"{alpha:g}" not in row["validation"])
+
+
+def completed(row: dict, recipe: Recipe, data: peers_data.PreparedData, work: Path) -> dict:
+    """``row`` decoded at its `missing_penalties` too, from the model its run left under ``work``: a longer list of
+    length penalties needs no training again."""
+    folder = work / "sweep" / row["toolkit"] / row["configuration"]
+    if not (folder / "model").is_dir():
+        raise FileNotFoundError(f"{folder / 'model'} is gone: its validation cannot be decoded at "
+                                f"{missing_penalties(row)}; run it again (--configurations {row['configuration']} "
+                                "--rerun).")
+    print(f"[sweep] {row['toolkit']} {row['configuration']}: decoding the validation set at "
+          f"{missing_penalties(row)}", flush=True)
+    added = validation_bleu(row["toolkit"], recipe, data, folder, missing_penalties(row))
+    return with_best({**row, "validation": {**row["validation"], **added}})
 
 
 def chosen(results: dict) -> dict[str, dict]:
-    """Per toolkit whose every configuration is in ``results``: its row of highest validation BLEU (a tie goes to
-    the configuration listed first in `SWEEP`). A toolkit with configurations missing is left out."""
+    """Per toolkit whose every configuration is in ``results``, decoded at every length penalty: its row of highest
+    validation BLEU (a tie goes to the configuration listed first in `SWEEP`). A toolkit with configurations missing
+    or not decoded at every length penalty is left out."""
     choice = {}
     for name, tunings in SWEEP.items():
         rows = {row["configuration"]: row for row in results["runs"] if row["toolkit"] == name}
-        if all(tuning.name in rows for tuning in tunings):
+        if all(tuning.name in rows and not missing_penalties(rows[tuning.name]) for tuning in tunings):
             choice[name] = max((rows[tuning.name] for tuning in tunings),
                                key=lambda row: row["best_validation_bleu"])
     return choice
@@ -82,7 +110,7 @@ def chosen_tuning(results: dict, name: str) -> tuple[Tuning, float]:
     if choice is None:
         missing = [tuning.name for tuning in SWEEP[name]
                    if not any(row["toolkit"] == name and row["configuration"] == tuning.name
-                              for row in results["runs"])]
+                              and not missing_penalties(row) for row in results["runs"])]
         raise ValueError(f"The sweep of {name} lacks {', '.join(missing)}: run `python -m benchmarks.peers.sweep "
                          f"--toolkits {name}` first.")
     return Tuning(**choice["tuning"]), choice["best_length_penalty"]
@@ -158,6 +186,9 @@ def main(argv: list[str] | None = None) -> dict:
     jobs = [(name, tuning) for name, tuning in jobs
             if (args.configurations is None or tuning.name in args.configurations)
             and (args.rerun or (name, tuning.name) not in done)]
+    incomplete = [row for row in results["runs"] if missing_penalties(row) and row["toolkit"] in args.toolkits
+                  and (args.configurations is None or row["configuration"] in args.configurations)
+                  and not any((row["toolkit"], row["configuration"]) == (name, tuning.name) for name, tuning in jobs)]
     command = shlex.join(["python", "-m", "benchmarks.peers.sweep", *(sys.argv[1:] if argv is None else argv)])
     results.update({
         "command": command, "recipe": dataclasses.asdict(recipe), "seed": SEED, "jobs": args.jobs,
@@ -171,8 +202,10 @@ def main(argv: list[str] | None = None) -> dict:
     })
     failed = []
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        running = {pool.submit(sweep_run, name, tuning, recipe, data, args.work): (name, tuning.name)
-                   for name, tuning in jobs}
+        running = {pool.submit(completed, row, recipe, data, args.work): (row["toolkit"], row["configuration"])
+                   for row in incomplete}
+        running |= {pool.submit(sweep_run, name, tuning, recipe, data, args.work): (name, tuning.name)
+                    for name, tuning in jobs}
         for finished in concurrent.futures.as_completed(running):
             try:
                 row = finished.result()

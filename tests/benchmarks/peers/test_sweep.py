@@ -11,6 +11,7 @@ from benchmarks.peers import sweep
 from benchmarks.peers.report_sweep import sweep_section
 
 RECIPE = peers_recipe.Recipe.main_job(29_000, 300)
+GOOD = "the cat sat on the warm mat"  # a translation equal to its reference: BLEU 100
 
 
 def row(name: str, tuning: peers_recipe.Tuning, bleus: dict[float, float]) -> dict:
@@ -83,3 +84,36 @@ def test_the_section_shows_every_configuration_the_choice_in_bold_and_what_is_le
     assert text.count("**") == 2  # one choice: eole's sweep is not complete
     assert f"eole {peers_recipe.SWEEP['eole'][1].name}" in text.split("Not run yet:")[1]
     assert "joeynmt" in text.split("Not run yet:")[1]
+
+
+def test_a_row_stored_before_the_length_penalties_grew_is_decoded_at_the_new_ones_only(tmp_path, monkeypatch):
+    """No choice while a row lacks a length penalty; `completed` decodes the missing ones from the run's model
+    (never training), and the best is taken over them all."""
+    decoded = []
+    monkeypatch.setattr(sweep.toolkits, "decode", lambda name, recipe, data, folder, rows, size, seed, tag: (
+        decoded.append((folder, recipe.length_penalty)) or ([GOOD] if recipe.length_penalty > 1.3 else ["bad"]),
+        {"seconds": 1.0}))
+    monkeypatch.setattr(sweep.peers_data, "mean_pieces", lambda tokenizer, texts: 1.0)
+
+    class Data:
+        folder, target_lang = tmp_path / "data", "de"
+
+        def lines(self, split, lang):
+            return [GOOD]
+
+        def tokenizer(self):
+            return None
+
+    rows = swept("ours", [30.0] * len(peers_recipe.SWEEP["ours"]))
+    old = {alpha: rows[0]["validation"][alpha] for alpha in ("0.6", "0.8", "1", "1.2")}
+    rows[0] = sweep.with_best({**rows[0], "validation": old})
+    assert sweep.missing_penalties(rows[0]) == (1.4, 1.6) and "ours" not in sweep.chosen({"runs": rows})
+    with pytest.raises(FileNotFoundError, match="--rerun"):
+        sweep.completed(rows[0], RECIPE, Data(), tmp_path)
+    model = tmp_path / "sweep" / "ours" / rows[0]["configuration"]
+    (model / "model").mkdir(parents=True)
+    done = sweep.completed(rows[0], RECIPE, Data(), tmp_path)
+    assert decoded == [(model, 1.4), (model, 1.6)]
+    assert done["best_length_penalty"] == 1.4 and done["best_validation_bleu"] == pytest.approx(100.0)
+    assert done["validation"]["0.8"] == old["0.8"]
+    assert sweep.chosen({"runs": [done] + rows[1:]})["ours"]["configuration"] == rows[0]["configuration"]
