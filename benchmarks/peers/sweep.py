@@ -36,6 +36,11 @@ SEED = 1
 DECODING_BATCH_SIZE = 64
 
 
+def run_folder(work: Path, name: str, configuration: str) -> Path:
+    """Where the sweep's run of ``name`` in ``configuration`` keeps its model, logs and translations."""
+    return work / "sweep" / name / configuration
+
+
 def validation_bleu(name: str, recipe: Recipe, data: peers_data.PreparedData, folder: Path,
                     alphas: tuple[float, ...] = LENGTH_PENALTIES) -> dict:
     """BLEU of the model trained in ``folder`` on the validation set, at each length penalty of ``alphas`` (beam
@@ -54,7 +59,7 @@ def validation_bleu(name: str, recipe: Recipe, data: peers_data.PreparedData, fo
 
 def sweep_run(name: str, tuning: Tuning, recipe: Recipe, data: peers_data.PreparedData, work: Path) -> dict:
     """Train ``name`` with ``tuning`` (seed `SEED`) and score its validation set at every length penalty."""
-    folder = work / "sweep" / name / tuning.name
+    folder = run_folder(work, name, tuning.name)
     print(f"[sweep] {name} {tuning.name}: training", flush=True)
     trained = toolkits.train(name, recipe, data, folder, SEED, tuning)
     print(f"[sweep] {name} {tuning.name}: decoding the validation set", flush=True)
@@ -79,7 +84,7 @@ def missing_penalties(row: dict) -> tuple[float, ...]:
 def completed(row: dict, recipe: Recipe, data: peers_data.PreparedData, work: Path) -> dict:
     """``row`` decoded at its `missing_penalties` too, from the model its run left under ``work``: a longer list of
     length penalties needs no training again."""
-    folder = work / "sweep" / row["toolkit"] / row["configuration"]
+    folder = run_folder(work, row["toolkit"], row["configuration"])
     if not (folder / "model").is_dir():
         raise FileNotFoundError(f"{folder / 'model'} is gone: its validation cannot be decoded at "
                                 f"{missing_penalties(row)}; run it again (--configurations {row['configuration']} "
@@ -119,7 +124,7 @@ def chosen_tuning(results: dict, name: str) -> tuple[Tuning, float]:
 def swept_model(results: dict, work: Path, name: str, tuning: Tuning, seed: int) -> tuple[Path, dict] | None:
     """The folder under ``work`` and the training record of the sweep's run of ``name`` with ``tuning`` when it
     trained ``seed`` and its model is still there (the quality phase decodes it rather than train it again)."""
-    folder = work / "sweep" / name / tuning.name
+    folder = run_folder(work, name, tuning.name)
     row = next((row for row in results["runs"] if (row["toolkit"], row["configuration"], row["seed"])
                 == (name, tuning.name, seed)), None)
     return (folder, row["train"]) if row is not None and (folder / "model").is_dir() else None
