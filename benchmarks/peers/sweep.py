@@ -9,7 +9,7 @@ three seeds and scores on test.
 A row is stored as soon as its run ends (a re-run of the same configuration replaces it; rows made with another
 recipe are dropped, the file says so), so that the sweep can be run in parts; `--toolkits` and `--configurations`
 pick a part. A stored row lacking a length penalty of the list (stored before it grew) is decoded at it from the
-model its run left under ``--work``, without training again. Each run trains at one thread; with ``--jobs 2`` two run at a time, so their seconds are no speed
+model its run left under ``--work``, without training again, or trained again where that model is gone. Each run trains at one thread; with ``--jobs 2`` two run at a time, so their seconds are no speed
 figures.
 """
 
@@ -130,6 +130,28 @@ def swept_model(results: dict, work: Path, name: str, tuning: Tuning, seed: int)
     return (folder, row["train"]) if row is not None and (folder / "model").is_dir() else None
 
 
+def pending(results: dict, names: list[str], configurations: list[str] | None, rerun: bool,
+            work: Path) -> tuple[list[tuple[str, Tuning]], list[dict]]:
+    """What is left of the sweep of ``names`` (only ``configurations`` where given): the runs to train, the toolkits
+    taking turns so that a sweep stopped half-way has configurations of each (every one with ``rerun``), and the
+    stored rows to decode at their `missing_penalties` from their models. A row lacking a length penalty whose model
+    is gone from ``work`` (another machine, a cleaned folder) is trained again."""
+    def picked(name: str, configuration: str) -> bool:
+        return name in names and (configurations is None or configuration in configurations)
+
+    incomplete = [row for row in results["runs"]
+                  if missing_penalties(row) and picked(row["toolkit"], row["configuration"])]
+    retrain = {(row["toolkit"], row["configuration"]) for row in incomplete
+               if not (run_folder(work, row["toolkit"], row["configuration"]) / "model").is_dir()}
+    done = {(row["toolkit"], row["configuration"]) for row in results["runs"]} - retrain
+    jobs = [(name, SWEEP[name][index]) for index in range(max(map(len, SWEEP.values())))
+            for name in names if index < len(SWEEP[name])]
+    jobs = [(name, tuning) for name, tuning in jobs
+            if picked(name, tuning.name) and (rerun or (name, tuning.name) not in done)]
+    trained = {(name, tuning.name) for name, tuning in jobs}
+    return jobs, [row for row in incomplete if (row["toolkit"], row["configuration"]) not in trained]
+
+
 def load(out: Path, recipe: Recipe) -> dict:
     """The sweep's results in ``out`` made with ``recipe`` (their rows are kept), or a new, empty one."""
     path = out / RESULTS
@@ -184,16 +206,7 @@ def main(argv: list[str] | None = None) -> dict:
     recipe.check()
     args.out.mkdir(parents=True, exist_ok=True)
     results = load(args.out, recipe)
-    done = {(row["toolkit"], row["configuration"]) for row in results["runs"]}
-    # the toolkits take turns, so that a sweep stopped half-way has configurations of each
-    jobs = [(name, SWEEP[name][index]) for index in range(max(map(len, SWEEP.values())))
-            for name in args.toolkits if index < len(SWEEP[name])]
-    jobs = [(name, tuning) for name, tuning in jobs
-            if (args.configurations is None or tuning.name in args.configurations)
-            and (args.rerun or (name, tuning.name) not in done)]
-    incomplete = [row for row in results["runs"] if missing_penalties(row) and row["toolkit"] in args.toolkits
-                  and (args.configurations is None or row["configuration"] in args.configurations)
-                  and not any((row["toolkit"], row["configuration"]) == (name, tuning.name) for name, tuning in jobs)]
+    jobs, incomplete = pending(results, args.toolkits, args.configurations, args.rerun, args.work)
     command = shlex.join(["python", "-m", "benchmarks.peers.sweep", *(sys.argv[1:] if argv is None else argv)])
     results.update({
         "command": command, "recipe": dataclasses.asdict(recipe), "seed": SEED, "jobs": args.jobs,
@@ -206,11 +219,13 @@ def main(argv: list[str] | None = None) -> dict:
         "provenance": provenance([SEED], ["train", "validation"]),
     })
     failed = []
+    stored = {(row["toolkit"], row["configuration"]): row for row in results["runs"]}
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
         running = {pool.submit(completed, row, recipe, data, args.work): (row["toolkit"], row["configuration"])
                    for row in incomplete}
-        running |= {pool.submit(sweep_run, name, tuning, recipe, data, args.work): (name, tuning.name)
-                    for name, tuning in jobs}
+        trained = {pool.submit(sweep_run, name, tuning, recipe, data, args.work): (name, tuning.name)
+                   for name, tuning in jobs}
+        running |= trained
         for finished in concurrent.futures.as_completed(running):
             try:
                 row = finished.result()
@@ -218,6 +233,10 @@ def main(argv: list[str] | None = None) -> dict:
                 failed.append(f"{running[finished]}: {error}")
                 print(f"[sweep] {running[finished]} failed: {error}", flush=True)
                 continue
+            if finished in trained and running[finished] in stored:
+                # trained again: the scores of the run it replaces, kept beside, show whether a run is reproducible
+                row["earlier_validation_bleu"] = {alpha: scores["bleu"] for alpha, scores
+                                                  in stored[running[finished]]["validation"].items()}
             store(results, toolkits.made_portable(row, args.work), args.out)
             print(f"[sweep] stored {running[finished]}: validation BLEU {row['best_validation_bleu']:.2f} at "
                   f"length penalty {row['best_length_penalty']:g}", flush=True)

@@ -117,3 +117,20 @@ def test_a_row_stored_before_the_length_penalties_grew_is_decoded_at_the_new_one
     assert done["best_length_penalty"] == 1.4 and done["best_validation_bleu"] == pytest.approx(100.0)
     assert done["validation"]["0.8"] == old["0.8"]
     assert sweep.chosen({"runs": [done] + rows[1:]})["ours"]["configuration"] == rows[0]["configuration"]
+
+
+def test_what_is_left_trains_again_a_short_row_whose_model_is_gone(tmp_path):
+    """`pending`: configurations not yet run are trained, the toolkits taking turns; a row lacking a length penalty
+    is decoded from its model where the model is there and trained again where it is gone; a complete row is left."""
+    ours, eole = peers_recipe.SWEEP["ours"], peers_recipe.SWEEP["eole"]
+    short = {alpha: 30.0 for alpha in (0.6, 0.8, 1.0, 1.2)}
+    rows = [row("ours", ours[0], short), row("ours", ours[1], short),
+            row("ours", ours[2], {alpha: 30.0 for alpha in peers_recipe.LENGTH_PENALTIES})]
+    (sweep.run_folder(tmp_path, "ours", ours[0].name) / "model").mkdir(parents=True)
+    jobs, incomplete = sweep.pending({"runs": rows}, ["ours", "eole"], None, False, tmp_path)
+    assert [row["configuration"] for row in incomplete] == [ours[0].name]
+    assert jobs[:4] == [("eole", eole[0]), ("ours", ours[1]), ("eole", eole[1]), ("eole", eole[2])]
+    assert {tuning.name for name, tuning in jobs if name == "ours"} == {tuning.name for tuning in ours[1:]} - {
+        ours[2].name}
+    jobs, incomplete = sweep.pending({"runs": rows}, ["ours"], [ours[0].name, ours[1].name], True, tmp_path)
+    assert jobs == [("ours", ours[0]), ("ours", ours[1])] and incomplete == []
