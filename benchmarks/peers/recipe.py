@@ -14,7 +14,7 @@ from pathlib import Path
 from hf_seqmodels import AttentionSeq2SeqConfig
 from hf_seqmodels.tasks import translation
 
-from .data import PreparedData
+from .data import PreparedData, prepare
 
 # eole's `brnn` splits hidden_size over the two directions, encoder and decoder must have the same hidden_size, and
 # the output layer tied to the decoder's embeddings needs them of the decoder's size: its model is 13.5 h^2 + 12,012 h
@@ -153,6 +153,18 @@ class Recipe:
             validation_every=min(steps_per_epoch, updates), num_beams=generation.num_beams,
             length_penalty=generation.length_penalty, max_new_tokens=generation.max_new_tokens,
         )
+
+    @classmethod
+    def prepared(cls, work: Path, updates: int | None = None,
+                 warmup_steps: int | None = None) -> tuple[PreparedData, "Recipe"]:
+        """The peers' data prepared under ``work`` and the main job's recipe for it, checked (``updates`` and
+        ``warmup_steps`` shorten it for a check): what the sweep and the runs start from."""
+        data = prepare(work, translation.DataArguments())
+        recipe = cls.main_job(data.stats()["train"]["sentences"], updates)
+        if warmup_steps is not None:
+            recipe = dataclasses.replace(recipe, warmup_steps=warmup_steps)
+        recipe.check()
+        return data, recipe
 
     def untuned(self, name: str) -> Tuning:
         """The main job's peak learning rate and the schedule it maps to first in ``name``'s words (the runs

@@ -33,7 +33,6 @@ from pathlib import Path
 from hf_seqmodels.comparison.runner import write_json
 from hf_seqmodels.comparison.significance import paired_bootstrap
 from hf_seqmodels.provenance import provenance
-from hf_seqmodels.tasks import translation
 
 from . import data as peers_data
 from . import report, sweep, toolkits
@@ -302,11 +301,7 @@ def main(argv: list[str] | None = None) -> dict:
     # Every command runs in this environment: the same threads, and idle OpenMP threads sleeping rather than
     # spinning, as scripts/quickstart.sh runs the main job on a busy machine.
     os.environ.update(OMP_NUM_THREADS=str(args.threads[0]), OMP_WAIT_POLICY="PASSIVE")
-    data = peers_data.prepare(args.work / "data", translation.DataArguments())
-    recipe = Recipe.main_job(data.stats()["train"]["sentences"], args.updates)
-    if args.warmup_steps is not None:
-        recipe = dataclasses.replace(recipe, warmup_steps=args.warmup_steps)
-    recipe.check()
+    data, recipe = Recipe.prepared(args.work / "data", args.updates, args.warmup_steps)
     args.swept = sweep.load(args.out, recipe) if args.tuned else None
     args.tunings = {name: sweep.chosen_tuning(args.swept, name) if args.tuned else
                     (recipe.untuned(name), recipe.length_penalty) for name in args.toolkits}

@@ -25,7 +25,6 @@ from pathlib import Path
 from hf_seqmodels.comparison.runner import write_json
 from hf_seqmodels.evaluation import translation_metrics, translation_signatures
 from hf_seqmodels.provenance import provenance
-from hf_seqmodels.tasks import translation
 
 from . import data as peers_data
 from . import toolkits
@@ -199,11 +198,7 @@ def main(argv: list[str] | None = None) -> dict:
         if name != "ours":
             toolkits.peer_program(name)
     os.environ.update(OMP_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE")
-    data = peers_data.prepare(args.work / "data", translation.DataArguments())
-    recipe = Recipe.main_job(data.stats()["train"]["sentences"], args.updates)
-    if args.warmup_steps is not None:
-        recipe = dataclasses.replace(recipe, warmup_steps=args.warmup_steps)
-    recipe.check()
+    data, recipe = Recipe.prepared(args.work / "data", args.updates, args.warmup_steps)
     args.out.mkdir(parents=True, exist_ok=True)
     results = load(args.out, recipe)
     jobs, incomplete = pending(results, args.toolkits, args.configurations, args.rerun, args.work)
