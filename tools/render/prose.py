@@ -56,7 +56,8 @@ NOT_MEASURED = (
          "(transformers 5.24, Python 3.10)"),
     Rule("date", r"\b(?:19|20)\d\d-\d\d-\d\d\b", "a date (2026-11-28)"),
     Rule("date", r"et\s+al\.?,?\s+\(?(?:19|20)\d\d\b", "the year of a cited paper (Vaswani et al. 2017)"),
-    Rule("range", WHOLE + r"\s?[-–]\s?\d+(?![\d.])", "a range of whole numbers: ids, lines (ids 0-3)"),
+    Rule("range", WHOLE + r"\s?[-–]\s?\d+(?!\d|\.\d)", "a range of whole numbers: ids, lines (ids 0-3, at the end "
+                                                         "of a sentence too)"),
     Rule("name", r"[A-Za-z]-\d+\b", "part of a name (SST-2, WNUT-17, a beam-5 step)"),
     Rule("name", WHOLE + r"-[A-Za-z]", "a whole number in a compound word (a 2-core machine, a 64-token limit)"),
     Rule("shape", WHOLE + r"\s?x\s?\d+(?:,\d{3})*", "the shape of a matrix (a 6,000 x 256 table)"),

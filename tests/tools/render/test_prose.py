@@ -62,7 +62,7 @@ def test_the_prose_check_catches_figures_with_or_without_decimals():
     "run it:\n\n    python -m x --seed 35\n",  # indented code
     "transformers 5.24, Python 3.10, torch<2.3, JoeyNMT 2.3.0",  # versions
     "on 2026-11-28, as Vaswani et al. 2017 and Zaremba et al. (2014: small) did",  # dates
-    "ids 0-3, lines 700-745",  # ranges of whole numbers
+    "ids 0-3, lines 700-745, batches 16-256.",  # ranges of whole numbers, one ending a sentence
     "SST-2, WNUT-17, a beam-5 step, a 2-core machine",  # names
     "issue 53, #2741, exit status 124, ISO 8601, seeds 42, 43 and 44, update 100",  # identifiers
     "1. parse the options",  # a list item
@@ -80,6 +80,7 @@ def test_numbers_a_rule_says_are_not_measured_pass(text):
     ("a ratio of 1.5 would need", "1.5"),  # a decimal after no setting's name
     ("the installed 5.24 library", "5.24"),  # a version whose program is not named
     ("2 to 5.5 minutes", "2"),  # a measured range is no range of whole numbers
+    ("between 16-256.5 s", "16"),  # nor one whose end has decimals
     ("| stage | took |\n|---|---|\n| a | 110 s |\n", "110"),  # a column that measures
     ("1.6 epochs in 9 minutes", "1.6"),  # epochs a run reached, not given
 ])
