@@ -36,6 +36,24 @@ def sweep_section(sweep: dict) -> list[str]:
                 *(f"validation BLEU, length penalty {alpha}" for alpha in alphas), "parameters"),
                rows).render().split("\n"),
     ]
+    if again := reproduced(sweep["runs"]):
+        lines += ["", again]
     if missing:
         lines += ["", "Not run yet: " + ", ".join(missing) + "."]
     return lines
+
+
+def reproduced(runs: list[dict]) -> str | None:
+    """What the runs trained a second time (their model gone, `sweep.pending`) say of reproducibility: whether each
+    gave the validation BLEU of its first run at every length penalty both decoded; None when none was."""
+    again = [run for run in runs if "earlier_validation_bleu" in run]
+    if not again:
+        return None
+    differ = [f"{run['toolkit']} {run['configuration']}" for run in again
+              if any(abs(run["validation"][alpha]["bleu"] - bleu) > 1e-9
+                     for alpha, bleu in run["earlier_validation_bleu"].items())]
+    verdict = ("each gave its first run's validation BLEU at every length penalty both decoded, to the last digit"
+               if not differ else "differing from their first run: " + ", ".join(differ))
+    names = ", ".join(f"{run['toolkit']} {run['configuration']}" for run in again)
+    return (f"Trained twice (seed {again[0]['seed']}, the same recipe; the first run's model was gone, on another "
+            f"machine): {names}; {verdict}.")

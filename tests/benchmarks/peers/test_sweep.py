@@ -7,7 +7,7 @@ import json
 import pytest
 
 from benchmarks.peers import recipe as peers_recipe
-from benchmarks.peers import sweep
+from benchmarks.peers import report_sweep, sweep
 from benchmarks.peers.report_sweep import sweep_section
 
 RECIPE = peers_recipe.Recipe.main_job(29_000, 300)
@@ -134,3 +134,13 @@ def test_what_is_left_trains_again_a_short_row_whose_model_is_gone(tmp_path):
         ours[2].name}
     jobs, incomplete = sweep.pending({"runs": rows}, ["ours"], [ours[0].name, ours[1].name], True, tmp_path)
     assert jobs == [("ours", ours[0]), ("ours", ours[1])] and incomplete == []
+
+
+def test_the_section_says_whether_a_configuration_trained_twice_gave_the_same_scores():
+    first, second = swept("eole", [25.0, 30.0])
+    first["earlier_validation_bleu"] = {alpha: scores["bleu"] for alpha, scores in first["validation"].items()}
+    assert "to the last digit" in report_sweep.reproduced([first, second])
+    second["earlier_validation_bleu"] = {"0.8": 29.0}
+    assert report_sweep.reproduced([first, second]).endswith(f"differing from their first run: eole "
+                                                             f"{second['configuration']}.")
+    assert report_sweep.reproduced([swept("ours", [30.0])[0]]) is None
