@@ -61,6 +61,25 @@ SWEEP = {name: tuple(Tuning(rate, schedule) for schedule in schedules for rate i
 # score divided by length ** alpha; JoeyNMT: by ((5 + length) / 6) ** alpha, GNMT's).
 LENGTH_PENALTIES = (0.6, 0.8, 1.0, 1.2, 1.4, 1.6)
 
+# Differences the Transformer's comparison shares (benchmarks.peers.transformer_recipe), in DIFFERENCES below.
+JOEYNMT_FIRST_UPDATE = (
+    "the first update runs at the peak learning rate (its scheduler sets the rate only after an update, and the "
+    "optimizer starts at the peak), the warmup from the second on; ours runs the first at 0")
+JOEYNMT_LENGTH_PENALTY = (
+    "length penalty: GNMT's ((5 + length) / 6) ** beam_alpha (its only kind), instead of length ** alpha; each "
+    "toolkit's alpha is chosen on validation")
+JOEYNMT_VALIDATION = (
+    "the best checkpoint is chosen by greedy validation BLEU as ours, but its BLEU is its own sacreBLEU call on the "
+    "pieces joined by spaces; the rows use only its test output")
+EOLE_BEAM_END = (
+    "beam search ends a sentence once its top beam has finished (OpenNMT's rule, eole's predict/beam_search.py "
+    "`beams_non_finished`), with at least n_best hypotheses; ours, as transformers' `early_stopping=True`, once "
+    "num_beams (5) hypotheses have finished: eole runs fewer decoding steps per sentence, and may return another "
+    "translation where a longer one would have scored better")
+EOLE_VALIDATION = (
+    "no validation BLEU: the last checkpoint is decoded (ours and JoeyNMT keep the best by validation BLEU; with one "
+    "validation, at the end, they are the same)")
+
 # What could not be made equal, by toolkit (rendered into results/peers.md and docs/peers.md).
 DIFFERENCES = {
     "joeynmt": [
@@ -68,15 +87,12 @@ DIFFERENCES = {
         "built, and its `plateau` (the schedule of its RNN examples) passes `verbose` to torch 2.13's "
         "ReduceLROnPlateau, which no longer takes it; two of its schedules that run are swept instead "
         "(`SCHEDULES`)",
-        "the first update runs at the peak learning rate (its scheduler sets the rate only after an update, and the "
-        "optimizer starts at the peak), the warmup from the second on; ours runs the first at 0",
-        "length penalty: GNMT's ((5 + length) / 6) ** beam_alpha (its only kind), instead of length ** alpha; "
-        "each toolkit's alpha is chosen on validation",
+        JOEYNMT_FIRST_UPDATE,
+        JOEYNMT_LENGTH_PENALTY,
         "initialisation: embeddings (and the output layer tied to them) N(0, 0.1) as ours; its default for the other "
         "weights, Xavier-uniform (per gate for the GRUs) and zero biases, instead of ours (N(0, 0.1) linear layers, "
         "torch's default U(-1/16, 1/16) recurrent weights and biases)",
-        "the best checkpoint is chosen by greedy validation BLEU as ours, but its BLEU is its own sacreBLEU call on "
-        "the pieces joined by spaces; the rows use only its test output",
+        JOEYNMT_VALIDATION,
     ],
     "eole": [
         f"sizes: `brnn` splits hidden_size over the two directions, encoder and decoder must have the same "
@@ -89,12 +105,8 @@ DIFFERENCES = {
         "states), so the decoder starts from the encoder's final states as they are; ours from tanh(Linear(them))",
         "learning rate: eole has no linear decay; its schedules are swept instead (`SCHEDULES`)",
         "initialisation: its default U(-0.1, 0.1) for every weight",
-        "beam search ends a sentence once its top beam has finished (OpenNMT's rule, eole's predict/beam_search.py "
-        "`beams_non_finished`), with at least n_best hypotheses; ours, as transformers' `early_stopping=True`, once "
-        "num_beams (5) hypotheses have finished: eole runs fewer decoding steps per sentence, and may return "
-        "another translation where a longer one would have scored better",
-        "no validation BLEU: the last checkpoint is decoded (ours and JoeyNMT keep the best by validation BLEU; "
-        "with one validation, at the end, they are the same)",
+        EOLE_BEAM_END,
+        EOLE_VALIDATION,
     ],
 }
 
@@ -137,8 +149,8 @@ class Recipe:
         defaults = translation.TRAINING_DEFAULTS
         data, generation, model = translation.DataArguments(), translation.GenerationArguments(), \
             AttentionSeq2SeqConfig()
-        steps_per_epoch = math.ceil(train_sentences / defaults["per_device_train_batch_size"])
-        updates = updates or defaults["num_train_epochs"] * steps_per_epoch
+        updates, validation_every = main_job_budget(train_sentences, defaults["per_device_train_batch_size"],
+                                                    defaults["num_train_epochs"], updates)
         return cls(
             embedding_size=model.embedding_size, hidden_size=model.hidden_size, cell_type=model.cell_type,
             bidirectional_encoder=model.bidirectional_encoder, encoder_layers=model.encoder_layers,
@@ -150,21 +162,15 @@ class Recipe:
             learning_rate=defaults["learning_rate"], warmup_steps=defaults["num_warmup_steps"],
             lr_scheduler=defaults["lr_scheduler_type"], label_smoothing=defaults["label_smoothing_factor"],
             max_grad_norm=defaults["max_grad_norm"], weight_decay=0.0, updates=updates,
-            validation_every=min(steps_per_epoch, updates), num_beams=generation.num_beams,
+            validation_every=validation_every, num_beams=generation.num_beams,
             length_penalty=generation.length_penalty, max_new_tokens=generation.max_new_tokens,
         )
 
     @classmethod
     def prepared(cls, work: Path, updates: int | None = None,
                  warmup_steps: int | None = None) -> tuple[PreparedData, "Recipe"]:
-        """The peers' data prepared under ``work`` and the main job's recipe for it, checked (``updates`` and
-        ``warmup_steps`` shorten it for a check): what the sweep and the runs start from."""
-        data = prepare(work, translation.DataArguments())
-        recipe = cls.main_job(data.stats()["train"]["sentences"], updates)
-        if warmup_steps is not None:
-            recipe = dataclasses.replace(recipe, warmup_steps=warmup_steps)
-        recipe.check()
-        return data, recipe
+        """The peers' data prepared under ``work`` and the main job's recipe for it, checked (`prepared_recipe`)."""
+        return prepared_recipe(cls, work, updates, warmup_steps)
 
     def untuned(self, name: str) -> Tuning:
         """The main job's peak learning rate and the schedule it maps to first in ``name``'s words (the runs
@@ -173,25 +179,59 @@ class Recipe:
 
     def check(self) -> None:
         """Refuse a recipe the peers' configs cannot express (not the main job's defaults)."""
-        supported = {"cell_type": "gru", "attention_type": "luong_general", "input_feeding": False,
-                     "bidirectional_encoder": True, "tie_word_embeddings": True, "lr_scheduler": "linear"}
-        for name, value in supported.items():
-            if getattr(self, name) != value:
-                raise ValueError(f"benchmarks.peers compares the main job ({name}={value!r}), got "
-                                 f"{name}={getattr(self, name)!r}.")
-        if self.warmup_steps >= self.updates:
-            raise ValueError(f"--updates ({self.updates}) must exceed the warmup steps ({self.warmup_steps}).")
+        check_supported(self, "the main job", {
+            "cell_type": "gru", "attention_type": "luong_general", "input_feeding": False,
+            "bidirectional_encoder": True, "tie_word_embeddings": True, "lr_scheduler": "linear"})
+
+
+def main_job_budget(train_sentences: int, batch_size: int, epochs: int, updates: int | None) -> tuple[int, int]:
+    """The updates of ``epochs`` over ``train_sentences`` pairs in batches of ``batch_size`` (or ``updates`` where
+    given, a shorter budget) and the updates between validations (an epoch, at most the updates)."""
+    steps_per_epoch = math.ceil(train_sentences / batch_size)
+    updates = updates or epochs * steps_per_epoch
+    return updates, min(steps_per_epoch, updates)
+
+
+def prepared_recipe(kind: type, work: Path, updates: int | None, warmup_steps: int | None):
+    """The peers' data prepared under ``work`` and ``kind``'s recipe for it (its ``main_job``), checked (``updates``
+    and ``warmup_steps`` shorten it for a check): what the sweep and the runs start from."""
+    data = prepare(work, translation.DataArguments())
+    recipe = kind.main_job(data.stats()["train"]["sentences"], updates)
+    if warmup_steps is not None:
+        recipe = dataclasses.replace(recipe, warmup_steps=warmup_steps)
+    recipe.check()
+    return data, recipe
+
+
+def check_supported(recipe, compared: str, supported: dict) -> None:
+    """Refuse a ``recipe`` whose fields differ from ``supported`` (field -> the only value the peers' configs
+    express; ``compared`` names the model compared), or whose warmup is not shorter than its updates."""
+    for name, value in supported.items():
+        if getattr(recipe, name) != value:
+            raise ValueError(f"benchmarks.peers compares {compared} ({name}={value!r}), got "
+                             f"{name}={getattr(recipe, name)!r}.")
+    if recipe.warmup_steps >= recipe.updates:
+        raise ValueError(f"--updates ({recipe.updates}) must exceed the warmup steps ({recipe.warmup_steps}).")
 
 
 def ours_arguments(recipe: Recipe, data: PreparedData, output_dir: Path, seed: int, tuning: Tuning) -> list[str]:
     """scripts/run_translation.py's arguments: every value of the recipe spelt out (they are its defaults, bar the
     updates and ``tuning``), and no time budget (every toolkit trains for the same updates)."""
-    overrides = {"embedding_size": recipe.embedding_size, "hidden_size": recipe.hidden_size,
-                 "cell_type": recipe.cell_type, "bidirectional_encoder": recipe.bidirectional_encoder,
-                 "encoder_layers": recipe.encoder_layers, "decoder_layers": recipe.decoder_layers,
-                 "attention_type": recipe.attention_type, "input_feeding": recipe.input_feeding,
-                 "dropout": recipe.dropout, "tie_word_embeddings": recipe.tie_word_embeddings}
+    return run_translation_arguments(recipe, data, output_dir, seed, tuning, {
+        "embedding_size": recipe.embedding_size, "hidden_size": recipe.hidden_size, "cell_type": recipe.cell_type,
+        "bidirectional_encoder": recipe.bidirectional_encoder, "encoder_layers": recipe.encoder_layers,
+        "decoder_layers": recipe.decoder_layers, "attention_type": recipe.attention_type,
+        "input_feeding": recipe.input_feeding, "dropout": recipe.dropout,
+        "tie_word_embeddings": recipe.tie_word_embeddings})
+
+
+def run_translation_arguments(recipe, data: PreparedData, output_dir: Path, seed: int, tuning: Tuning,
+                              overrides: dict, model_type: str | None = None) -> list[str]:
+    """scripts/run_translation.py's arguments for ``recipe`` trained with ``tuning``: ``--model_type`` (None: left
+    out, its default), the config fields ``overrides`` (field -> value), the recipe's data, batches, updates,
+    regularisation and decoding, and no time budget (every toolkit trains for the same updates)."""
     options = {
+        **({"model_type": model_type} if model_type else {}),
         "output_dir": output_dir, "overwrite_output_dir": True, "seed": seed,
         "source_lang": data.source_lang, "target_lang": data.target_lang, "vocabulary": "joint",
         "vocab_size": recipe.vocab_size, "max_source_length": recipe.max_source_length,
@@ -215,13 +255,34 @@ def joeynmt_config(recipe: Recipe, data: PreparedData, model_dir: Path, seed: in
                    tuning: Tuning) -> dict:
     """A JoeyNMT 2.3 config (`python -m joeynmt train|test`) for the recipe: plain files of pieces read as words
     with our vocabulary; ``batch_size`` sentences per batch when testing."""
+    embeddings = {"embedding_dim": recipe.embedding_size, "scale": False, "freeze": False}
+    recurrent = {"type": "recurrent", "rnn_type": recipe.cell_type, "embeddings": embeddings,
+                 "hidden_size": recipe.hidden_size, "dropout": recipe.dropout, "freeze": False}
+    return {
+        **joeynmt_run(recipe, data, model_dir, seed, batch_size, tuning),
+        "model": {
+            # embeddings (and the output layer tied to them) N(0, 0.1) as ours; JoeyNMT's own default for them is
+            # Xavier-uniform, which gives a 6,000 x 256 table a standard deviation of 0.018
+            "initializer": "xavier_uniform", "bias_initializer": "zeros", "embed_initializer": "normal",
+            "embed_init_weight": recipe.initializer_range,
+            "tied_embeddings": False, "tied_softmax": recipe.tie_word_embeddings,
+            "encoder": {**recurrent, "bidirectional": recipe.bidirectional_encoder,
+                        "num_layers": recipe.encoder_layers},
+            "decoder": {**recurrent, "hidden_dropout": recipe.dropout, "num_layers": recipe.decoder_layers,
+                        "input_feeding": recipe.input_feeding, "init_hidden": "bridge", "attention": "luong",
+                        "activation": "tanh"},
+        },
+    }
+
+
+def joeynmt_run(recipe, data: PreparedData, model_dir: Path, seed: int, batch_size: int, tuning: Tuning) -> dict:
+    """A JoeyNMT 2.3 config's sections beside its model: plain files of pieces read as words with our vocabulary,
+    the recipe's decoding (``batch_size`` sentences per batch when testing), batches, updates and regularisation,
+    and ``tuning`` (its schedule halving the rate after each epoch, or one with the recipe's warmup)."""
     schedule = ({"scheduling": "exponential", "decrease_factor": 0.5} if tuning.schedule == "exponential" else
                 {"scheduling": tuning.schedule, "learning_rate_warmup": recipe.warmup_steps})
     side = {"max_length": recipe.max_source_length - 1, "min_length": 1, "lowercase": False, "normalize": False,
             "level": "word", "voc_file": str(data.vocab), "voc_min_freq": 1}
-    embeddings = {"embedding_dim": recipe.embedding_size, "scale": False, "freeze": False}
-    recurrent = {"type": "recurrent", "rnn_type": recipe.cell_type, "embeddings": embeddings,
-                 "hidden_size": recipe.hidden_size, "dropout": recipe.dropout, "freeze": False}
     return {
         "name": "multi30k_peers", "joeynmt_version": "2.3.0", "model_dir": str(model_dir), "use_cuda": False,
         "fp16": False, "random_seed": seed,
@@ -249,18 +310,6 @@ def joeynmt_config(recipe: Recipe, data: PreparedData, model_dir: Path, seed: in
             "early_stopping_metric": "bleu", "overwrite": True, "shuffle": True, "print_valid_sents": [],
             "keep_best_ckpts": 1, "num_workers": 0,
         },
-        "model": {
-            # embeddings (and the output layer tied to them) N(0, 0.1) as ours; JoeyNMT's own default for them is
-            # Xavier-uniform, which gives a 6,000 x 256 table a standard deviation of 0.018
-            "initializer": "xavier_uniform", "bias_initializer": "zeros", "embed_initializer": "normal",
-            "embed_init_weight": recipe.initializer_range,
-            "tied_embeddings": False, "tied_softmax": recipe.tie_word_embeddings,
-            "encoder": {**recurrent, "bidirectional": recipe.bidirectional_encoder,
-                        "num_layers": recipe.encoder_layers},
-            "decoder": {**recurrent, "hidden_dropout": recipe.dropout, "num_layers": recipe.decoder_layers,
-                        "input_feeding": recipe.input_feeding, "init_hidden": "bridge", "attention": "luong",
-                        "activation": "tanh"},
-        },
     }
 
 
@@ -276,6 +325,24 @@ def eole_config(recipe: Recipe, data: PreparedData, model_dir: Path, seed: int, 
                     "decay_steps": math.ceil(recipe.updates / 6), "learning_rate_decay": 0.5}
     else:
         schedule = {"decay_method": tuning.schedule, "warmup_steps": recipe.warmup_steps}
+    model = {
+        "architecture": "custom", "hidden_size": EOLE_HIDDEN_SIZE,
+        "embeddings": {"word_vec_size": EOLE_HIDDEN_SIZE, "position_encoding_type": None},
+        "encoder": {"encoder_type": "brnn", **rnn, "layers": recipe.encoder_layers, "bridge": False},
+        "decoder": {"decoder_type": "rnn", **rnn, "layers": recipe.decoder_layers, "global_attention": "general",
+                    "bidirectional_encoder": recipe.bidirectional_encoder},
+        "input_feed": int(recipe.input_feeding), "share_decoder_embeddings": recipe.tie_word_embeddings,
+        "share_embeddings": False,
+    }
+    return eole_run(recipe, data, model_dir, seed, model, {"learning_rate": tuning.learning_rate, **schedule,
+                                                           "attention_dropout": [recipe.dropout]})
+
+
+def eole_run(recipe, data: PreparedData, model_dir: Path, seed: int, model: dict, training: dict) -> dict:
+    """An eole 0.6 training config (`eole train -config`) of ``model`` (its model section) for the recipe: the files
+    of pieces, our vocabulary (shared by source and target), the recipe's batches, updates, Adam and
+    regularisation, with ``training`` (the learning rate, schedule and the rest that is the model's own, in eole's
+    words) over them."""
     return {
         "seed": seed, "src_vocab": str(data.vocab_counts), "share_vocab": True, "vocab_size_multiple": 1,
         "src_vocab_size": recipe.vocab_size, "tgt_vocab_size": recipe.vocab_size,
@@ -283,27 +350,39 @@ def eole_config(recipe: Recipe, data: PreparedData, model_dir: Path, seed: int, 
                               "path_tgt": str(data.pieces("train", data.target_lang))},
                  "valid": {"path_src": str(data.pieces("validation", data.source_lang)),
                            "path_tgt": str(data.pieces("validation", data.target_lang))}},
-        "model": {
-            "architecture": "custom", "hidden_size": EOLE_HIDDEN_SIZE,
-            "embeddings": {"word_vec_size": EOLE_HIDDEN_SIZE, "position_encoding_type": None},
-            "encoder": {"encoder_type": "brnn", **rnn, "layers": recipe.encoder_layers, "bridge": False},
-            "decoder": {"decoder_type": "rnn", **rnn, "layers": recipe.decoder_layers, "global_attention": "general",
-                        "bidirectional_encoder": recipe.bidirectional_encoder},
-            "input_feed": int(recipe.input_feeding), "share_decoder_embeddings": recipe.tie_word_embeddings,
-            "share_embeddings": False,
-        },
+        "model": model,
         "training": {
             "model_path": str(model_dir), "train_steps": recipe.updates, "valid_steps": recipe.validation_every,
             "save_checkpoint_steps": recipe.updates, "keep_checkpoint": 1, "batch_size": recipe.batch_size,
             "batch_type": "sents", "valid_batch_size": 128, "normalization": "tokens", "accum_count": [1],
             "optim": "adam", "adam_beta1": 0.9, "adam_beta2": 0.999, "weight_decay": recipe.weight_decay,
-            "learning_rate": tuning.learning_rate, **schedule,
             "max_grad_norm": recipe.max_grad_norm, "label_smoothing": recipe.label_smoothing,
-            "dropout": [recipe.dropout], "attention_dropout": [recipe.dropout], "world_size": 1, "gpu_ranks": [],
-            "num_workers": 0,
+            "dropout": [recipe.dropout], "world_size": 1, "gpu_ranks": [], "num_workers": 0, **training,
         },
         "report_every": math.gcd(recipe.updates, 50),
     }
+
+
+def data_words(stats: dict) -> str:
+    """The data every toolkit reads, in words, from `PreparedData.stats`."""
+    return (f"the Multi30k rows ({stats['train']['sentences']:,} training pairs, {stats['validation']['sentences']:,} "
+            f"validation and {stats['test']['sentences']:,} test2016 sentences); one joint BPE vocabulary of "
+            f"{stats['vocab_size']:,} learned on the training rows (our tokenizer, given to every toolkit as "
+            "space-separated pieces, so that all read the same tokens; the longest training sentence has "
+            f"{stats['train']['longest_pieces']} pieces, under every length limit)")
+
+
+def same_for_all(recipe: Recipe, stats: dict) -> str:
+    """What every toolkit is given alike, in words (results and docs)."""
+    return (f"{data_words(stats)}; embeddings {recipe.embedding_size}, decoder {recipe.cell_type.upper()} "
+            f"{recipe.hidden_size}, Luong general attention without input feeding, dropout {recipe.dropout}, decoder "
+            f"embeddings tied with the output layer; Adam(W) without weight decay, peak learning rate "
+            f"{recipe.learning_rate} after {recipe.warmup_steps} warmup updates, label smoothing "
+            f"{recipe.label_smoothing}, gradient norm clipped at {recipe.max_grad_norm}, the loss averaged over target "
+            f"tokens, {recipe.batch_size} sentences per update, {recipe.updates} updates, a validation every "
+            f"{recipe.validation_every}; beam {recipe.num_beams}, length penalty {recipe.length_penalty}, at most "
+            f"{recipe.max_new_tokens} tokens; "
+            "torch 2.13.0 on the CPU and the same environment (threads) for every command")
 
 
 def eole_predict_arguments(recipe: Recipe, checkpoint: Path, source: Path, output: Path, batch_size: int,

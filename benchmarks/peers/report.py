@@ -22,6 +22,7 @@ from hf_seqmodels.provenance import provenance
 from tools.render.figures import Table, Text, markers, render_text
 
 from . import report_decoding
+from .architectures import RNN, Architecture
 from .report_sweep import sweep_section
 from .sweep import RESULTS as SWEEP_RESULTS
 
@@ -314,14 +315,14 @@ def speed_section(timing: dict) -> list[str]:
             *speed_table(timing), *by_threads_table(timing)]
 
 
-def quality_section(results: dict) -> list[str]:
-    """peers.md's title, label and quality section: the budget, the scoring and a row per toolkit."""
+def quality_section(results: dict, title: str = RNN.title) -> list[str]:
+    """peers.md's ``title``, label and quality section: the budget, the scoring and a row per toolkit."""
     budget, recipe, seeds = results["budget"], results["recipe"], results["budget"]["seeds"]
     spread = ("one seed: no standard deviation" if len(seeds) == 1
               else f"mean ± sample standard deviation (n-1) over the seeds present, n = {len(seeds)}: {seeds}")
     waiting = [f"{run['toolkit']} seed {run['seed']}" for run in results["runs"] if "scores" not in run]
     lines = [
-        "# Beside JoeyNMT and eole: the main job (attention GRU, Multi30k En->De)",
+        f"# {title}",
         "",
         f"**{results['label']}**",
         "",
@@ -508,6 +509,18 @@ def render(results: dict, out: Path, docs: Path | None) -> None:
     plot(results, measured, out / "peers.png")
     if docs is not None:
         update_docs(results, measured.timing, docs)
+
+
+def render_comparison(results: dict, out: Path, architecture: Architecture) -> None:
+    """<stem>.md in ``out`` for a comparison beside the main job's (the Transformer's, from its results file): its
+    quality section, its sweep (when ``out`` holds its file) and every run with what differs; no figure, and no docs
+    table (the main job's `render` writes those)."""
+    path = out / architecture.sweep_results
+    lines = quality_section(results, architecture.title)
+    if path.is_file():
+        lines += ["", *sweep_section(json.loads(path.read_text()), architecture)]
+    lines += runs_section(results)
+    (out / f"{architecture.stem}.md").write_text("\n".join(lines).rstrip() + "\n")
 
 
 def resummarize(path: Path) -> None:

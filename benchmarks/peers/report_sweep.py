@@ -1,13 +1,14 @@
-"""The sweep's section of results/peers.md: every configuration tried, by toolkit, with its validation BLEU at each
-length penalty, the choice marked (`benchmarks.peers.sweep`)."""
+"""The sweep's section of results/peers.md (and of the Transformer's peers_transformer.md): every configuration
+tried, by toolkit, with its validation BLEU at each length penalty, the choice marked (`benchmarks.peers.sweep`)."""
 
 from tools.render.figures import Table
 
-from .recipe import SWEEP
+from .architectures import RNN, Architecture
 
 
-def sweep_section(sweep: dict) -> list[str]:
-    """The section's lines: what was run, then a table of every configuration stored (those still to run named)."""
+def sweep_section(sweep: dict, architecture: Architecture = RNN) -> list[str]:
+    """The section's lines for ``architecture``'s sweep: what was run, then a table of every configuration stored
+    (those still to run named)."""
     alphas = [f"{alpha:g}" for alpha in sweep["length_penalties"]]
     chosen = {(name, choice["configuration"]): choice["length_penalty"] for name, choice in sweep["chosen"].items()}
     rows = []
@@ -18,14 +19,14 @@ def sweep_section(sweep: dict) -> list[str]:
                  else f"{run['validation'][alpha]['bleu']:.2f}" for alpha in alphas]
         rows.append((run["toolkit"], run["configuration"], run["schedule_words"], f"{run['tuning']['learning_rate']:g}",
                      *cells, f"{run['train']['parameters']:,}"))
-    missing = [f"{name} {tuning.name}" for name, tunings in SWEEP.items() for tuning in tunings
+    missing = [f"{name} {tuning.name}" for name, tunings in architecture.sweep.items() for tuning in tunings
                if not any((run["toolkit"], run["configuration"]) == (name, tuning.name) for run in sweep["runs"])]
     recipe = sweep["recipe"]
     lines = [
-        "## Each toolkit at its best: the sweep (results/peers_sweep.json)",
+        f"## Each toolkit at its best: the sweep (results/{architecture.sweep_results})",
         "",
-        f"The same number of configurations per toolkit ({len(next(iter(SWEEP.values())))}: its peak learning rates "
-        "by its own schedules, each from its documented defaults and RNN examples), each trained once (seed "
+        f"The same number of configurations per toolkit ({len(next(iter(architecture.sweep.values())))}: its peak "
+        f"learning rates by its own schedules, {architecture.recipes}), each trained once (seed "
         f"{sweep['seed']}, {recipe['updates']} updates of {recipe['batch_size']} sentences), then the validation set "
         f"decoded with beam {sweep['decoding']['num_beams']} at every length penalty (each toolkit's own formula); "
         "the highest validation BLEU (bold) is the toolkit's choice, trained on three seeds and scored on test "

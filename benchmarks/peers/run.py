@@ -12,12 +12,16 @@ Two phases, each its own command, so that the full comparison can be run in part
     # training speed, on a quiet machine, nothing else running: short training runs taking turns (ours, joeynmt,
     # eole, ours, ...), every toolkit at each thread count (its row at its fastest); results/peers_timing.json
     python -m benchmarks.peers.run --timing_rounds 3 --updates 100 --warmup_steps 50 --threads 1 2
+    # the Transformer beside JoeyNMT's, eole's and MarianMTModel (quality only): results/peers_transformer.json
+    python -m benchmarks.peers.run --architecture transformer --tuned --seeds 1 --jobs 2
 
 Run it in our environment (.venv): it trains ours with scripts/run_translation.py and calls the peers' own commands
 in their environments. Everything a run writes goes under ``--work`` (models, logs, configs, translations); the
 results go to ``--out`` (peers.json, the test translations in peers_translations/, peers_timing.json; peers.md and
 peers.png are rendered from them and the other results files beside them by `report`). Paths in the recorded
-commands are relative to the repository (or to ``--work``, written ``<work>``).
+commands are relative to the repository (or to ``--work``, written ``<work>``). With ``--architecture transformer``
+(`architectures`) its files are its own: peers_transformer.json, peers_transformer_translations/ and
+peers_transformer.md in ``--out``, outputs/peers_transformer as ``--work``.
 """
 
 import argparse
@@ -34,9 +38,10 @@ from hf_seqmodels.comparison.runner import write_json
 from hf_seqmodels.comparison.significance import paired_bootstrap
 from hf_seqmodels.provenance import provenance
 
+from . import architectures, report, sweep, toolkits
 from . import data as peers_data
-from . import report, sweep, toolkits
-from .recipe import DIFFERENCES, Recipe
+from .architectures import RNN, Architecture
+from .recipe import Recipe
 from .toolkits import made_portable, portable
 
 LEFT_OUT = {
@@ -44,29 +49,10 @@ LEFT_OUT = {
                   "weights_only loading; eole is its maintained successor",
     "fairseq": "0.12.2 (the last release) does not import on Python 3.11",
 }
-# The quality phase starts the slowest trainer first, so that with --jobs 2 the others run beside it.
-LONGEST_FIRST = ("joeynmt", "ours", "eole")
-TRANSLATIONS = "peers_translations"  # beside peers.json: each quality run's test translations, <toolkit>.seed<n>.txt
+TRANSLATIONS = RNN.translations  # beside peers.json: each quality run's test translations, <toolkit>.seed<n>.txt
 
 
-def same_for_all(recipe: Recipe, stats: dict) -> str:
-    """What every toolkit is given alike, in words (results and docs)."""
-    return (f"the Multi30k rows ({stats['train']['sentences']:,} training pairs, {stats['validation']['sentences']:,} "
-            f"validation and {stats['test']['sentences']:,} test2016 sentences); one joint BPE vocabulary of "
-            f"{stats['vocab_size']:,} learned on the training rows (our tokenizer, given to every toolkit as "
-            "space-separated pieces, so that all read the same tokens; the longest training sentence has "
-            f"{stats['train']['longest_pieces']} pieces, under every length limit); embeddings "
-            f"{recipe.embedding_size}, decoder {recipe.cell_type.upper()} {recipe.hidden_size}, Luong general "
-            f"attention without input feeding, dropout {recipe.dropout}, decoder embeddings tied with the output "
-            f"layer; Adam(W) without weight decay, peak learning rate {recipe.learning_rate} after "
-            f"{recipe.warmup_steps} warmup updates, label smoothing {recipe.label_smoothing}, gradient norm clipped "
-            f"at {recipe.max_grad_norm}, the loss averaged over target tokens, {recipe.batch_size} sentences per "
-            f"update, {recipe.updates} updates, a validation every {recipe.validation_every}; beam "
-            f"{recipe.num_beams}, length penalty {recipe.length_penalty}, at most {recipe.max_new_tokens} tokens; "
-            "torch 2.13.0 on the CPU and the same environment (threads) for every command")
-
-
-def quality_run(name: str, recipe: Recipe, data: peers_data.PreparedData, seed: int,
+def quality_run(name: str, recipe, data: peers_data.PreparedData, seed: int,
                 args: argparse.Namespace) -> tuple[dict, list[str]]:
     """Train ``name`` and decode test2016 at ``--decoding_batch_size``. Returns its row (without scores) and its
     test translations. With ``--jobs`` above 1 its seconds are not speed figures (the runs share the machine)."""
@@ -92,18 +78,19 @@ def quality_run(name: str, recipe: Recipe, data: peers_data.PreparedData, seed: 
     return made_portable(row, args.work), translations
 
 
-def translations_path(out: Path, name: str, seed: int) -> Path:
-    return out / TRANSLATIONS / f"{name}.seed{seed}.txt"
+def translations_path(out: Path, name: str, seed: int, architecture: Architecture = RNN) -> Path:
+    return out / architecture.translations / f"{name}.seed{seed}.txt"
 
 
-def score_seed(results: dict, seed: int, out: Path, references: list[str]) -> None:
-    """Score the runs of ``seed`` in ``results`` in one paired bootstrap over their stored test translations, the
-    baseline first; until the baseline and a peer of that seed are both present, its runs stay unscored."""
+def score_seed(results: dict, seed: int, out: Path, references: list[str], architecture: Architecture = RNN) -> None:
+    """Score the runs of ``seed`` in ``results`` in one paired bootstrap over their stored test translations (in
+    ``architecture``'s folder), the baseline first; until the baseline and a peer of that seed are both present, its
+    runs stay unscored."""
     runs = [run for run in results["runs"] if run["seed"] == seed]
     runs.sort(key=lambda run: run["toolkit"] != results["baseline"])
     if len(runs) < 2 or runs[0]["toolkit"] != results["baseline"]:
         return
-    compared = paired_bootstrap({run["toolkit"]: translations_path(out, run["toolkit"], seed).read_text(
+    compared = paired_bootstrap({run["toolkit"]: translations_path(out, run["toolkit"], seed, architecture).read_text(
         encoding="utf-8").splitlines() for run in runs}, references)
     for run in runs:
         run["scores"] = compared["systems"][run["toolkit"]]
@@ -111,28 +98,31 @@ def score_seed(results: dict, seed: int, out: Path, references: list[str]) -> No
                                                                  "seed": compared["seed"]})
 
 
-def store(results: dict, row: dict, translations: list[str], out: Path, references: list[str]) -> None:
+def store(results: dict, row: dict, translations: list[str], out: Path, references: list[str],
+          architecture: Architecture = RNN) -> None:
     """Add ``row`` to ``results`` (replacing the row of the same toolkit and seed), write its translations, rescore
-    its seed and write peers.json atomically: a run stopped later leaves the rows stored so far intact."""
-    path = translations_path(out, row["toolkit"], row["seed"])
+    its seed and write ``architecture``'s results file (peers.json) atomically: a run stopped later leaves the rows
+    stored so far intact."""
+    path = translations_path(out, row["toolkit"], row["seed"], architecture)
     path.parent.mkdir(parents=True, exist_ok=True)
     temp = path.with_suffix(".tmp")
     temp.write_text("".join(f"{line}\n" for line in translations), encoding="utf-8")
     temp.replace(path)
     results["runs"] = sorted(
         [run for run in results["runs"] if (run["toolkit"], run["seed"]) != (row["toolkit"], row["seed"])] + [row],
-        key=lambda run: (run["seed"], toolkits.TOOLKITS.index(run["toolkit"])))
+        key=lambda run: (run["seed"], architecture.toolkits.index(run["toolkit"])))
     results["budget"]["seeds"] = sorted({run["seed"] for run in results["runs"]})
-    results["toolkits"] = [name for name in toolkits.TOOLKITS if any(run["toolkit"] == name
-                                                                     for run in results["runs"])]
-    score_seed(results, row["seed"], out, references)
-    write_json(out / "peers.json", results)
+    results["toolkits"] = [name for name in architecture.toolkits if any(run["toolkit"] == name
+                                                                         for run in results["runs"])]
+    score_seed(results, row["seed"], out, references, architecture)
+    write_json(out / architecture.results, results)
 
 
-def earlier_results(out: Path, recipe: Recipe, tuned: bool) -> dict | None:
-    """peers.json's results when they were made with ``recipe`` and the same ``tuned`` (their rows are kept); None
-    when there are none, or when they were made otherwise (a new comparison replaces them: the json says which)."""
-    path = out / "peers.json"
+def earlier_results(out: Path, recipe, tuned: bool) -> dict | None:
+    """The results of ``recipe``'s architecture (peers.json for the main job's) when they were made with ``recipe``
+    and the same ``tuned`` (their rows are kept); None when there are none, or when they were made otherwise (a new
+    comparison replaces them: the json says which)."""
+    path = out / architectures.of(recipe).results
     if not path.is_file():
         return None
     earlier = json.loads(path.read_text())
@@ -143,31 +133,37 @@ def earlier_results(out: Path, recipe: Recipe, tuned: bool) -> dict | None:
     return earlier
 
 
-def quality(recipe: Recipe, data: peers_data.PreparedData, args: argparse.Namespace, command: str) -> dict:
-    """The quality phase: every (toolkit, seed) trained and decoding test2016, ``--jobs`` at a time, each stored in
-    peers.json when it ends (`store`), then peers.md and peers.png rendered."""
+def quality(recipe, data: peers_data.PreparedData, args: argparse.Namespace, command: str) -> dict:
+    """The quality phase of ``recipe``'s architecture: every (toolkit, seed) trained and decoding test2016, ``--jobs``
+    at a time, each stored in its results file (peers.json) when it ends (`store`), then its report rendered
+    (peers.md and peers.png; the Transformer's: `report.render_comparison`)."""
+    architecture = architectures.of(recipe)
     stats = data.stats()
     references = data.lines("test", data.target_lang)
     machine = provenance(args.seeds, ["train", "validation", "test"])
     machine["argv"] = shlex.split(portable(shlex.join(machine["argv"]), args.work))
     results = earlier_results(args.out, recipe, args.tuned) or {"runs": [], "budget": {
-        "updates": recipe.updates, "main_job_updates": Recipe.main_job(stats["train"]["sentences"]).updates}}
-    parallel = (f", {args.jobs} runs at a time: their seconds are not speed figures (see peers_timing.json)"
+        "updates": recipe.updates,
+        "main_job_updates": architecture.recipe.main_job(stats["train"]["sentences"]).updates}}
+    timing = f" (see {report.TIMING})" if architecture is RNN else ""
+    parallel = (f", {args.jobs} runs at a time: their seconds are not speed figures{timing}"
                 if args.jobs > 1 else ", one run at a time")
     results.update({
-        "label": args.label, "command": command, "baseline": toolkits.TOOLKITS[0], "jobs": args.jobs,
+        "label": args.label, "command": command, "baseline": architecture.toolkits[0], "jobs": args.jobs,
         "tuned": args.tuned,
         "recipe": dataclasses.asdict(recipe), "decoding": {"batch_size": args.decoding_batch_size}, "data": stats,
         "machine": f"{machine['machine']['cpu']}, {machine['machine']['cpu_count']} cores, "
                    f"OMP_NUM_THREADS={args.threads[0]} for every command{parallel}",
         "provenance": machine,
         "versions": {**results.get("versions", {}), **{name: toolkits.version(name) for name in args.toolkits}},
-        "same_for_all": same_for_all(recipe, stats),
-        "differences": {name: DIFFERENCES[name] for name in toolkits.TOOLKITS if name in DIFFERENCES},
+        "same_for_all": architecture.module.same_for_all(recipe, stats),
+        "differences": {name: architecture.differences[name] for name in architecture.toolkits
+                        if name in architecture.differences},
         "left_out": LEFT_OUT,
     })
     args.out.mkdir(parents=True, exist_ok=True)
-    jobs = [(name, seed) for seed in args.seeds for name in sorted(args.toolkits, key=LONGEST_FIRST.index)]
+    jobs = [(name, seed) for seed in args.seeds
+            for name in sorted(args.toolkits, key=architecture.longest_first.index)]
     failed = []
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
         running = {pool.submit(quality_run, name, recipe, data, seed, args): (name, seed) for name, seed in jobs}
@@ -178,9 +174,12 @@ def quality(recipe: Recipe, data: peers_data.PreparedData, args: argparse.Namesp
                 failed.append(f"{running[done]}: {error}")
                 print(f"[peers] {running[done]} failed: {error}", flush=True)
                 continue
-            store(results, row, translations, args.out, references)
-            print(f"[peers] stored {running[done]} in {args.out / 'peers.json'}", flush=True)
-    report.render(results, args.out, report.DOCS if official(args.out) else None)
+            store(results, row, translations, args.out, references, architecture)
+            print(f"[peers] stored {running[done]} in {args.out / architecture.results}", flush=True)
+    if architecture is RNN:
+        report.render(results, args.out, report.DOCS if official(args.out) else None)
+    else:
+        report.render_comparison(results, args.out, architecture)
     if failed:
         raise RuntimeError("These runs failed (the others are stored): " + "; ".join(failed))
     return results
@@ -244,8 +243,7 @@ def official(out: Path) -> bool:
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--toolkits", nargs="+", default=list(toolkits.TOOLKITS), choices=toolkits.TOOLKITS,
-                        help="the toolkits to run (ours is every seed's baseline of the paired bootstrap)")
+    architectures.add_arguments(parser)
     parser.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3],
                         help="a quality run per toolkit and seed; the training speed phase uses the first")
     parser.add_argument("--updates", type=int, default=None,
@@ -258,24 +256,26 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--decoding_batch_size", type=int, default=64,
                         help="quality phase: sentences per batch when decoding test2016")
     parser.add_argument("--timing_rounds", type=int, default=0,
-                        help="training speed phase: train every toolkit this many times, taking turns, decode "
-                             "nothing; the median tokens/s of each in --out/peers_timing.json (no quality runs)")
+                        help="training speed phase (the rnn architecture's): train every toolkit this many times, "
+                             "taking turns, decode nothing; the median tokens/s of each in --out/peers_timing.json "
+                             "(no quality runs)")
     parser.add_argument("--threads", nargs="+", type=int, default=None,
                         help="OMP_NUM_THREADS of every command (default: the cores this process may use, divided "
                              "by --jobs); the training speed phase takes several, times every toolkit at each and "
                              "gives each toolkit's row at its fastest")
     parser.add_argument("--tuned", action="store_true",
                         help="train each toolkit with the configuration and length penalty its sweep chose on "
-                             "validation (--out/peers_sweep.json, `python -m benchmarks.peers.sweep`); without it, "
-                             "the main job's recipe as each toolkit says it, length penalty 1.0")
+                             "validation (--out/peers_sweep.json, `python -m benchmarks.peers.sweep`; the "
+                             "transformer's: peers_transformer_sweep.json); without it, the recipe as each toolkit "
+                             "says it, with its first schedule, length penalty 1.0")
     parser.add_argument("--label", default="full run: the main job's budget",
                         help="what the run is, printed above its table (say when it is a short check)")
-    parser.add_argument("--work", type=Path, default=toolkits.REPO_ROOT / "outputs" / "peers",
-                        help="models, logs, configs and translations")
     parser.add_argument("--out", type=Path, default=toolkits.REPO_ROOT / "results",
-                        help="peers.json, peers_translations/, peers_timing.json, peers.{md,png}; when it is the "
-                             "repository's results/, docs/peers.md's table is rewritten too")
+                        help="peers.json, peers_translations/, peers_timing.json, peers.{md,png} (the transformer's: "
+                             "peers_transformer.json, peers_transformer_translations/, peers_transformer.md); when "
+                             "it is the repository's results/, docs/peers.md's table is rewritten too (rnn only)")
     args = parser.parse_args(argv)
+    architecture = architectures.parsed(parser, args, toolkits.REPO_ROOT / "outputs")
     if args.threads is None:
         args.threads = [max(1, len(os.sched_getaffinity(0)) // args.jobs)]
     if min(args.threads) < 1:
@@ -292,8 +292,10 @@ def main(argv: list[str] | None = None) -> dict:
     if timing_phase and args.jobs > 1:
         parser.error("--jobs is for the quality phase: the training speed phase (--timing_rounds) runs one command "
                      "at a time; leave --jobs out.")
+    if timing_phase and architecture is not RNN:
+        parser.error("--timing_rounds: the training speed phase is the rnn architecture's; leave it out.")
     for name in args.toolkits:
-        if name != "ours":
+        if name in toolkits.PACKAGES:
             toolkits.peer_program(name)  # fails now, with the setup command, rather than after training ours
     command = portable(shlex.join(["python", "-m", "benchmarks.peers.run",
                                    *(sys.argv[1:] if argv is None else argv)]), args.work)
@@ -301,14 +303,14 @@ def main(argv: list[str] | None = None) -> dict:
     # Every command runs in this environment: the same threads, and idle OpenMP threads sleeping rather than
     # spinning, as scripts/quickstart.sh runs the main job on a busy machine.
     os.environ.update(OMP_NUM_THREADS=str(args.threads[0]), OMP_WAIT_POLICY="PASSIVE")
-    data, recipe = Recipe.prepared(args.work / "data", args.updates, args.warmup_steps)
+    data, recipe = architecture.recipe.prepared(args.work / "data", args.updates, args.warmup_steps)
     args.swept = sweep.load(args.out, recipe) if args.tuned else None
-    args.tunings = {name: sweep.chosen_tuning(args.swept, name) if args.tuned else
+    args.tunings = {name: sweep.chosen_tuning(args.swept, name, architecture) if args.tuned else
                     (recipe.untuned(name), recipe.length_penalty) for name in args.toolkits}
     if timing_phase:
         return speed(recipe, data, args, command)
     results = quality(recipe, data, args, command)
-    print((args.out / "peers.md").read_text())
+    print((args.out / f"{architecture.stem}.md").read_text())
     return results
 
 

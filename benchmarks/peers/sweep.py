@@ -5,12 +5,17 @@ penalty with the highest validation BLEU are each toolkit's choice, which `bench
 three seeds and scores on test.
 
     python -m benchmarks.peers.sweep --jobs 2        # results/peers_sweep.json, a row per configuration
+    python -m benchmarks.peers.sweep --architecture transformer --jobs 2   # results/peers_transformer_sweep.json
+
+``--architecture`` picks the comparison (`architectures`): the main job's attention GRU (`recipe.SWEEP`, the default)
+or our Transformer beside JoeyNMT's, eole's and MarianMTModel (`transformer_recipe.SWEEP`), each with its own results
+file and work folder.
 
 A row is stored as soon as its run ends (a re-run of the same configuration replaces it; rows made with another
 recipe are dropped, the file says so), so that the sweep can be run in parts; `--toolkits` and `--configurations`
 pick a part. A stored row lacking a length penalty of the list (stored before it grew) is decoded at it from the
-model its run left under ``--work``, without training again, or trained again where that model is gone. Each run trains at one thread; with ``--jobs 2`` two run at a time, so their seconds are no speed
-figures.
+model its run left under ``--work``, without training again, or trained again where that model is gone. Each run
+trains at one thread; with ``--jobs 2`` two run at a time, so their seconds are no speed figures.
 """
 
 import argparse
@@ -26,11 +31,12 @@ from hf_seqmodels.comparison.runner import write_json
 from hf_seqmodels.evaluation import translation_metrics, translation_signatures
 from hf_seqmodels.provenance import provenance
 
+from . import architectures, toolkits
 from . import data as peers_data
-from . import toolkits
-from .recipe import DIFFERENCES, LENGTH_PENALTIES, SCHEDULE_WORDS, SWEEP, Recipe, Tuning
+from .architectures import RNN, Architecture
+from .recipe import LENGTH_PENALTIES, Tuning
 
-RESULTS = "peers_sweep.json"
+RESULTS = RNN.sweep_results
 SEED = 1
 DECODING_BATCH_SIZE = 64
 
@@ -40,7 +46,7 @@ def run_folder(work: Path, name: str, configuration: str) -> Path:
     return work / "sweep" / name / configuration
 
 
-def validation_bleu(name: str, recipe: Recipe, data: peers_data.PreparedData, folder: Path,
+def validation_bleu(name: str, recipe, data: peers_data.PreparedData, folder: Path,
                     alphas: tuple[float, ...] = LENGTH_PENALTIES) -> dict:
     """BLEU of the model trained in ``folder`` on the validation set, at each length penalty of ``alphas`` (beam
     search as the recipe says otherwise); the translations' output pieces per sentence beside each."""
@@ -56,15 +62,16 @@ def validation_bleu(name: str, recipe: Recipe, data: peers_data.PreparedData, fo
     return scores
 
 
-def sweep_run(name: str, tuning: Tuning, recipe: Recipe, data: peers_data.PreparedData, work: Path) -> dict:
-    """Train ``name`` with ``tuning`` (seed `SEED`) and score its validation set at every length penalty."""
+def sweep_run(name: str, tuning: Tuning, recipe, data: peers_data.PreparedData, work: Path) -> dict:
+    """Train ``name`` on ``recipe`` (of either architecture) with ``tuning`` (seed `SEED`) and score its validation
+    set at every length penalty."""
     folder = run_folder(work, name, tuning.name)
     print(f"[sweep] {name} {tuning.name}: training", flush=True)
     trained = toolkits.train(name, recipe, data, folder, SEED, tuning)
     print(f"[sweep] {name} {tuning.name}: decoding the validation set", flush=True)
     return with_best({"toolkit": name, "configuration": tuning.name, "tuning": dataclasses.asdict(tuning),
-                      "schedule_words": SCHEDULE_WORDS[name, tuning.schedule], "seed": SEED, "train": trained,
-                      "validation": validation_bleu(name, recipe, data, folder)})
+                      "schedule_words": architectures.of(recipe).schedule_words[name, tuning.schedule], "seed": SEED,
+                      "train": trained, "validation": validation_bleu(name, recipe, data, folder)})
 
 
 def with_best(row: dict) -> dict:
@@ -80,7 +87,7 @@ def missing_penalties(row: dict) -> tuple[float, ...]:
     return tuple(alpha for alpha in LENGTH_PENALTIES if f"{alpha:g}" not in row["validation"])
 
 
-def completed(row: dict, recipe: Recipe, data: peers_data.PreparedData, work: Path) -> dict:
+def completed(row: dict, recipe, data: peers_data.PreparedData, work: Path) -> dict:
     """``row`` decoded at its `missing_penalties` too, from the model its run left under ``work``: a longer list of
     length penalties needs no training again."""
     folder = run_folder(work, row["toolkit"], row["configuration"])
@@ -94,12 +101,12 @@ def completed(row: dict, recipe: Recipe, data: peers_data.PreparedData, work: Pa
     return with_best({**row, "validation": {**row["validation"], **added}})
 
 
-def chosen(results: dict) -> dict[str, dict]:
-    """Per toolkit whose every configuration is in ``results``, decoded at every length penalty: its row of highest
-    validation BLEU (a tie goes to the configuration listed first in `SWEEP`). A toolkit with configurations missing
-    or not decoded at every length penalty is left out."""
+def chosen(results: dict, architecture: Architecture = RNN) -> dict[str, dict]:
+    """Per toolkit whose every configuration of ``architecture``'s sweep is in ``results``, decoded at every length
+    penalty: its row of highest validation BLEU (a tie goes to the configuration listed first in its `SWEEP`). A
+    toolkit with configurations missing or not decoded at every length penalty is left out."""
     choice = {}
-    for name, tunings in SWEEP.items():
+    for name, tunings in architecture.sweep.items():
         rows = {row["configuration"]: row for row in results["runs"] if row["toolkit"] == name}
         if all(tuning.name in rows and not missing_penalties(rows[tuning.name]) for tuning in tunings):
             choice[name] = max((rows[tuning.name] for tuning in tunings),
@@ -107,16 +114,17 @@ def chosen(results: dict) -> dict[str, dict]:
     return choice
 
 
-def chosen_tuning(results: dict, name: str) -> tuple[Tuning, float]:
-    """``name``'s chosen configuration and length penalty; a ValueError says what to run when its sweep is not
-    complete."""
-    choice = chosen(results).get(name)
+def chosen_tuning(results: dict, name: str, architecture: Architecture = RNN) -> tuple[Tuning, float]:
+    """``name``'s chosen configuration and length penalty in ``architecture``'s sweep; a ValueError says what to run
+    when its sweep is not complete."""
+    choice = chosen(results, architecture).get(name)
     if choice is None:
-        missing = [tuning.name for tuning in SWEEP[name]
+        missing = [tuning.name for tuning in architecture.sweep[name]
                    if not any(row["toolkit"] == name and row["configuration"] == tuning.name
                               and not missing_penalties(row) for row in results["runs"])]
+        option = "" if architecture is RNN else f"--architecture {architecture.name} "
         raise ValueError(f"The sweep of {name} lacks {', '.join(missing)}: run `python -m benchmarks.peers.sweep "
-                         f"--toolkits {name}` first.")
+                         f"{option}--toolkits {name}` first.")
     return Tuning(**choice["tuning"]), choice["best_length_penalty"]
 
 
@@ -129,9 +137,10 @@ def swept_model(results: dict, work: Path, name: str, tuning: Tuning, seed: int)
     return (folder, row["train"]) if row is not None and (folder / "model").is_dir() else None
 
 
-def pending(results: dict, names: list[str], configurations: list[str] | None, rerun: bool,
-            work: Path) -> tuple[list[tuple[str, Tuning]], list[dict]]:
-    """What is left of the sweep of ``names`` (only ``configurations`` where given): the runs to train, the toolkits
+def pending(results: dict, names: list[str], configurations: list[str] | None, rerun: bool, work: Path,
+            architecture: Architecture = RNN) -> tuple[list[tuple[str, Tuning]], list[dict]]:
+    """What is left of ``architecture``'s sweep of ``names`` (only ``configurations`` where given): the runs to
+    train, the toolkits
     taking turns so that a sweep stopped half-way has configurations of each (every one with ``rerun``), and the
     stored rows to decode at their `missing_penalties` from their models. A row lacking a length penalty whose model
     is gone from ``work`` (another machine, a cleaned folder) is trained again."""
@@ -143,17 +152,19 @@ def pending(results: dict, names: list[str], configurations: list[str] | None, r
     retrain = {(row["toolkit"], row["configuration"]) for row in incomplete
                if not (run_folder(work, row["toolkit"], row["configuration"]) / "model").is_dir()}
     done = {(row["toolkit"], row["configuration"]) for row in results["runs"]} - retrain
-    jobs = [(name, SWEEP[name][index]) for index in range(max(map(len, SWEEP.values())))
-            for name in names if index < len(SWEEP[name])]
+    table = architecture.sweep
+    jobs = [(name, table[name][index]) for index in range(max(map(len, table.values())))
+            for name in names if index < len(table[name])]
     jobs = [(name, tuning) for name, tuning in jobs
             if picked(name, tuning.name) and (rerun or (name, tuning.name) not in done)]
     trained = {(name, tuning.name) for name, tuning in jobs}
     return jobs, [row for row in incomplete if (row["toolkit"], row["configuration"]) not in trained]
 
 
-def load(out: Path, recipe: Recipe) -> dict:
-    """The sweep's results in ``out`` made with ``recipe`` (their rows are kept), or a new, empty one."""
-    path = out / RESULTS
+def load(out: Path, recipe) -> dict:
+    """The sweep's results in ``out`` made with ``recipe`` (their rows are kept; the file of its architecture), or a
+    new, empty one."""
+    path = out / architectures.of(recipe).sweep_results
     if path.is_file():
         earlier = json.loads(path.read_text())
         if earlier.get("recipe") == dataclasses.asdict(recipe):
@@ -162,21 +173,21 @@ def load(out: Path, recipe: Recipe) -> dict:
     return {"runs": []}
 
 
-def store(results: dict, row: dict, out: Path) -> None:
-    """Add ``row`` (replacing the same toolkit and configuration) and write the file atomically."""
+def store(results: dict, row: dict, out: Path, architecture: Architecture = RNN) -> None:
+    """Add ``row`` (replacing the same toolkit and configuration) and write ``architecture``'s file atomically."""
     key = (row["toolkit"], row["configuration"])
-    order = [(name, tuning.name) for name, tunings in SWEEP.items() for tuning in tunings]
+    order = [(name, tuning.name) for name, tunings in architecture.sweep.items() for tuning in tunings]
     results["runs"] = sorted([run for run in results["runs"] if (run["toolkit"], run["configuration"]) != key]
                              + [row], key=lambda run: order.index((run["toolkit"], run["configuration"])))
     results["chosen"] = {name: {"configuration": row["configuration"], "length_penalty": row["best_length_penalty"],
                                 "validation_bleu": row["best_validation_bleu"]}
-                         for name, row in chosen(results).items()}
-    write_json(out / RESULTS, results)
+                         for name, row in chosen(results, architecture).items()}
+    write_json(out / architecture.sweep_results, results)
 
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--toolkits", nargs="+", default=list(toolkits.TOOLKITS), choices=toolkits.TOOLKITS)
+    architectures.add_arguments(parser)
     parser.add_argument("--configurations", nargs="+", default=None,
                         help="only these configuration names (e.g. linear-lr0.003); default: every one not yet in "
                              "the results")
@@ -185,31 +196,31 @@ def main(argv: list[str] | None = None) -> dict:
                         help="updates for every run (default: the main job's); only for a short check")
     parser.add_argument("--warmup_steps", type=int, default=None, help="only for a check shorter than the warmup")
     parser.add_argument("--jobs", type=int, default=1, help="runs at a time, each at one thread")
-    parser.add_argument("--work", type=Path, default=toolkits.REPO_ROOT / "outputs" / "peers")
     parser.add_argument("--out", type=Path, default=toolkits.REPO_ROOT / "results")
     args = parser.parse_args(argv)
+    architecture = architectures.parsed(parser, args, toolkits.REPO_ROOT / "outputs")
     if args.jobs < 1:
         parser.error(f"--jobs must be at least 1, got {args.jobs}.")
-    known = {tuning.name for tunings in SWEEP.values() for tuning in tunings}
+    known = {tuning.name for tunings in architecture.sweep.values() for tuning in tunings}
     unknown = sorted(set(args.configurations or ()) - known)
     if unknown:
         parser.error(f"--configurations: unknown {unknown}; valid options: {sorted(known)}.")
     for name in args.toolkits:
-        if name != "ours":
+        if name in toolkits.PACKAGES:
             toolkits.peer_program(name)
     os.environ.update(OMP_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE")
-    data, recipe = Recipe.prepared(args.work / "data", args.updates, args.warmup_steps)
+    data, recipe = architecture.recipe.prepared(args.work / "data", args.updates, args.warmup_steps)
     args.out.mkdir(parents=True, exist_ok=True)
     results = load(args.out, recipe)
-    jobs, incomplete = pending(results, args.toolkits, args.configurations, args.rerun, args.work)
+    jobs, incomplete = pending(results, args.toolkits, args.configurations, args.rerun, args.work, architecture)
     command = shlex.join(["python", "-m", "benchmarks.peers.sweep", *(sys.argv[1:] if argv is None else argv)])
     results.update({
         "command": command, "recipe": dataclasses.asdict(recipe), "seed": SEED, "jobs": args.jobs,
         "split": "validation", "length_penalties": list(LENGTH_PENALTIES),
         "decoding": {"batch_size": DECODING_BATCH_SIZE, "num_beams": recipe.num_beams,
                      "max_new_tokens": recipe.max_new_tokens},
-        "configurations": {name: [tuning.name for tuning in tunings] for name, tunings in SWEEP.items()},
-        "signature": translation_signatures()["bleu_signature"], "differences": DIFFERENCES,
+        "configurations": {name: [tuning.name for tuning in tunings] for name, tunings in architecture.sweep.items()},
+        "signature": translation_signatures()["bleu_signature"], "differences": architecture.differences,
         "versions": {**results.get("versions", {}), **{name: toolkits.version(name) for name in args.toolkits}},
         "provenance": provenance([SEED], ["train", "validation"]),
     })
@@ -232,7 +243,7 @@ def main(argv: list[str] | None = None) -> dict:
                 # trained again: the scores of the run it replaces, kept beside, show whether a run is reproducible
                 row["earlier_validation_bleu"] = {alpha: scores["bleu"] for alpha, scores
                                                   in stored[running[finished]]["validation"].items()}
-            store(results, toolkits.made_portable(row, args.work), args.out)
+            store(results, toolkits.made_portable(row, args.work), args.out, architecture)
             print(f"[sweep] stored {running[finished]}: validation BLEU {row['best_validation_bleu']:.2f} at "
                   f"length penalty {row['best_length_penalty']:g}", flush=True)
     if failed:

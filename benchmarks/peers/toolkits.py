@@ -1,9 +1,11 @@
 """Each toolkit's training and decoding commands, run one at a time as subprocesses, and what is read back from
 their logs: the training loop's seconds, the parameters, the decoding seconds by the toolkit's own timer.
 
-Ours runs in this interpreter's environment (scripts/run_translation.py, then `decode_ours`); JoeyNMT and eole in
-their own virtual environments (``.venv-peers/<name>``, made by ``benchmarks/peers/setup.sh``). Every command gets
-the same environment (threads included) and its peak resident memory is read from the kernel (`run_command`).
+Ours (and transformers' MarianMTModel, `PIPELINE`) runs in this interpreter's environment
+(scripts/run_translation.py, then `decode_ours`); JoeyNMT and eole in their own virtual environments
+(``.venv-peers/<name>``, made by ``benchmarks/peers/setup.sh``). Every command gets the same environment (threads
+included) and its peak resident memory is read from the kernel (`run_command`). The configs come from the recipe's
+architecture (`architectures.of`): the main job's attention GRU or the Transformer.
 """
 
 import json
@@ -18,12 +20,14 @@ from pathlib import Path
 
 import yaml
 
+from . import architectures
 from . import data as peers_data
-from .recipe import Recipe, Tuning, eole_config, eole_predict_arguments, joeynmt_config, ours_arguments
+from .recipe import Recipe, Tuning, eole_predict_arguments
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PEER_VENVS = REPO_ROOT / ".venv-peers"
-TOOLKITS = ("ours", "joeynmt", "eole")
+TOOLKITS = architectures.RNN.toolkits
+PIPELINE = ("ours", "marian")  # trained by scripts/run_translation.py and decoded by `decode_ours`, in this environment
 PACKAGES = {"joeynmt": "joeynmt", "eole": "eole"}  # the distribution each peer's version is read from
 
 
@@ -165,8 +169,8 @@ def eole_decode_seconds(text: str) -> float:
 
 
 def version(name: str) -> dict:
-    """The toolkit's version and its torch's."""
-    if name == "ours":
+    """The toolkit's version and its torch's (ours and Marian: our package's, transformers' and torch's)."""
+    if name in PIPELINE:
         import torch
         import transformers
 
@@ -180,18 +184,28 @@ def version(name: str) -> dict:
     return json.loads(output.stdout.strip().splitlines()[-1])
 
 
+def pipeline_arguments(name: str, recipe: Recipe, data: peers_data.PreparedData, model_dir: Path, seed: int,
+                       tuning: Tuning) -> list[str]:
+    """scripts/run_translation.py's arguments that train ``name`` of `PIPELINE` on ``recipe`` (either architecture's;
+    marian: transformers' MarianMTModel of the Transformer's sizes) into ``model_dir``."""
+    writers = architectures.of(recipe).module
+    return (writers.marian_arguments if name == "marian" else writers.ours_arguments)(recipe, data, model_dir, seed,
+                                                                                       tuning)
+
+
 def train(name: str, recipe: Recipe, data: peers_data.PreparedData, folder: Path, seed: int,
           tuning: Tuning) -> dict:
-    """Train ``name`` on the recipe with ``tuning`` into ``folder``: ``train_s`` (the training loop, as its logs time it),
-    ``validation_s`` (the part of it spent validating), ``wall_s`` and ``peak_rss_mb`` of the command,
-    ``parameters``, ``command``."""
+    """Train ``name`` on the recipe (either architecture's, `architectures`) with ``tuning`` into ``folder``:
+    ``train_s`` (the training loop, as its logs time it), ``validation_s`` (the part of it spent validating),
+    ``wall_s`` and ``peak_rss_mb`` of the command, ``parameters``, ``command``."""
     folder.mkdir(parents=True, exist_ok=True)
     log = folder / "train.log"
-    if name == "ours":
+    writers = architectures.of(recipe).module
+    if name in PIPELINE:
         model_dir = folder / "model"
         env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
         run = run_command([sys.executable, "scripts/run_translation.py",
-                           *ours_arguments(recipe, data, model_dir, seed, tuning)], log, env)
+                           *pipeline_arguments(name, recipe, data, model_dir, seed, tuning)], log, env)
         results = json.loads((model_dir / "results.json").read_text())
         # run_translation.py trains its tokenizer itself: the same file as the one that cut the peers' pieces?
         same = (model_dir / "tokenizer.json").read_bytes() == (data.tokenizer_dir / "tokenizer.json").read_bytes()
@@ -201,19 +215,19 @@ def train(name: str, recipe: Recipe, data: peers_data.PreparedData, folder: Path
                 "test_bleu_own_run": results.get("test_bleu"), "tokenizer_is_the_pieces": same}
     if name == "joeynmt":
         config = folder / "train.yaml"
-        config.write_text(yaml.safe_dump(joeynmt_config(recipe, data, folder / "model", seed, 64, tuning)))
+        config.write_text(yaml.safe_dump(writers.joeynmt_config(recipe, data, folder / "model", seed, 64, tuning)))
         run = run_command([str(peer_program(name)), "-m", "joeynmt", "train", str(config), "--skip-test"], log)
         text = log.read_text(encoding="utf-8")
         return {**run, "train_s": joeynmt_train_seconds(text), "validation_s": joeynmt_validation_seconds(text),
                 "parameters": joeynmt_parameters(text), "steps": recipe.updates}
     if name == "eole":
         config = folder / "train.yaml"
-        config.write_text(yaml.safe_dump(eole_config(recipe, data, folder / "model", seed, tuning)))
+        config.write_text(yaml.safe_dump(writers.eole_config(recipe, data, folder / "model", seed, tuning)))
         run = run_command([str(peer_program(name, "eole")), "train", "-config", str(config)], log)
         text = log.read_text(encoding="utf-8")
         return {**run, "train_s": eole_train_seconds(text), "validation_s": eole_validation_seconds(text),
                 "parameters": eole_parameters(text), "steps": recipe.updates}
-    raise ValueError(f"Unknown toolkit {name!r}; valid options: {TOOLKITS}.")
+    raise ValueError(f"Unknown toolkit {name!r}; valid options: {architectures.TOOLKITS}.")
 
 
 def decode(name: str, recipe: Recipe, data: peers_data.PreparedData, folder: Path, rows: Path, batch_size: int,
@@ -226,7 +240,7 @@ def decode(name: str, recipe: Recipe, data: peers_data.PreparedData, folder: Pat
     work = folder / "decode"
     work.mkdir(parents=True, exist_ok=True)
     log, output = work / f"{tag}.log", work / f"{tag}.out"
-    if name == "ours":
+    if name in PIPELINE:
         env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
         run = run_command([sys.executable, "-m", "benchmarks.peers.decode_ours", str(folder / "model"),
                            f"{rows}.{src}", str(output), "--batch_size", str(batch_size), "--num_beams",
@@ -236,7 +250,8 @@ def decode(name: str, recipe: Recipe, data: peers_data.PreparedData, folder: Pat
         translations = output.read_text(encoding="utf-8").splitlines()
     elif name == "joeynmt":
         # `joeynmt test` reads the data, testing and model sections; the tuning (training section) is not read
-        config = joeynmt_config(recipe, data, folder / "model", seed, batch_size, recipe.untuned(name))
+        config = architectures.of(recipe).module.joeynmt_config(recipe, data, folder / "model", seed, batch_size,
+                                                                 recipe.untuned(name))
         config["data"]["test"] = f"{rows}.tok"
         del config["data"]["dev"]  # `joeynmt test` decodes every split it is given
         path = work / f"{tag}.yaml"
@@ -252,8 +267,8 @@ def decode(name: str, recipe: Recipe, data: peers_data.PreparedData, folder: Pat
         seconds = eole_decode_seconds(log.read_text(encoding="utf-8"))
         translations = output.read_text(encoding="utf-8").splitlines()
     else:
-        raise ValueError(f"Unknown toolkit {name!r}; valid options: {TOOLKITS}.")
-    if name != "ours":
+        raise ValueError(f"Unknown toolkit {name!r}; valid options: {architectures.TOOLKITS}.")
+    if name not in PIPELINE:
         tokenizer = data.tokenizer()
         translations = [peers_data.detokenize(tokenizer, line) for line in translations]
     expected = len(Path(f"{rows}.{src}").read_text(encoding="utf-8").splitlines())
