@@ -60,6 +60,10 @@ SWEEP = {name: tuple(Tuning(rate, schedule) for schedule in schedules for rate i
 # Length penalties tried on validation at decoding time, each in the toolkit's own formula (ours and eole: the
 # score divided by length ** alpha; JoeyNMT: by ((5 + length) / 6) ** alpha, GNMT's).
 LENGTH_PENALTIES = (0.6, 0.8, 1.0, 1.2, 1.4, 1.6)
+# Where a row's best length penalty sits on the edge of those decoded, the next one beyond it (a step further, within
+# the bounds) is decoded too, until the best lies inside: the grid's edge never makes the choice.
+LENGTH_PENALTY_STEP = 0.2
+LENGTH_PENALTY_BOUNDS = (0.0, 3.0)
 
 # Differences the Transformer's comparison shares (benchmarks.peers.transformer_recipe), in DIFFERENCES below.
 JOEYNMT_FIRST_UPDATE = (

@@ -9,14 +9,16 @@ from .architectures import RNN, Architecture
 def sweep_section(sweep: dict, architecture: Architecture = RNN) -> list[str]:
     """The section's lines for ``architecture``'s sweep: what was run, then a table of every configuration stored
     (those still to run named)."""
-    alphas = [f"{alpha:g}" for alpha in sweep["length_penalties"]]
+    # the grid's length penalties, then any a row went on to beyond an edge where its best sat
+    grid = [f"{alpha:g}" for alpha in sweep["length_penalties"]]
+    alphas = sorted(set(grid).union(*(run["validation"] for run in sweep["runs"])), key=float)
     chosen = {(name, choice["configuration"]): choice["length_penalty"] for name, choice in sweep["chosen"].items()}
     rows = []
     for run in sweep["runs"]:
         key = (run["toolkit"], run["configuration"])
-        cells = ["not decoded" if alpha not in run["validation"] else
+        cells = (("not decoded" if alpha in grid else "") if alpha not in run["validation"] else
                  f"**{run['validation'][alpha]['bleu']:.2f}**" if key in chosen and float(alpha) == chosen[key]
-                 else f"{run['validation'][alpha]['bleu']:.2f}" for alpha in alphas]
+                 else f"{run['validation'][alpha]['bleu']:.2f}" for alpha in alphas)
         rows.append((run["toolkit"], run["configuration"], run["schedule_words"], f"{run['tuning']['learning_rate']:g}",
                      *cells, f"{run['train']['parameters']:,}"))
     missing = [f"{name} {tuning.name}" for name, tunings in architecture.sweep.items() for tuning in tunings
@@ -28,7 +30,8 @@ def sweep_section(sweep: dict, architecture: Architecture = RNN) -> list[str]:
         f"The same number of configurations per toolkit ({len(next(iter(architecture.sweep.values())))}: its peak "
         f"learning rates by its own schedules, {architecture.recipes}), each trained once (seed "
         f"{sweep['seed']}, {recipe['updates']} updates of {recipe['batch_size']} sentences), then the validation set "
-        f"decoded with beam {sweep['decoding']['num_beams']} at every length penalty (each toolkit's own formula); "
+        f"decoded with beam {sweep['decoding']['num_beams']} at every length penalty (each toolkit's own formula), and a "
+        "step beyond the last where a row's best sat on an edge, until it lay inside; "
         "the highest validation BLEU (bold) is the toolkit's choice, trained on three seeds and scored on test "
         f"above. BLEU `{sweep['signature']}`. {sweep['provenance']['machine']['cpu']}, one thread per run, "
         f"{sweep['jobs']} at a time. Command: `{sweep['command']}`; commit {sweep['provenance']['commit']}.",

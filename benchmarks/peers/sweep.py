@@ -34,7 +34,7 @@ from hf_seqmodels.provenance import provenance
 from . import architectures, toolkits
 from . import data as peers_data
 from .architectures import RNN, Architecture
-from .recipe import LENGTH_PENALTIES, Tuning
+from .recipe import LENGTH_PENALTIES, LENGTH_PENALTY_BOUNDS, LENGTH_PENALTY_STEP, Tuning
 
 RESULTS = RNN.sweep_results
 SEED = 1
@@ -47,18 +47,22 @@ def run_folder(work: Path, name: str, configuration: str) -> Path:
 
 
 def validation_bleu(name: str, recipe, data: peers_data.PreparedData, folder: Path,
-                    alphas: tuple[float, ...] = LENGTH_PENALTIES) -> dict:
-    """BLEU of the model trained in ``folder`` on the validation set, at each length penalty of ``alphas`` (beam
-    search as the recipe says otherwise); the translations' output pieces per sentence beside each."""
+                    scores: dict | None = None) -> dict:
+    """``scores`` (validation BLEU by length penalty, none by default) with the model trained in ``folder`` decoded
+    at every length penalty its row still needs (`missing_penalties`: the grid, then one beyond an edge where the
+    best sits, until it lies inside), beam search as the recipe says otherwise; the translations' output pieces per
+    sentence beside each."""
     references = data.lines("validation", data.target_lang)
-    scores = {}
-    for alpha in alphas:
-        translations, decoded = toolkits.decode(
-            name, dataclasses.replace(recipe, length_penalty=alpha), data, folder,
-            data.folder / peers_data.SPLITS["validation"], DECODING_BATCH_SIZE, SEED, f"validation_alpha{alpha:g}")
-        scores[f"{alpha:g}"] = {"bleu": translation_metrics(translations, references)["bleu"],
-                                "mean_output_pieces": peers_data.mean_pieces(data.tokenizer(), translations),
-                                "seconds": decoded["seconds"]}
+    scores = dict(scores or {})
+    while needed := missing_penalties({"validation": scores}):
+        for alpha in needed:
+            translations, decoded = toolkits.decode(
+                name, dataclasses.replace(recipe, length_penalty=alpha), data, folder,
+                data.folder / peers_data.SPLITS["validation"], DECODING_BATCH_SIZE, SEED,
+                f"validation_alpha{alpha:g}")
+            scores[f"{alpha:g}"] = {"bleu": translation_metrics(translations, references)["bleu"],
+                                    "mean_output_pieces": peers_data.mean_pieces(data.tokenizer(), translations),
+                                    "seconds": decoded["seconds"]}
     return scores
 
 
@@ -82,9 +86,19 @@ def with_best(row: dict) -> dict:
 
 
 def missing_penalties(row: dict) -> tuple[float, ...]:
-    """The length penalties of `LENGTH_PENALTIES` that ``row``'s validation was not decoded at (a row stored before
-    the list grew)."""
-    return tuple(alpha for alpha in LENGTH_PENALTIES if f"{alpha:g}" not in row["validation"])
+    """The length penalties ``row``'s validation still needs: those of `LENGTH_PENALTIES` it was not decoded at (a
+    row stored before the list grew); once it has them all, where its best sits on the edge of those decoded, the
+    next one beyond that edge (`LENGTH_PENALTY_STEP` further, within `LENGTH_PENALTY_BOUNDS`)."""
+    grid = tuple(alpha for alpha in LENGTH_PENALTIES if f"{alpha:g}" not in row["validation"])
+    if grid:
+        return grid
+    scores = {float(alpha): values["bleu"] for alpha, values in row["validation"].items()}
+    best, low, high = max(scores, key=scores.get), min(scores), max(scores)
+    if best == high and round(high + LENGTH_PENALTY_STEP, 2) <= LENGTH_PENALTY_BOUNDS[1]:
+        return (round(high + LENGTH_PENALTY_STEP, 2),)
+    if best == low and round(low - LENGTH_PENALTY_STEP, 2) >= LENGTH_PENALTY_BOUNDS[0]:
+        return (round(low - LENGTH_PENALTY_STEP, 2),)
+    return ()
 
 
 def completed(row: dict, recipe, data: peers_data.PreparedData, work: Path) -> dict:
@@ -96,9 +110,8 @@ def completed(row: dict, recipe, data: peers_data.PreparedData, work: Path) -> d
                                 f"{missing_penalties(row)}; run it again (--configurations {row['configuration']} "
                                 "--rerun).")
     print(f"[sweep] {row['toolkit']} {row['configuration']}: decoding the validation set at "
-          f"{missing_penalties(row)}", flush=True)
-    added = validation_bleu(row["toolkit"], recipe, data, folder, missing_penalties(row))
-    return with_best({**row, "validation": {**row["validation"], **added}})
+          f"{missing_penalties(row)} (and beyond, while its best sits on an edge)", flush=True)
+    return with_best({**row, "validation": validation_bleu(row["toolkit"], recipe, data, folder, row["validation"])})
 
 
 def chosen(results: dict, architecture: Architecture = RNN) -> dict[str, dict]:

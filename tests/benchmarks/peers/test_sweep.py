@@ -125,7 +125,7 @@ def test_what_is_left_trains_again_a_short_row_whose_model_is_gone(tmp_path):
     ours, eole = peers_recipe.SWEEP["ours"], peers_recipe.SWEEP["eole"]
     short = {alpha: 30.0 for alpha in (0.6, 0.8, 1.0, 1.2)}
     rows = [row("ours", ours[0], short), row("ours", ours[1], short),
-            row("ours", ours[2], {alpha: 30.0 for alpha in peers_recipe.LENGTH_PENALTIES})]
+            row("ours", ours[2], {alpha: 30.0 - abs(alpha - 1.0) for alpha in peers_recipe.LENGTH_PENALTIES})]
     (sweep.run_folder(tmp_path, "ours", ours[0].name) / "model").mkdir(parents=True)
     jobs, incomplete = sweep.pending({"runs": rows}, ["ours", "eole"], None, False, tmp_path)
     assert [row["configuration"] for row in incomplete] == [ours[0].name]
@@ -144,3 +144,42 @@ def test_the_section_says_whether_a_configuration_trained_twice_gave_the_same_sc
     assert report_sweep.reproduced([first, second]).endswith(f"differing from their first run: eole "
                                                              f"{second['configuration']}.")
     assert report_sweep.reproduced([swept("ours", [30.0])[0]]) is None
+
+
+@pytest.mark.parametrize("peak, expected", [(0.8, ()), (1.6, (1.8,)), (0.6, (0.4,)), (3.0, ()), (0.0, ())])
+def test_a_best_on_the_edge_of_the_penalties_decoded_asks_for_the_next_beyond_it(peak, expected):
+    """`missing_penalties`: once the grid is decoded, the best must lie inside what was decoded (or at a bound)."""
+    alphas = sorted(set(peers_recipe.LENGTH_PENALTIES) | {peak})
+    decoded = row("ours", peers_recipe.SWEEP["ours"][0], {alpha: 30.0 - abs(alpha - peak) for alpha in alphas})
+    assert sweep.missing_penalties(decoded) == expected
+
+
+def test_decoding_goes_on_beyond_the_edge_until_the_best_lies_inside(tmp_path, monkeypatch):
+    """`validation_bleu` decodes the grid, then one step at a time beyond the edge where the best sits; the section
+    shows the extra penalties as columns, empty for the rows that did not need them."""
+    peak = 2.2
+    monkeypatch.setattr(sweep, "translation_metrics",
+                        lambda translations, references: {"bleu": 30.0 - abs(float(translations[0]) - peak)})
+    monkeypatch.setattr(sweep.toolkits, "decode", lambda name, recipe, data, folder, rows, size, seed, tag: (
+        [str(recipe.length_penalty)], {"seconds": 1.0}))
+    monkeypatch.setattr(sweep.peers_data, "mean_pieces", lambda tokenizer, texts: 1.0)
+
+    class Data:
+        folder, target_lang = tmp_path, "de"
+
+        def lines(self, split, lang):
+            return ["x"]
+
+        def tokenizer(self):
+            return None
+
+    scores = sweep.validation_bleu("joeynmt", RECIPE, Data(), tmp_path)
+    assert list(scores) == ["0.6", "0.8", "1", "1.2", "1.4", "1.6", "1.8", "2", "2.2", "2.4"]
+    edge = sweep.with_best(row("joeynmt", peers_recipe.SWEEP["joeynmt"][0], {0.6: 0.0}) | {"validation": scores})
+    assert edge["best_length_penalty"] == 2.2 and sweep.missing_penalties(edge) == ()
+    results = {"runs": [edge, *swept("joeynmt", [20.0, 21.0])[1:]], "chosen": {},
+               "length_penalties": list(peers_recipe.LENGTH_PENALTIES), "recipe": dataclasses.asdict(RECIPE),
+               "seed": 1, "decoding": {"num_beams": 5}, "signature": "BLEU|x", "jobs": 2, "command": "c",
+               "provenance": {"machine": {"cpu": "AMD EPYC"}, "commit": "abc"}}
+    table = [line for line in sweep_section(results) if line.startswith("| joeynmt")]
+    assert table[0].count("|") == table[1].count("|") and "| 30.00 | 29.80 |" in table[0] and "|  |  |" in table[1]
