@@ -16,11 +16,13 @@ decoding; each starts from its own documented Transformer recipe for what the co
   decoder's embeddings tied to the output layer) and configs/wmt17_ende_bpe.yaml's warmupinversesquareroot;
 - eole: its recipes/wmt17/wmt17_ende.yaml and docs/docusaurus_tsx/docs/concepts/config.md (Adam with beta2 0.998,
   noam, ``param_init_method: xavier_uniform``, sinusoidal positions, tied decoder embeddings), with the linear
-  layers' biases on (``add_qkvbias``, ``add_ffnbias``) and none on the output layer, so that it has our parameters.
+  layers' biases on (``add_qkvbias``, ``add_final_linear_bias``, ``add_ffnbias``) and none on the output layer, so
+  that it has our parameters.
 
-Where it departs from a peer's recipe to equal ours (attention dropout 0 in eole, gradient norm clipped at 1,
-batches of sentences rather than of tokens, separate source and target embeddings), the config says so; where a
-toolkit cannot say what ours does, `DIFFERENCES` says what it does instead. `SWEEP` tunes every toolkit alike: its
+Where the configs depart from a peer's recipe to equal ours: attention dropout 0 in eole, the gradient norm clipped at
+1 (eole's recipes do not clip, JoeyNMT's iwslt14 config neither), batches of sentences rather than of tokens, separate
+source and target embeddings (JoeyNMT's and eole's recipes share them). Where a toolkit cannot say what ours does,
+`DIFFERENCES` says what it does instead. `SWEEP` tunes every toolkit alike: its
 peak learning rates by two of its own schedules, an inverse square root after a warmup among them.
 """
 
