@@ -12,8 +12,12 @@ which ``python -m tools.render --check`` reports by name.
 from dataclasses import dataclass
 
 from hf_seqmodels.cards.results import SPLIT_OF_PREFIX
+from hf_seqmodels.provenance import BACKFILLED
 
 from .figures import Key, cell_text, load, lookup
+
+
+BACKFILLED_LABEL = "backfilled: older code, no commit recorded"
 
 
 @dataclass(frozen=True)
@@ -125,6 +129,35 @@ class Device:
             jobs.add(entry.get("jobs"))
         at_once = f", {jobs.pop()} runs at once" if len(jobs) == 1 and None not in jobs else ""
         return " / ".join(devices) + at_once
+
+
+def codes_of(entry: dict) -> list[str]:
+    """The code an entry's figures came from: the commit its provenance records (7 characters; a commit of a changed
+    tree marked so), else that of each of its runs (a suite records one per run); "backfilled" where one records
+    only what git history showed."""
+    provenance = entry.get("provenance") or {}
+    if provenance.get("commit"):
+        return [f"`{provenance['commit'][:7]}`" + ("" if provenance.get("tree_clean", True) else " (changed tree)")]
+    runs = [code for run in entry.get("runs", []) for code in codes_of(run)]
+    if runs:
+        return list(dict.fromkeys(runs))
+    return [BACKFILLED_LABEL if provenance.get("recorded") == BACKFILLED else "code not recorded"]
+
+
+@dataclass(frozen=True)
+class Code:
+    """The code ``entries`` were measured on, each with how many of the entries it made where they differ:
+    "`f671e8a` (1 of 6) / backfilled (5 of 6)"; "backfilled" names entries written before provenance was recorded
+    (older code, no commit)."""
+
+    entries: Entries
+
+    def text(self) -> str:
+        codes = [tuple(checked(self.entries, codes_of, entry)) for entry in self.entries.items()]
+        counts = {code: codes.count(code) for code in codes}
+        if len(counts) == 1:
+            return " / ".join(codes[0])
+        return " / ".join(f"{' / '.join(code)} ({count} of {len(codes)})" for code, count in counts.items())
 
 
 def checked(entries: Entries, read, entry: dict, *args):

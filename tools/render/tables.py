@@ -12,7 +12,7 @@ from benchmarks.peers import report as peers_report
 from hf_seqmodels.cards.results import run_commit
 
 from .figures import REPO_ROOT, Figure, Join, MeanSd, OnGpu, OverRows, Ratio, Table, Text, Words, load, lookup
-from .labels import Device, Entries, Same, Seeds, Split
+from .labels import Code, Device, Entries, Same, Seeds, Split
 
 BENCH, GPU_BENCH = "results/benchmarks.json", "results/gpu/benchmarks.json"
 LOOP, GPU_LOOP = "results/decoding_loop.json", "results/gpu/decoding_loop.json"
@@ -89,8 +89,8 @@ def quality_markdown() -> str:
         "names (budgets, signatures and every model of every suite: [docs/results.md](docs/results.md)):", width=118,
         break_long_words=False, break_on_hyphens=False)
     table = Table((Join(("task (", split, " split)"), sep=""), "models",
-                   Join(("score: mean ± sd over seeds ", seeds), sep=""), "trained on"),
-                  tuple((task, models, figures, Device(every_item(entries[0])))
+                   Join(("score: mean ± sd over seeds ", seeds), sep=""), "trained on", "code"),
+                  tuple((task, models, figures, Device(every_item(entries[0])), Code(every_item(entries[0])))
                         for task, models, entries, _, figures in QUALITY_ROWS))
     return lead + "\n\n" + table.render()
 

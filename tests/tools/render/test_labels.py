@@ -9,7 +9,7 @@ import pytest
 
 from tools.render import figures
 from tools.render.figures import REPO_ROOT, stale_documents
-from tools.render.labels import Device, Entries, Seeds, Split
+from tools.render.labels import BACKFILLED_LABEL, Code, Device, Entries, Seeds, Split
 from tools.render.tables import DOCUMENTS
 
 SUITE = "results/translation.json"
@@ -110,3 +110,25 @@ def test_the_loop_row_names_the_model_it_timed(results):
     assert f"timing `{model['model_dir']}` (test BLEU {model['test_bleu']:.2f})" in readme
     results("results/decoding_loop.json", lambda data: data["model"].update(model_dir="outputs/another-model"))
     assert "README.md: speed" in check()
+
+
+def test_the_code_a_figure_came_from_is_the_entrys(results):
+    """README's code column: a suite run again on today's code names its commit (the check fails until README says
+    so); entries written before provenance was recorded say they are backfilled; a mix is counted."""
+    assert Code(Entries(SUITE)).text() == BACKFILLED_LABEL
+
+    def rerun(data):
+        data["provenance"].update(recorded="at run time", commit="0123456789abcdef", tree_clean=True)
+    results(SUITE, rerun)
+    assert Code(Entries(SUITE)).text() == "`0123456`"
+    assert any(line.startswith("README.md: ") for line in check())
+    main_job = Code(Entries(MAIN_JOB, ("rows",), {})).text()
+    assert main_job.endswith(f"{BACKFILLED_LABEL} (5 of 6)") and "(1 of 6)" in main_job
+
+
+def test_a_run_from_a_changed_tree_says_so(results):
+    def changed(data):
+        for run in data["runs"]:
+            run["provenance"].update(recorded="at run time", commit="fedcba9876543210", tree_clean=False)
+    results(SUITE, changed)
+    assert Code(Entries(SUITE)).text() == "`fedcba9` (changed tree)"
