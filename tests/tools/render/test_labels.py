@@ -10,6 +10,7 @@ import pytest
 from tools.render import figures
 from tools.render.figures import REPO_ROOT, stale_documents
 from tools.render.labels import BACKFILLED_LABEL, Code, Device, Entries, Seeds, Split
+from tools.render import tables
 from tools.render.tables import DOCUMENTS
 
 SUITE = "results/translation.json"
@@ -132,3 +133,18 @@ def test_a_run_from_a_changed_tree_says_so(results):
             run["provenance"].update(recorded="at run time", commit="fedcba9876543210", tree_clean=False)
     results(SUITE, changed)
     assert Code(Entries(SUITE)).text() == "`fedcba9` (changed tree)"
+
+
+def test_docs_list_the_files_still_holding_backfilled_entries(results):
+    """docs/results.md's list counts, per results file, the provenances that are backfilled (each run's and the
+    file's own): a suite re-run on today's code leaves the list, and the check fails until the docs say so."""
+    counted = {row[0]: (int(row[1]), int(row[2])) for row in tables.backfilled_rows()}
+    suite = json.loads((REPO_ROOT / SUITE).read_text())
+    assert counted[f"`{SUITE}`"] == (1 + len(suite["runs"]), 1 + len(suite["runs"]))
+
+    def rerun(data):
+        for provenance in [data["provenance"]] + [run["provenance"] for run in data["runs"]]:
+            provenance.update(recorded="at run time", commit="0123456789abcdef")
+    results(SUITE, rerun)
+    assert f"`{SUITE}`" not in {row[0] for row in tables.backfilled_rows()}
+    assert "docs/results.md: backfilled" in check()
