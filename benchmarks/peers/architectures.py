@@ -21,7 +21,8 @@ class Architecture:
     module: ModuleType
     toolkits: tuple[str, ...]  # ours (every seed's baseline) first
     longest_first: tuple[str, ...]  # the toolkits by training time, the slowest first (the quality phase's order)
-    stem: str  # of its results files in --out: <stem>.json, <stem>_sweep.json, <stem>_translations/, <stem>.md
+    stem: str  # of its results files in --out: <stem>.json, <stem>_sweep.json, <stem>_decoding.json,
+    # <stem>_translations/, <stem>.md
     work: str  # its default --work folder, under the repository's outputs/
     recipes: str  # where each toolkit's configurations come from, in words (the sweep's section of the report)
     title: str  # of its report (<stem>.md)
@@ -48,6 +49,11 @@ class Architecture:
     def sweep_results(self) -> str:
         """The sweep's results file (benchmarks.peers.sweep)."""
         return f"{self.stem}_sweep.json"
+
+    @property
+    def decoding_results(self) -> str:
+        """The decoding grid's results file (benchmarks.peers.decoding_grid)."""
+        return f"{self.stem}_decoding.json"
 
     @property
     def translations(self) -> str:

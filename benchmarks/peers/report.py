@@ -2,7 +2,9 @@
 ``python -m benchmarks.peers.report``): a row per toolkit, each figure the mean ± sample standard deviation over
 the seeds, then what the other results files beside it hold when they exist (`Measured`): the sweep, the training
 speed phase, the decoding grid, the targets (with int8_recurrent.json's), every run, the differences that could not
-be removed, versions and commands, and the CTranslate2 helper's rows.
+be removed, versions and commands, and the CTranslate2 helper's rows. The Transformer's comparison renders
+results/peers_transformer.md alone (`render_comparison`; ``--architecture transformer``), with its own decoding
+grid.
 
 What is the peers' own is computed here (the medians over rounds and thread counts, the means over seeds, the
 targets; the decoding grid's in `report_decoding`); every table is a `tools.render.figures.Table` and docs/peers.md's
@@ -22,7 +24,7 @@ from hf_seqmodels.provenance import provenance
 from tools.render.figures import Table, Text, markers, render_text
 
 from . import report_decoding
-from .architectures import RNN, Architecture
+from .architectures import ARCHITECTURES, RNN, Architecture
 from .report_sweep import sweep_section
 from .sweep import RESULTS as SWEEP_RESULTS
 
@@ -356,11 +358,13 @@ def quality_section(results: dict, title: str = RNN.title) -> list[str]:
 def targets_section(results: dict, measured: Measured) -> list[str]:
     """The targets' table (`targets`), none where no target has its data."""
     found = targets(results, measured)
-    if not found:
-        return []
-    table = Table(("target", "value", "wanted", ""), [(t["name"], str(t["value"]), t["wanted"], t.get(
-        "verdict", "met" if t["met"] else "missed")) for t in found])
-    return ["", "Targets, on this run's budget and machine:", "", *table.render().split("\n")]
+    return ["", "Targets, on this run's budget and machine:", "", *targets_table(found)] if found else []
+
+
+def targets_table(found: list[dict]) -> list[str]:
+    """The lines of a table of targets (each ``name``, ``value``, ``wanted``, ``met``, maybe ``verdict``)."""
+    return Table(("target", "value", "wanted", ""), [(t["name"], str(t["value"]), t["wanted"], t.get(
+        "verdict", "met" if t["met"] else "missed")) for t in found]).render().split("\n")
 
 
 def runs_section(results: dict) -> list[str]:
@@ -515,12 +519,28 @@ def render_comparison(results: dict, out: Path, architecture: Architecture) -> N
     """<stem>.md in ``out`` for a comparison beside the main job's (the Transformer's, from its results file): its
     quality section, its sweep (when ``out`` holds its file) and every run with what differs; no figure, and no docs
     table (the main job's `render` writes those)."""
-    path = out / architecture.sweep_results
+    path, grid = out / architecture.sweep_results, out / architecture.decoding_results
     lines = quality_section(results, architecture.title)
     if path.is_file():
         lines += ["", *sweep_section(json.loads(path.read_text()), architecture)]
+    if grid.is_file():
+        lines += ["", *decoding_section(json.loads(grid.read_text()), architecture)]
     lines += runs_section(results)
     (out / f"{architecture.stem}.md").write_text("\n".join(lines).rstrip() + "\n")
+
+
+def decoding_section(grid: dict, architecture: Architecture) -> list[str]:
+    """A comparison's decoding grid in its report: the grid's table (`report_decoding.markdown`), what each row
+    decodes, batch 1 and each row's best batch (`report_decoding.best_batches`) and the CTranslate2 target
+    (`report_decoding.ctranslate2_targets`) where the grid has its rows."""
+    lines = [f"## Decoding, every engine timed alike (results/{architecture.decoding_results})", "",
+             report_decoding.markdown(grid).rstrip(), "", "What each row decodes (per batch, inside the timer):", "",
+             *report_decoding.engines_lines(grid), "",
+             f"At batch 1 and at each row's best batch (medians; x {report_decoding.BASELINE}: a multiple of the "
+             f"{report_decoding.BASELINE} row's median there):", "", report_decoding.best_batches(grid)]
+    if found := report_decoding.ctranslate2_targets(grid):
+        lines += ["", "Targets, on this run's machine:", "", *targets_table(found)]
+    return lines
 
 
 def resummarize(path: Path) -> None:
@@ -535,6 +555,9 @@ def resummarize(path: Path) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "results", help="the folder of peers.json")
+    parser.add_argument("--architecture", default=RNN.name, choices=ARCHITECTURES,
+                        help="the comparison whose report is rendered: 'rnn' (peers.md, peers.png and the docs "
+                             "page's tables) or 'transformer' (peers_transformer.md, from peers_transformer.json)")
     parser.add_argument("--docs", type=Path, default=DOCS, help="the docs page whose table is rewritten")
     parser.add_argument("--no_docs", action="store_true", help="leave the docs page alone")
     parser.add_argument("--resummarize", action="store_true",
@@ -542,6 +565,10 @@ def main(argv: list[str] | None = None) -> None:
                              "into peers_timing.json first, recording this commit (after a change of how they are "
                              "summarized)")
     args = parser.parse_args(argv)
+    architecture = ARCHITECTURES[args.architecture]
+    if architecture is not RNN:
+        render_comparison(json.loads((args.out / architecture.results).read_text()), args.out, architecture)
+        return
     if args.resummarize:
         resummarize(args.out / TIMING)
     render(json.loads((args.out / "peers.json").read_text()), args.out, None if args.no_docs else args.docs)

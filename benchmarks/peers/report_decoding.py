@@ -1,7 +1,8 @@
-"""The decoding grid's figures (results/peers_decoding.json, written by `decoding_grid`): per toolkit, batch size and
-thread count the medians over the rounds, and per pair of rounds whether ours was ahead of each peer; `markdown`
-renders them as one table (report.py places it in peers.md); `targets` and `int8_targets` are the decoding targets
-of peers.md's targets table.
+"""The decoding grid's figures (results/peers_decoding.json, or the Transformer's peers_transformer_decoding.json,
+written by `decoding_grid`): per row (a toolkit, or one of our engines), batch size and thread count the medians over
+the rounds, and per pair of rounds whether ours was ahead of each other row; `markdown` renders them as one table
+(report.py places it in peers.md and peers_transformer.md); `targets` and `int8_targets` are the decoding targets of
+peers.md's targets table, `ctranslate2_targets` the Transformer's, beside its `best_batches` table.
 
     python -m benchmarks.peers.report_decoding results/peers_decoding.json     # prints the table
 """
@@ -20,6 +21,8 @@ INT8 = "int8_recurrent.json"  # beside it: benchmarks.studies.int8_recurrent's -
 # words, and which), and the least ratio of medians ours / peer it asks.
 TARGETS = (("at batch 1", range(1, 2), 1.3), ("at every batch size from 16 to 256", range(16, 257), 1.2))
 INT8_SPEEDUP, INT8_BLEU_GAP = 2.0, 0.3  # int8 against a peer's float32 at each one's best batch; its BLEU to ours
+# The Transformer's: our CTranslate2 int8 row against the fastest peer's own decoder, each at its best batch.
+CTRANSLATE2_INT8, CTRANSLATE2_SPEEDUP = "ours_ctranslate2_int8", 2.0
 
 
 def sentences_per_second(measured: dict) -> float:
@@ -57,6 +60,14 @@ def summary(measurements: list[dict]) -> list[dict]:
                                                               for measured in rounds),
                      "same_output": len({measured["sha1"] for measured in rounds}) == 1})
     return rows
+
+
+def peers(results: dict) -> set[str]:
+    """The rows that decode another toolkit's model than ours (by the results' ``engines``; every row but ours in
+    results without them)."""
+    engines = results.get("engines") or {}
+    return {row["toolkit"] for row in summaries(results)
+            if engines.get(row["toolkit"], {}).get("toolkit", row["toolkit"]) != BASELINE}
 
 
 def paired(measurements: list[dict], baseline: str = BASELINE) -> list[dict]:
@@ -119,9 +130,10 @@ def target(rows: list[dict], words: str, wanted: float) -> dict:
 
 
 def targets(results: dict) -> list[dict]:
-    """The decoding targets (`TARGETS`) against each peer, those whose batch sizes the grid measured: each
+    """The decoding targets (`TARGETS`) against each peer (`peers`), those whose batch sizes the grid measured: each
     ``name``, ``value``, ``wanted``, ``met`` (`target`)."""
-    comparisons = pairs(results)
+    others = peers(results)
+    comparisons = [row for row in pairs(results) if row["peer"] in others]
     found = []
     for peer in dict.fromkeys(row["peer"] for row in comparisons):
         for words, sizes, wanted in TARGETS:
@@ -149,13 +161,36 @@ def int8_speed_target(int8: dict, grid: dict, peer: str) -> dict | None:
     theirs = best_batch([row for row in summaries(grid) if row["toolkit"] == peer], threads)
     if theirs is None:
         return None
-    ours = best_batch(int8_rows(int8, "int8"), threads)
-    mine, other = ours["sentences_per_s"]["median"], theirs["sentences_per_s"]["median"]
-    return {"name": f"decoding sentences/s, {BASELINE} int8 / {peer} float32, each at its best batch, "
-                    f"{threads_words(threads)} ({INT8} against the decoding grid)",
-            "value": f"{mine / other:.2f} ({mine:.1f} at batch {ours['batch_size']} / {other:.1f} at batch "
-                     f"{theirs['batch_size']})",
-            "wanted": f">= {INT8_SPEEDUP:g}", "met": mine / other >= INT8_SPEEDUP}
+    return speedup_target(f"decoding sentences/s, {BASELINE} int8 / {peer} float32, each at its best batch, "
+                          f"{threads_words(threads)} ({INT8} against the decoding grid)",
+                          best_batch(int8_rows(int8, "int8"), threads), theirs, INT8_SPEEDUP)
+
+
+def speedup_target(name: str, mine: dict, theirs: dict, wanted: float) -> dict:
+    """The target ``name``: the median sentences/s of ``mine`` over that of ``theirs`` (`best_batch` rows) at least
+    ``wanted``."""
+    ratio = mine["sentences_per_s"]["median"] / theirs["sentences_per_s"]["median"]
+    return {"name": name, "value": f"{ratio:.2f} ({mine['sentences_per_s']['median']:.1f} at batch "
+                                   f"{mine['batch_size']} / {theirs['sentences_per_s']['median']:.1f} at batch "
+                                   f"{theirs['batch_size']})",
+            "wanted": f">= {wanted:g}", "met": ratio >= wanted}
+
+
+def ctranslate2_targets(results: dict) -> list[dict]:
+    """The Transformer's CTranslate2 target at every thread count where the grid ran `CTRANSLATE2_INT8` and a peer:
+    its sentences/s at its best batch over the fastest peer's (`peers`) at that one's best batch, at least
+    `CTRANSLATE2_SPEEDUP`."""
+    rows, found = summaries(results), []
+    for threads in results["threads"]:
+        mine = best_batch([row for row in rows if row["toolkit"] == CTRANSLATE2_INT8], threads)
+        theirs = [best for peer in sorted(peers(results))
+                  if (best := best_batch([row for row in rows if row["toolkit"] == peer], threads))]
+        if mine and theirs:
+            fastest = max(theirs, key=lambda row: row["sentences_per_s"]["median"])
+            found.append(speedup_target(
+                f"decoding sentences/s, {CTRANSLATE2_INT8} / the fastest peer ({fastest['toolkit']}), each at its "
+                f"best batch, {threads_words(threads)} (decoding grid)", mine, fastest, CTRANSLATE2_SPEEDUP))
+    return found
 
 
 def int8_bleu_target(int8: dict) -> dict:
@@ -185,8 +220,10 @@ def spread(figures: dict, digits: int) -> str:
 
 def table(results: dict) -> str:
     """The markdown table: a row per batch size, thread count and toolkit; on the baseline's row its median
-    sentences/s over the fastest peer's, and whether every paired round agrees with the medians (`agrees`)."""
-    comparisons = pairs(results)
+    sentences/s over the fastest peer's (`peers`), and whether every paired round agrees with the medians
+    (`agrees`)."""
+    others = peers(results)
+    comparisons = [pair for pair in pairs(results) if pair["peer"] in others]
     rows = []
     for row in summaries(results):
         ratio = agreement = ""
@@ -202,6 +239,38 @@ def table(results: dict) -> str:
     return Table(("batch", "threads", "toolkit", "sentences", "sentences/s median (min-max)",
                   "output tokens/s median (min-max)", "output pieces per sentence", "ours / best peer",
                   "every round agrees"), rows).render()
+
+
+def best_batches(results: dict) -> str:
+    """The markdown table of batch 1 and each row's best batch: per thread count and row, the median sentences/s at
+    batch 1 and at the row's best batch (`best_batch`), each as a multiple of ours' there (at ours' best batch)."""
+    rows, lines = summaries(results), []
+    for threads in results["threads"]:
+        at = {}
+        for row in rows:
+            if row["threads"] == threads:
+                at.setdefault(row["toolkit"], []).append(row)
+        first = {name: next((row for row in found if row["batch_size"] == 1), None) for name, found in at.items()}
+        best = {name: best_batch(found, threads) for name, found in at.items()}
+        for name in at:
+            lines.append((str(threads), name, *speed_against(first.get(name), first.get(BASELINE)),
+                          str(best[name]["batch_size"]), *speed_against(best[name], best.get(BASELINE))))
+    return Table(("threads", "row", "sentences/s at batch 1", "x ours at batch 1", "best batch",
+                  "sentences/s at the best batch", "x ours, each at its best batch"), lines).render()
+
+
+def speed_against(row: dict | None, ours: dict | None) -> tuple[str, str]:
+    """``row``'s median sentences/s and its multiple of ``ours``' (cells; empty where one is missing)."""
+    if row is None:
+        return "", ""
+    speed = row["sentences_per_s"]["median"]
+    return f"{speed:.1f}", f"{speed / ours['sentences_per_s']['median']:.2f}" if ours else ""
+
+
+def engines_lines(results: dict) -> list[str]:
+    """What each row of the grid decodes, in words (the results' ``engines``), a line each."""
+    return [f"- {name} (model: {engine['toolkit']}): {engine['decodes']}"
+            for name, engine in results.get("engines", {}).items()]
 
 
 def markdown(results: dict) -> str:

@@ -1,13 +1,16 @@
 """Our decoding server (`serving`'s protocol): a folder saved by scripts/run_translation.py loaded once, then per
 measurement, timed: for each batch (`serving.batches`), the tokenizer call, ``model.generate(num_beams,
 length_penalty, max_new_tokens, early_stopping=True)`` and ``batch_decode`` -- what `translation.translate` does per
-batch, and what a user of the package calls.
+batch, and what a user of the package calls. ``generate()`` runs our decoding loop (the package's default);
+``--generationmixin`` asks for transformers' own (``custom_generate=None``). A MarianMTModel trained through our
+pipeline decodes here too (its generate() is transformers').
 
     python -m benchmarks.peers.serve_ours --model MODEL_DIR --source test.en --tokenizer DATA/tokenizer/tokenizer.json \\
         --threads 1 --batch_sizes 1 64 --rounds 1 --sentences 20
 """
 
 import argparse
+from collections.abc import Callable
 
 import torch
 
@@ -16,35 +19,52 @@ from hf_seqmodels.tasks import translation
 
 from . import serving
 
+# One batch's translation: its raw source lines in, their detokenized translations out (in the same order).
+BatchTranslator = Callable[[list[str]], list[str]]
 
-def translator(model, tokenizers: translation.TranslationTokenizers, **generate_kwargs) -> serving.Decoder:
-    """Our `serving.Decoder`: the sentences' lengths in pieces (for the batches), then per batch the tokenizer call,
-    generate() and batch_decode."""
-    model.eval()
 
-    @torch.no_grad()
+def batched(tokenizers: translation.TranslationTokenizers, translate: BatchTranslator) -> serving.Decoder:
+    """A `serving.Decoder` of our tokenizers: the sentences' lengths in our source tokens (for the batches), then
+    ``translate`` on each batch."""
     def decode(texts: list[str], batch_size: int) -> list[str]:
         lengths = [len(ids) for ids in tokenizers.source(texts)["input_ids"]]
         translations = [""] * len(texts)
         for rows in serving.batches(lengths, batch_size):
-            batch = tokenizers.source([texts[i] for i in rows], padding=True, return_tensors="pt").to(model.device)
-            batch.pop("token_type_ids", None)
-            generated = model.generate(**batch, **generate_kwargs)
-            for i, text in zip(rows, tokenizers.target.batch_decode(generated, skip_special_tokens=True)):
-                translations[i] = text.strip()
+            for i, text in zip(rows, translate([texts[i] for i in rows]), strict=True):
+                translations[i] = text
         return translations
 
     return decode
 
 
+def generating(model, tokenizers: translation.TranslationTokenizers, **generate_kwargs) -> BatchTranslator:
+    """A `BatchTranslator` through ``model``: the tokenizer call, generate() and batch_decode."""
+    model.eval()
+
+    @torch.no_grad()
+    def translate(texts: list[str]) -> list[str]:
+        batch = tokenizers.source(texts, padding=True, return_tensors="pt").to(model.device)
+        batch.pop("token_type_ids", None)
+        generated = model.generate(**batch, **generate_kwargs)
+        return [text.strip() for text in tokenizers.target.batch_decode(generated, skip_special_tokens=True)]
+
+    return translate
+
+
 def load(args: argparse.Namespace) -> serving.Decoder:
-    return translator(translation.load_translation_model(args.model), translation.load_tokenizers(args.model),
-                      num_beams=args.num_beams, length_penalty=args.length_penalty,
-                      max_new_tokens=args.max_new_tokens, early_stopping=True)
+    tokenizers = translation.load_tokenizers(args.model)
+    loop = {"custom_generate": None} if args.generationmixin else {}
+    return batched(tokenizers, generating(translation.load_translation_model(args.model), tokenizers,
+                                          num_beams=args.num_beams, length_penalty=args.length_penalty,
+                                          max_new_tokens=args.max_new_tokens, early_stopping=True, **loop))
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = serving.parser(__doc__).parse_args(argv)
+    parser = serving.parser(__doc__)
+    parser.add_argument("--generationmixin", action="store_true",
+                        help="decode with transformers' GenerationMixin loop (generate(custom_generate=None)) "
+                             "instead of ours")
+    args = parser.parse_args(argv)
     serving.serve("ours", args, load, serving.versions_of("hf_seqmodels", "transformers", "torch", "tokenizers"))
 
 

@@ -1,5 +1,5 @@
-"""What the decoding servers share (`serve_ours`, `serve_joeynmt`, `serve_eole`): the batches, the timed call, the
-line protocol with `decoding_grid` and the record of a measurement.
+"""What the decoding servers share (`serve_ours`, `serve_ctranslate2`, `serve_joeynmt`, `serve_eole`): the batches,
+the timed call, the line protocol with `decoding_grid` and the record of a measurement.
 
 Standard library only (torch and the ``tokenizers`` library are imported where used; both are in every toolkit's
 environment): the peers' servers run in the peers' environments, which have neither transformers nor this package.
@@ -14,8 +14,9 @@ times, instead of reading commands.
 The timed call is the same for every toolkit: raw source lines in, detokenized translations out, in the order of
 the lines. Inside it, every toolkit cuts its input into the same batches (`batches`: the sentences sorted by their
 number of pieces, stably, B at a time) and decodes them with beam search; what a toolkit does per batch is its own
-(ours: the tokenizer call, generate(), batch_decode; a peer: our tokenizer.json cutting the lines into the pieces it
-was trained on, its own reading of them, its beam search, our tokenizer.json joining its pieces into text).
+(ours: the tokenizer call, generate() or CTranslate2's translate_batch, batch_decode; a peer: our tokenizer.json
+cutting the lines into the pieces it was trained on, its own reading of them, its beam search, our tokenizer.json
+joining its pieces into text).
 """
 
 import argparse
@@ -120,6 +121,8 @@ def parser(description: str) -> argparse.ArgumentParser:
     parsed.add_argument("--source", required=True, help="raw source sentences, one per line (no empty line)")
     parsed.add_argument("--tokenizer", required=True, help="our tokenizer.json (the one that cut the pieces)")
     parsed.add_argument("--threads", type=int, required=True, help="torch threads (OMP_NUM_THREADS alike)")
+    parsed.add_argument("--name", default=None,
+                        help="the name its lines carry (``toolkit``): the grid's row (default: the server's toolkit)")
     parsed.add_argument("--num_beams", type=int, default=5)
     parsed.add_argument("--length_penalty", type=float, default=1.0,
                         help="in the toolkit's own formula (see recipe.py)")
@@ -156,7 +159,9 @@ def commands(args: argparse.Namespace, stream: TextIO) -> Iterator[dict]:
 
 def serve(toolkit: str, args: argparse.Namespace, load: Callable[[argparse.Namespace], Decoder],
           versions: dict) -> None:
-    """Load (``load``, then a warm-up), write the ready line, then a measurement line per command (`commands`)."""
+    """Load (``load``, then a warm-up), write the ready line, then a measurement line per command (`commands`), each
+    naming ``--name`` or else ``toolkit``."""
+    toolkit = args.name or toolkit
     protocol = protocol_output()
     torch_threads = set_threads(args.threads)
     sources = read_sources(args.source)

@@ -25,8 +25,8 @@ def test_a_peer_server_translates_as_the_peers_own_command(name, prepared, tmp_p
     recipe = dataclasses.replace(Recipe.main_job(len(PAIRS), updates=2), warmup_steps=1, max_new_tokens=8)
     folder = tmp_path / name
     toolkits.train(name, recipe, data, folder, 1, recipe.untuned(name))
-    server = decoding_grid.Server(name, decoding_grid.server_command(name, folder / "model", data, recipe, 1, 1), 1,
-                                  tmp_path / "server.log")
+    command = decoding_grid.server_command(decoding_grid.own(name), folder / "model", data, recipe, 1, 1)
+    server = decoding_grid.Server(name, command, 1, tmp_path / "server.log")
     try:
         ready = server.start()
         assert ready["ready"] and ready["toolkit"] == name and ready["torch_threads"] == 1

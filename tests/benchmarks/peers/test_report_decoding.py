@@ -74,3 +74,53 @@ def test_the_table_names_the_fastest_peer_and_the_agreement(stored):
     assert rows[0] == ("| 16 | 1 | ours | 100 | 25.0 (20.0-50.0) | 250 (200-500) | 10.00 | 1.25 (joeynmt) "
                        "| no |")
     assert rows[2] == "| 16 | 1 | eole | 100 | 12.5 (12.5-100.0) | 125 (125-1000) | 10.00 |  |  |"
+
+
+# The Transformer's grid, 1 round at 1 thread, 100 sentences per measurement: sentences/s by batch size per row.
+TRANSFORMER_SPEEDS = {"ours": {1: 10.0, 16: 50.0}, "ours_generationmixin": {1: 8.0, 16: 100.0},
+                      "ours_ctranslate2_int8": {1: 40.0, 16: 300.0}, "marian": {1: 20.0, 16: 120.0},
+                      "joeynmt": {1: 5.0, 16: 25.0}, "eole": {1: 30.0, 16: 140.0}}
+
+
+def transformer_grid(speeds: dict) -> dict:
+    """Results of the Transformer's grid at ``speeds`` (row -> batch size -> sentences/s), every row's model named as
+    the grid names it (ours' engines decode ours')."""
+    measurements = [measured(name, 0, 100 / speed, batch_size=size) for name, by_size in speeds.items()
+                    for size, speed in by_size.items()]
+    return {"command": "python -m benchmarks.peers.decoding_grid --architecture transformer", "rounds": 1,
+            "threads": [1], "machine": "a CPU", "measurements": measurements,
+            "search": {"num_beams": 5, "max_new_tokens": 64, "length_penalty": {"ours": 1.0}},
+            "engines": {name: {"toolkit": "ours" if name.startswith("ours") else name, "decodes": "..."}
+                        for name in speeds}}
+
+
+def test_ours_engines_are_no_peers_of_ours():
+    results = transformer_grid(TRANSFORMER_SPEEDS)
+    assert report_decoding.peers(results) == {"marian", "joeynmt", "eole"}
+    row = next(line for line in report_decoding.table(results).splitlines() if line.startswith("| 16 | 1 | ours |"))
+    assert row.endswith("| 0.36 (eole) | yes |")  # 50 / 140, not against ours through CTranslate2 (300)
+    assert report_decoding.peers({"measurements": GRID}) == {"joeynmt", "eole"}  # the main job's: no engines
+
+
+@pytest.mark.parametrize("int8, met, value", [
+    (300.0, True, "2.14 (300.0 at batch 16 / 140.0 at batch 16)"),  # eole's best, the fastest peer: 140
+    (270.0, False, "1.93 (270.0 at batch 16 / 140.0 at batch 16)"),
+])
+def test_the_ctranslate2_target_is_int8_at_its_best_batch_over_the_fastest_peers_best(int8, met, value):
+    speeds = {**TRANSFORMER_SPEEDS, "ours_ctranslate2_int8": {1: 40.0, 16: int8}}
+    # ours through GenerationMixin's loop at 200 would be the fastest row but mine: not a peer
+    speeds["ours_generationmixin"] = {1: 8.0, 16: 200.0}
+    [found] = report_decoding.ctranslate2_targets(transformer_grid(speeds))
+    assert found == {"name": "decoding sentences/s, ours_ctranslate2_int8 / the fastest peer (eole), each at its best "
+                             "batch, 1 thread (decoding grid)", "value": value, "wanted": ">= 2", "met": met}
+    without = {name: by_size for name, by_size in speeds.items() if name != "ours_ctranslate2_int8"}
+    assert report_decoding.ctranslate2_targets(transformer_grid(without)) == []
+
+
+def test_batch_1_and_each_rows_best_batch_as_multiples_of_ours():
+    lines = report_decoding.best_batches(transformer_grid(TRANSFORMER_SPEEDS)).splitlines()
+    assert lines[2] == "| 1 | ours | 10.0 | 1.00 | 16 | 50.0 | 1.00 |"
+    assert "| 1 | ours_ctranslate2_int8 | 40.0 | 4.00 | 16 | 300.0 | 6.00 |" in lines
+    assert "| 1 | eole | 30.0 | 3.00 | 16 | 140.0 | 2.80 |" in lines
+    only_16 = {name: {16: by_size[16]} for name, by_size in TRANSFORMER_SPEEDS.items()}
+    assert "| 1 | joeynmt |  |  | 16 | 25.0 | 0.50 |" in report_decoding.best_batches(transformer_grid(only_16))
