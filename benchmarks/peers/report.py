@@ -335,7 +335,10 @@ def quality_section(results: dict, title: str = RNN.title) -> list[str]:
         f"Each figure: {spread}. Command: `{results['command']}`.",
         "",
         f"test2016 ({results['data']['test']['sentences']} sentences), beam {recipe['num_beams']}, "
-        + ("each toolkit's configuration and length penalty as its sweep chose them on validation"
+        + ("each toolkit's configuration and length penalty as its sweep chose them on validation (each toolkit at "
+           "its best on the equal architecture: every toolkit's model is the closest to ours in parameters it can "
+           "build, the table's parameters column; the sweep's table below holds the configurations at one shared "
+           "peak learning rate beside them)"
            if results.get("tuned") else f"length penalty {recipe['length_penalty']}")
         + f", at most {recipe['max_new_tokens']} tokens; every output detokenized by the "
         "same tokenizer and scored in one sacreBLEU call per seed: "
