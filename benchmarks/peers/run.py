@@ -6,7 +6,8 @@ Two phases, each its own command, so that the full comparison can be run in part
 
     bash benchmarks/peers/setup.sh                        # once: .venv-peers/joeynmt and .venv-peers/eole
     # quality: train every toolkit and decode test2016 (beam 5), two runs at a time at one thread each; each
-    # (toolkit, seed) is a row of results/peers.json as soon as it ends (a re-run of a seed replaces its rows);
+    # (toolkit, seed) is a row of results/peers.json as soon as it ends (a seed stored with the same configuration
+    # is skipped; --rerun replaces it);
     # --tuned: each toolkit's configuration as its sweep chose it (python -m benchmarks.peers.sweep --jobs 2 first)
     python -m benchmarks.peers.run --tuned --seeds 1 --jobs 2
     # training speed, on a quiet machine, nothing else running: short training runs taking turns (ours, joeynmt,
@@ -133,6 +134,15 @@ def earlier_results(out: Path, recipe, tuned: bool) -> dict | None:
     return earlier
 
 
+def left_to_run(results: dict, jobs: list[tuple[str, int]], tunings: dict, rerun: bool) -> list[tuple[str, int]]:
+    """The (toolkit, seed) runs of ``jobs`` still to run: all with ``rerun``; else those without a stored row of the
+    same configuration and length penalty (``tunings``: toolkit -> (`Tuning`, length penalty)), so that a quality
+    phase cut short goes on where it stopped, and a row of an earlier choice is run again."""
+    stored = {(run["toolkit"], run["seed"]): (run["tuning"], run["length_penalty"]) for run in results["runs"]}
+    return [(name, seed) for name, seed in jobs
+            if rerun or stored.get((name, seed)) != (dataclasses.asdict(tunings[name][0]), tunings[name][1])]
+
+
 def quality(recipe, data: peers_data.PreparedData, args: argparse.Namespace, command: str) -> dict:
     """The quality phase of ``recipe``'s architecture: every (toolkit, seed) trained and decoding test2016, ``--jobs``
     at a time, each stored in its results file (peers.json) when it ends (`store`), then its report rendered
@@ -162,8 +172,9 @@ def quality(recipe, data: peers_data.PreparedData, args: argparse.Namespace, com
         "left_out": LEFT_OUT,
     })
     args.out.mkdir(parents=True, exist_ok=True)
-    jobs = [(name, seed) for seed in args.seeds
-            for name in sorted(args.toolkits, key=architecture.longest_first.index)]
+    jobs = left_to_run(results, [(name, seed) for seed in args.seeds
+                                 for name in sorted(args.toolkits, key=architecture.longest_first.index)],
+                       args.tunings, args.rerun)
     failed = []
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
         running = {pool.submit(quality_run, name, recipe, data, seed, args): (name, seed) for name, seed in jobs}
@@ -263,6 +274,9 @@ def main(argv: list[str] | None = None) -> dict:
                         help="OMP_NUM_THREADS of every command (default: the cores this process may use, divided "
                              "by --jobs); the training speed phase takes several, times every toolkit at each and "
                              "gives each toolkit's row at its fastest")
+    parser.add_argument("--rerun", action="store_true",
+                        help="quality phase: train and score again the (toolkit, seed) runs already stored with the "
+                             "same configuration and length penalty (by default they are kept and skipped)")
     parser.add_argument("--tuned", action="store_true",
                         help="train each toolkit with the configuration and length penalty its sweep chose on "
                              "validation (--out/peers_sweep.json, `python -m benchmarks.peers.sweep`; the "

@@ -3,6 +3,7 @@ kept, a re-run replacing its row, atomically), every seed scored from the stored
 commands free of this machine's paths."""
 
 import argparse
+import dataclasses
 import copy
 import json
 import statistics
@@ -20,8 +21,13 @@ GOOD = ["Ein Mann fährt ein Fahrrad.", "Zwei Hunde spielen im Schnee.", "Eine F
 POOR = ["Ein Mann.", "Hunde im Schnee.", "Eine Frau liest."]
 
 
+RECIPE = run.Recipe.main_job(29_000, 300)
+TUNINGS = {name: (RECIPE.untuned(name), 1.0) for name in ("ours", "joeynmt", "eole")}
+
+
 def row(toolkit: str, seed: int) -> dict:
-    return {"toolkit": toolkit, "seed": seed, "train": {"command": "python x"}, "decode": {"test": {}}}
+    return {"toolkit": toolkit, "seed": seed, "train": {"command": "python x"}, "decode": {"test": {}},
+            "tuning": dataclasses.asdict(TUNINGS[toolkit][0]), "length_penalty": TUNINGS[toolkit][1]}
 
 
 def header() -> dict:
@@ -191,15 +197,25 @@ def test_quality_runs_two_at_a_time_and_keeps_what_ended(tmp_path, monkeypatch):
     monkeypatch.setattr(toolkits, "version", lambda name: {name: "1.0"})
     monkeypatch.setattr(run.report, "render", lambda results, out, docs: None)
     args = argparse.Namespace(seeds=[1, 2], toolkits=["ours", "joeynmt", "eole"], jobs=2, threads=[1], tuned=False,
-                              decoding_batch_size=64, label="check", out=tmp_path, work=tmp_path / "work")
+                              decoding_batch_size=64, label="check", out=tmp_path, work=tmp_path / "work",
+                              tunings=TUNINGS, rerun=False)
     with pytest.raises(RuntimeError, match=r"\('eole', 2\).*eole failed"):
-        run.quality(run.Recipe.main_job(29_000, 300), FakeData(), args, "python -m benchmarks.peers.run")
+        run.quality(RECIPE, FakeData(), args, "python -m benchmarks.peers.run")
     assert max(most) == 2 and started[0] == ("joeynmt", 1)
     stored = json.loads((tmp_path / "peers.json").read_text())
     assert sorted((r["toolkit"], r["seed"]) for r in stored["runs"]) == [
         ("eole", 1), ("joeynmt", 1), ("joeynmt", 2), ("ours", 1), ("ours", 2)]
     assert all("scores" in r for r in stored["runs"]) and stored["jobs"] == 2
     assert "not speed figures" in stored["machine"]
+    # run again: only what is not stored with the same configuration (the failed run) is tried; --rerun tries all
+    started.clear()
+    with pytest.raises(RuntimeError, match="eole failed"):
+        run.quality(RECIPE, FakeData(), args, "python -m benchmarks.peers.run")
+    assert started == [("eole", 2)]
+    jobs = [("ours", 1), ("eole", 1)]
+    assert run.left_to_run(stored, jobs, TUNINGS, rerun=True) == jobs
+    moved = {**TUNINGS, "ours": (TUNINGS["ours"][0], 1.2)}  # another length penalty chosen: ours runs again
+    assert run.left_to_run(stored, jobs, moved, rerun=False) == [("ours", 1)]
 
 
 def test_the_tuned_seed_the_sweep_trained_is_decoded_not_trained_again(tmp_path, monkeypatch):
