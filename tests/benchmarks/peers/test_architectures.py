@@ -133,8 +133,11 @@ def test_the_transformers_quality_phase_writes_its_own_files(tmp_path, monkeypat
 
     monkeypatch.setattr(run, "quality_run", fake_run)
     monkeypatch.setattr(toolkits, "version", lambda name: {name: "1.0"})
+    untuned = {name: (TRANSFORMER_RECIPE.untuned(name), TRANSFORMER_RECIPE.length_penalty)
+               for name in TRANSFORMER.toolkits}
     args = argparse.Namespace(seeds=[1], toolkits=list(TRANSFORMER.toolkits), jobs=1, threads=[1], tuned=False,
-                              decoding_batch_size=64, label="check", out=tmp_path, work=tmp_path / "work")
+                              tunings=untuned, rerun=False, decoding_batch_size=64, label="check", out=tmp_path,
+                              work=tmp_path / "work")
     results = run.quality(TRANSFORMER_RECIPE, FakeData(), args, "python -m benchmarks.peers.run")
     assert order == list(TRANSFORMER.longest_first)
     assert sorted(path.name for path in tmp_path.iterdir()) == [
