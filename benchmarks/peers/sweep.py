@@ -174,6 +174,12 @@ def pending(results: dict, names: list[str], configurations: list[str] | None, r
     return jobs, [row for row in incomplete if (row["toolkit"], row["configuration"]) not in trained]
 
 
+def run_by(made: dict, command: str) -> dict:
+    """What trained a row, from its invocation's provenance ``made``: several invocations fill one sweep file."""
+    return {"command": command, "commit": made["commit"], "tree_clean": made["tree_clean"], "date": made["date"],
+            "cpu": made["machine"]["cpu"]}
+
+
 def load(out: Path, recipe) -> dict:
     """The sweep's results in ``out`` made with ``recipe`` (their rows are kept; the file of its architecture), or a
     new, empty one."""
@@ -252,6 +258,8 @@ def main(argv: list[str] | None = None) -> dict:
                 failed.append(f"{running[finished]}: {error}")
                 print(f"[sweep] {running[finished]} failed: {error}", flush=True)
                 continue
+            if finished in trained:
+                row["run_by"] = run_by(results["provenance"], command)
             if finished in trained and running[finished] in stored:
                 # trained again: the scores of the run it replaces, kept beside, show whether a run is reproducible
                 row["earlier_validation_bleu"] = {alpha: scores["bleu"] for alpha, scores

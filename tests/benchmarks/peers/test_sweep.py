@@ -146,6 +146,23 @@ def test_the_section_says_whether_a_configuration_trained_twice_gave_the_same_sc
     assert report_sweep.reproduced([swept("ours", [30.0])[0]]) is None
 
 
+def test_the_section_names_the_command_and_commit_that_trained_each_row():
+    """Rows from two invocations each under their own command, commit and date; a row stored before rows recorded
+    theirs said to be such; the file's last command beside."""
+    made = {"commit": "0123456789abcdef", "tree_clean": True, "date": "2026-12-07T14:16:30+00:00",
+            "machine": {"cpu": "AMD EPYC"}}
+    first, second, old = swept("joeynmt", [30.0, 31.0, 32.0])
+    first["run_by"] = sweep.run_by(made, "python -m benchmarks.peers.sweep --toolkits joeynmt")
+    second["run_by"] = sweep.run_by({**made, "commit": "fedcba9876543210"}, "python -m benchmarks.peers.sweep")
+    text = report_sweep.invocations({"runs": [first, second, old], "command": "python -m benchmarks.peers.sweep",
+                                     "provenance": made})
+    assert (f"`python -m benchmarks.peers.sweep --toolkits joeynmt` (commit 0123456, 2026-12-07, AMD EPYC): joeynmt "
+            f"{first['configuration']}; `python -m benchmarks.peers.sweep` (commit fedcba9, 2026-12-07, AMD EPYC): "
+            f"joeynmt {second['configuration']}; trained before rows recorded their command") in text
+    assert text.split("their command")[1].startswith(f" (the file's history holds it): joeynmt {old['configuration']}.")
+    assert text.endswith("Last command on the file: `python -m benchmarks.peers.sweep`, commit 0123456.")
+
+
 @pytest.mark.parametrize("peak, expected", [(0.8, ()), (1.6, (1.8,)), (0.6, (0.4,)), (3.0, ()), (0.0, ())])
 def test_a_best_on_the_edge_of_the_penalties_decoded_asks_for_the_next_beyond_it(peak, expected):
     """`missing_penalties`: once the grid is decoded, the best must lie inside what was decoded (or at a bound)."""
