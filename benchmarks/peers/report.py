@@ -23,7 +23,7 @@ from hf_seqmodels.comparison.runner import write_json
 from hf_seqmodels.provenance import provenance
 from tools.render.figures import Table, Text, markers, render_text
 
-from . import report_decoding
+from . import report_decoding, report_profile
 from .architectures import ARCHITECTURES, RNN, Architecture
 from .report_sweep import sweep_section
 from .sweep import RESULTS as SWEEP_RESULTS
@@ -83,13 +83,15 @@ def speed_medians(runs: list[dict]) -> dict:
 class Measured:
     """What the results folder holds beside peers.json, each empty or None where not measured yet: ``timing`` the
     training speed phase (peers_timing.json), ``sweep`` (peers_sweep.json), ``grid`` the decoding grid
-    (peers_decoding.json), ``int8`` (int8_recurrent.json, `benchmarks.studies.int8_recurrent`) and ``ctranslate2``
-    the path of the CTranslate2 helper's results (peers_ctranslate2.json)."""
+    (peers_decoding.json), ``int8`` (int8_recurrent.json, `benchmarks.studies.int8_recurrent`), ``profile`` (
+    batch1_profile.json, `benchmarks.studies.batch1_profile`) and ``ctranslate2`` the path of the CTranslate2
+    helper's results (peers_ctranslate2.json)."""
 
     timing: dict = dataclasses.field(default_factory=dict)
     sweep: dict | None = None
     grid: dict | None = None
     int8: dict | None = None
+    profile: dict | None = None
     ctranslate2: Path | None = None
 
 
@@ -99,7 +101,8 @@ def measured_in(out: Path) -> Measured:
         return json.loads((out / name).read_text()) if (out / name).is_file() else None
 
     return Measured(timing=read(TIMING) or {}, sweep=read(SWEEP_RESULTS), grid=read(report_decoding.RESULTS),
-                    int8=read(report_decoding.INT8), ctranslate2=out / CTRANSLATE2)
+                    int8=read(report_decoding.INT8), profile=read(report_profile.RESULTS),
+                    ctranslate2=out / CTRANSLATE2)
 
 
 def scored(results: dict) -> list[dict]:
@@ -412,6 +415,8 @@ def markdown(results: dict, measured: Measured | None = None) -> str:
     lines += ["", f"## Training speed (results/{TIMING})", "", *speed_section(measured.timing),
               "", f"## Decoding, every toolkit timed alike (results/{report_decoding.RESULTS})", "",
               report_decoding.markdown(measured.grid).rstrip() if measured.grid else "Not measured yet."]
+    if measured.profile:
+        lines += ["", *report_profile.profile_section(measured.profile)]
     lines += [*targets_section(results, measured), *runs_section(results)]
     if measured.ctranslate2 is not None:
         lines += extra_rows(measured.ctranslate2)

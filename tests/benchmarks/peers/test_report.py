@@ -6,7 +6,7 @@ import statistics
 
 import pytest
 
-from benchmarks.peers import report, report_decoding
+from benchmarks.peers import report, report_decoding, report_profile
 from tools.render import figures
 
 
@@ -352,3 +352,30 @@ def test_the_plot_has_a_decoding_panel_per_thread_count_of_the_grid(tmp_path):
     assert len(report.panels(results, report.Measured(timing=TIMING, grid=grid(AHEAD)))) == 4
     report.plot(results, report.Measured(timing=TIMING, grid=grid(AHEAD)), tmp_path / "peers.png")
     assert (tmp_path / "peers.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_batch1_profile_renders_each_piece_per_sentence_and_per_step():
+    """The profile's section: every piece with its median and quartiles, per step where the study gives one, the
+    busiest operators in the study's order; absent without the profile's file."""
+    def figure(median: float) -> dict:
+        return {"median": median, "quartiles": [median - 1, median + 1]}
+
+    profile = {
+        "settings": {"sentences": 100, "num_beams": 5, "length_penalty": 1.8, "max_new_tokens": 64, "rounds": 5},
+        "threads": 1, "clock": "thread", "model": {"model_dir": "outputs/peers/ours/seed2/model"},
+        "provenance": {"device": "cpu: AMD EPYC (1 threads)", "commit": "cabbc4c0", "date": "2026-12-07T15:50:00",
+                       "machine": {"load_average": [2.5, 2.0, 1.9]},
+                       "argv": [".venv/bin/python", "-m", "benchmarks.studies.batch1_profile", "--threads", "1"]},
+        "sentences_per_s": figure(46.0), "steps_per_sentence": 15.625,
+        "per_sentence_us": {"encoder": figure(1533.0), "output_layer": figure(7126.0)},
+        "per_step_us": {"output_layer": figure(456.0)},
+        "operators": [{"operator": f"aten::op{i}", "own_us": 1000.0 - i, "calls": 2.0} for i in range(12)],
+    }
+    text = "\n".join(report_profile.profile_section(profile))
+    assert "| encoder | 1,533 (1,532-1,534) |  |" in text and "| output_layer | 7,126 (7,125-7,127) | 456 (455-457) |" \
+        in text
+    assert "15.62." in text and "load average 2.5" in text and "`python -m benchmarks.studies.batch1_profile" in text
+    assert "| aten::op9 | 991 | 2.0 |" in text and "aten::op10" not in text
+    results = make_results()
+    assert "## Batch-1 profile" in report.markdown(results, report.Measured(timing=TIMING, profile=profile))
+    assert "## Batch-1 profile" not in report.markdown(results, report.Measured(timing=TIMING))
