@@ -25,6 +25,7 @@ from tools.render.figures import Table, Text, markers, render_text
 
 from . import report_decoding, report_profile
 from .architectures import ARCHITECTURES, RNN, Architecture
+from .invocations import described
 from .report_sweep import sweep_section
 from .sweep import RESULTS as SWEEP_RESULTS
 
@@ -320,6 +321,10 @@ def speed_section(timing: dict) -> list[str]:
             *speed_table(timing), *by_threads_table(timing)]
 
 
+def seed_of(run: dict) -> str:
+    return f"{run['toolkit']} seed {run['seed']}"
+
+
 def quality_section(results: dict, title: str = RNN.title) -> list[str]:
     """peers.md's ``title``, label and quality section: the budget, the scoring and a row per toolkit."""
     budget, recipe, seeds = results["budget"], results["recipe"], results["budget"]["seeds"]
@@ -335,7 +340,7 @@ def quality_section(results: dict, title: str = RNN.title) -> list[str]:
         "",
         f"Budget: {budget['updates']} updates of {recipe['batch_size']} sentences for every toolkit (the main job: "
         f"{budget['main_job_updates']}), seeds {seeds}. Machine: {results['machine']}. "
-        f"Each figure: {spread}. Command: `{results['command']}`.",
+        f"Each figure: {spread}. {described(results['runs'], seed_of, results)}",
         "",
         f"test2016 ({results['data']['test']['sentences']} sentences), beam {recipe['num_beams']}, "
         + ("each toolkit's configuration and length penalty as its sweep chose them on validation (each toolkit at "

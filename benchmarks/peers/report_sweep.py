@@ -4,6 +4,7 @@ tried, by toolkit, with its validation BLEU at each length penalty, the choice m
 from tools.render.figures import Table
 
 from .architectures import RNN, Architecture
+from .invocations import described
 
 
 def sweep_section(sweep: dict, architecture: Architecture = RNN) -> list[str]:
@@ -34,7 +35,8 @@ def sweep_section(sweep: dict, architecture: Architecture = RNN) -> list[str]:
         "step beyond the last where a row's best sat on an edge, until it lay inside; "
         "the highest validation BLEU (bold) is the toolkit's choice, trained on three seeds and scored on test "
         f"above. BLEU `{sweep['signature']}`. {sweep['provenance']['machine']['cpu']}, one thread per run, "
-        f"{sweep['jobs']} at a time. {invocations(sweep)}",
+        f"{sweep['jobs']} at a time. "
+        f"{described(sweep['runs'], configuration_of, sweep)}",
         "",
         *Table(("toolkit", "configuration", "schedule", "peak learning rate",
                 *(f"validation BLEU, length penalty {alpha}" for alpha in alphas), "parameters"),
@@ -47,21 +49,8 @@ def sweep_section(sweep: dict, architecture: Architecture = RNN) -> list[str]:
     return lines
 
 
-def invocations(sweep: dict) -> str:
-    """The commands that trained the rows, each with its commit, date and rows (`sweep.run_by`); rows stored before
-    rows recorded theirs are named as such, and the last command that touched the file is given."""
-    by = {}
-    for run in sweep["runs"]:
-        made = run.get("run_by")
-        key = (made["command"], made["commit"][:7], made["date"][:10], made["cpu"]) if made else None
-        by.setdefault(key, []).append(f"{run['toolkit']} {run['configuration']}")
-    parts = [f"`{command}` (commit {commit}, {date}, {cpu}): {', '.join(names)}"
-             for (command, commit, date, cpu), names in ((key, names) for key, names in by.items() if key)]
-    if None in by:
-        parts.append(f"trained before rows recorded their command (the file's history holds it): "
-                     f"{', '.join(by[None])}")
-    return (f"Trained by {'; '.join(parts)}. Last command on the file: `{sweep['command']}`, commit "
-            f"{sweep['provenance']['commit'][:7]}.")
+def configuration_of(run: dict) -> str:
+    return f"{run['toolkit']} {run['configuration']}"
 
 
 def reproduced(runs: list[dict]) -> str | None:

@@ -42,6 +42,7 @@ from hf_seqmodels.provenance import provenance
 from . import architectures, report, sweep, toolkits
 from . import data as peers_data
 from .architectures import RNN, Architecture
+from .invocations import run_by
 from .recipe import Recipe
 from .toolkits import made_portable, portable
 
@@ -185,6 +186,7 @@ def quality(recipe, data: peers_data.PreparedData, args: argparse.Namespace, com
                 failed.append(f"{running[done]}: {error}")
                 print(f"[peers] {running[done]} failed: {error}", flush=True)
                 continue
+            row["run_by"] = run_by(machine, command, threads=args.threads[0], jobs=args.jobs)
             store(results, row, translations, args.out, references, architecture)
             print(f"[peers] stored {running[done]} in {args.out / architecture.results}", flush=True)
     if architecture is RNN:

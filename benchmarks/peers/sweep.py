@@ -34,6 +34,7 @@ from hf_seqmodels.provenance import provenance
 from . import architectures, toolkits
 from . import data as peers_data
 from .architectures import RNN, Architecture
+from .invocations import run_by
 from .recipe import LENGTH_PENALTIES, LENGTH_PENALTY_BOUNDS, LENGTH_PENALTY_STEP, Tuning
 
 RESULTS = RNN.sweep_results
@@ -172,12 +173,6 @@ def pending(results: dict, names: list[str], configurations: list[str] | None, r
             if picked(name, tuning.name) and (rerun or (name, tuning.name) not in done)]
     trained = {(name, tuning.name) for name, tuning in jobs}
     return jobs, [row for row in incomplete if (row["toolkit"], row["configuration"]) not in trained]
-
-
-def run_by(made: dict, command: str) -> dict:
-    """What trained a row, from its invocation's provenance ``made``: several invocations fill one sweep file."""
-    return {"command": command, "commit": made["commit"], "tree_clean": made["tree_clean"], "date": made["date"],
-            "cpu": made["machine"]["cpu"]}
 
 
 def load(out: Path, recipe) -> dict:

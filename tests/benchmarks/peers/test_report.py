@@ -33,6 +33,7 @@ def make_results() -> dict:
                                                  ("joeynmt", 28.0 - shift, 200.0, 4.0 + shift))]
     return {"label": "check: a short budget", "command": "python -m benchmarks.peers.run", "toolkits": ["ours",
                                                                                                         "joeynmt"],
+            "provenance": {"commit": "0123456789abcdef"},
             "baseline": "ours", "budget": {"updates": 300, "main_job_updates": 1362, "seeds": [1, 2]},
             "recipe": {"batch_size": 64, "num_beams": 5, "length_penalty": 1.0, "max_new_tokens": 64},
             "jobs": 2, "decoding": {"batch_size": 64},

@@ -207,6 +207,9 @@ def test_quality_runs_two_at_a_time_and_keeps_what_ended(tmp_path, monkeypatch):
         ("eole", 1), ("joeynmt", 1), ("joeynmt", 2), ("ours", 1), ("ours", 2)]
     assert all("scores" in r for r in stored["runs"]) and stored["jobs"] == 2
     assert "not speed figures" in stored["machine"]
+    # each row names the command, commit and threads that made it (several invocations fill one file)
+    assert {(r["run_by"]["command"], r["run_by"]["commit"], r["run_by"]["threads"], r["run_by"]["jobs"])
+            for r in stored["runs"]} == {("python -m benchmarks.peers.run", stored["provenance"]["commit"], 1, 2)}
     # run again: only what is not stored with the same configuration (the failed run) is tried; --rerun tries all
     started.clear()
     with pytest.raises(RuntimeError, match="eole failed"):

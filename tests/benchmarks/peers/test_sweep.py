@@ -7,7 +7,7 @@ import json
 import pytest
 
 from benchmarks.peers import recipe as peers_recipe
-from benchmarks.peers import report_sweep, sweep
+from benchmarks.peers import invocations, report_sweep, sweep
 from benchmarks.peers.report_sweep import sweep_section
 
 RECIPE = peers_recipe.Recipe.main_job(29_000, 300)
@@ -152,10 +152,10 @@ def test_the_section_names_the_command_and_commit_that_trained_each_row():
     made = {"commit": "0123456789abcdef", "tree_clean": True, "date": "2026-12-07T14:16:30+00:00",
             "machine": {"cpu": "AMD EPYC"}}
     first, second, old = swept("joeynmt", [30.0, 31.0, 32.0])
-    first["run_by"] = sweep.run_by(made, "python -m benchmarks.peers.sweep --toolkits joeynmt")
-    second["run_by"] = sweep.run_by({**made, "commit": "fedcba9876543210"}, "python -m benchmarks.peers.sweep")
-    text = report_sweep.invocations({"runs": [first, second, old], "command": "python -m benchmarks.peers.sweep",
-                                     "provenance": made})
+    first["run_by"] = invocations.run_by(made, "python -m benchmarks.peers.sweep --toolkits joeynmt")
+    second["run_by"] = invocations.run_by({**made, "commit": "fedcba9876543210"}, "python -m benchmarks.peers.sweep")
+    text = invocations.described([first, second, old], report_sweep.configuration_of,
+                                 {"command": "python -m benchmarks.peers.sweep", "provenance": made})
     assert (f"`python -m benchmarks.peers.sweep --toolkits joeynmt` (commit 0123456, 2026-12-07, AMD EPYC): joeynmt "
             f"{first['configuration']}; `python -m benchmarks.peers.sweep` (commit fedcba9, 2026-12-07, AMD EPYC): "
             f"joeynmt {second['configuration']}; trained before rows recorded their command") in text
