@@ -84,7 +84,13 @@ def ctranslate2(quantization: str) -> Engine:
 
 # Each comparison's rows, in the order they take turns; ours (the baseline of the paired rounds) first.
 ENGINES = {
-    RNN.name: tuple(own(name) for name in RNN.toolkits),
+    RNN.name: (
+        own("ours"),
+        Engine("ours_int8", "ours", SERVER.format("ours"),
+               "generate() with our decoding loop on our model quantized for serving (int8 linear layers and GRU "
+               "kernels, torch's dynamic quantization: `quantize_for_serving`): the tokenizer call, generate(), "
+               "batch_decode", ("--int8",)),
+        *(own(name) for name in RNN.toolkits[1:])),
     TRANSFORMER.name: (
         own("ours"),
         Engine("ours_generationmixin", "ours", SERVER.format("ours"),

@@ -170,8 +170,7 @@ def targets(results: dict, measured: Measured | None = None) -> list[dict]:
         found += [training_verdict(training, baseline, name) for name in training["median"] if name != baseline]
     if measured.grid:
         found += report_decoding.targets(measured.grid)
-    if measured.int8:
-        found += report_decoding.int8_targets(measured.int8, measured.grid)
+    found += report_decoding.int8_targets(measured.int8, measured.grid)
     return found
 
 

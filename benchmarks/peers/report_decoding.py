@@ -20,6 +20,7 @@ INT8 = "int8_recurrent.json"  # beside it: benchmarks.studies.int8_recurrent's -
 # The decoding targets against each peer, at every thread count the grid measured: the batch sizes each covers (in
 # words, and which), and the least ratio of medians ours / peer it asks.
 TARGETS = (("at batch 1", range(1, 2), 1.3), ("at every batch size from 16 to 256", range(16, 257), 1.2))
+INT8_ENGINE = "ours_int8"  # the grid's row of our model quantized for serving
 INT8_SPEEDUP, INT8_BLEU_GAP = 2.0, 0.3  # int8 against a peer's float32 at each one's best batch; its BLEU to ours
 # The Transformer's: our CTranslate2 int8 row against the fastest peer's own decoder, each at its best batch.
 CTRANSLATE2_INT8, CTRANSLATE2_SPEEDUP = "ours_ctranslate2_int8", 2.0
@@ -204,14 +205,31 @@ def int8_bleu_target(int8: dict) -> dict:
             "wanted": f"within {INT8_BLEU_GAP:g} at every batch size", "met": abs(gaps[size]) <= INT8_BLEU_GAP}
 
 
-def int8_targets(int8: dict, grid: dict | None) -> list[dict]:
-    """The int8 targets: its test BLEU within `INT8_BLEU_GAP` of float32's, and, where the grid measured a peer at
-    the study's thread count, int8 at least `INT8_SPEEDUP` x that peer's float32 sentences/s, each at its best batch.
-    int8_recurrent.json times generate() on tokenized batches, the grid raw lines in and text out: the peer's scope
-    is the wider."""
-    peers = dict.fromkeys(row["toolkit"] for row in summaries(grid) if row["toolkit"] != BASELINE) if grid else {}
-    speeds = [int8_speed_target(int8, grid, peer) for peer in peers]
-    return [int8_bleu_target(int8), *(found for found in speeds if found is not None)]
+def int8_targets(int8: dict | None, grid: dict | None) -> list[dict]:
+    """The int8 targets: its test BLEU within `INT8_BLEU_GAP` of float32's (int8_recurrent.json), and int8 at least
+    `INT8_SPEEDUP` x each peer's float32 sentences/s, each at its best batch: from the grid's own int8 row
+    (`INT8_ENGINE`, the same scope and turns as the peers) at each of its thread counts where it has one; else from
+    the study at its thread count (which times generate() on tokenized batches, the grid raw lines in and text out:
+    the peer's scope is the wider)."""
+    found = [int8_bleu_target(int8)] if int8 else []
+    others = sorted(peers(grid)) if grid else []
+    if grid and any(row["toolkit"] == INT8_ENGINE for row in summaries(grid)):
+        ours = [row for row in summaries(grid) if row["toolkit"] == INT8_ENGINE]
+        speeds = [grid_int8_target(ours, grid, peer, threads) for threads in grid["threads"] for peer in others]
+    else:
+        speeds = [int8_speed_target(int8, grid, peer) for peer in others] if int8 else []
+    return [*found, *(target for target in speeds if target is not None)]
+
+
+def grid_int8_target(ours: list[dict], grid: dict, peer: str, threads: int) -> dict | None:
+    """The grid's int8 row at its best batch over ``peer``'s float32 at its best batch, at ``threads``; None where
+    either did not run there."""
+    mine = best_batch(ours, threads)
+    theirs = best_batch([row for row in summaries(grid) if row["toolkit"] == peer], threads)
+    if mine is None or theirs is None:
+        return None
+    return speedup_target(f"decoding sentences/s, {BASELINE} int8 / {peer} float32, each at its best batch, "
+                          f"{threads_words(threads)} (the decoding grid)", mine, theirs, INT8_SPEEDUP)
 
 
 def spread(figures: dict, digits: int) -> str:

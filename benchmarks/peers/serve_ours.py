@@ -2,8 +2,9 @@
 measurement, timed: for each batch (`serving.batches`), the tokenizer call, ``model.generate(num_beams,
 length_penalty, max_new_tokens, early_stopping=True)`` and ``batch_decode`` -- what `translation.translate` does per
 batch, and what a user of the package calls. ``generate()`` runs our decoding loop (the package's default);
-``--generationmixin`` asks for transformers' own (``custom_generate=None``). A MarianMTModel trained through our
-pipeline decodes here too (its generate() is transformers').
+``--generationmixin`` asks for transformers' own (``custom_generate=None``); ``--int8`` quantizes a recurrent model for
+serving when it loads (`quantize_for_serving`). A MarianMTModel trained through our pipeline decodes here too (its
+generate() is transformers').
 
     python -m benchmarks.peers.serve_ours --model MODEL_DIR --source test.en --tokenizer DATA/tokenizer/tokenizer.json \\
         --threads 1 --batch_sizes 1 64 --rounds 1 --sentences 20
@@ -15,6 +16,7 @@ from collections.abc import Callable
 import torch
 
 import hf_seqmodels  # noqa: F401  (registers the models with the Auto classes)
+from hf_seqmodels.serving.quantization import quantize_for_serving
 from hf_seqmodels.tasks import translation
 
 from . import serving
@@ -54,7 +56,10 @@ def generating(model, tokenizers: translation.TranslationTokenizers, **generate_
 def load(args: argparse.Namespace) -> serving.Decoder:
     tokenizers = translation.load_tokenizers(args.model)
     loop = {"custom_generate": None} if args.generationmixin else {}
-    return batched(tokenizers, generating(translation.load_translation_model(args.model), tokenizers,
+    model = translation.load_translation_model(args.model).eval()
+    if args.int8:
+        quantize_for_serving(model)
+    return batched(tokenizers, generating(model, tokenizers,
                                           num_beams=args.num_beams, length_penalty=args.length_penalty,
                                           max_new_tokens=args.max_new_tokens, early_stopping=True, **loop))
 
@@ -64,6 +69,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--generationmixin", action="store_true",
                         help="decode with transformers' GenerationMixin loop (generate(custom_generate=None)) "
                              "instead of ours")
+    parser.add_argument("--int8", action="store_true",
+                        help="quantize the recurrent model for serving when it loads (int8 linear layers and LSTM/GRU "
+                             "kernels)")
     args = parser.parse_args(argv)
     serving.serve("ours", args, load, serving.versions_of("hf_seqmodels", "transformers", "torch", "tokenizers"))
 

@@ -45,11 +45,13 @@ def search(recipe) -> list[str]:
 
 
 def test_the_main_jobs_grid_keeps_its_rows_commands_and_files(peers_at_home):
-    """Before the Transformer's rows: ours, JoeyNMT and eole, each its toolkit's own server, none told a name."""
+    """Ours, ours in int8, JoeyNMT and eole, each its toolkit's own server, none but the int8 row told a name."""
     recipe = Recipe.main_job(29_000)
     engines = {engine.name: engine for engine in decoding_grid.ENGINES[RNN.name]}
-    assert list(engines) == ["ours", "joeynmt", "eole"]
+    assert list(engines) == ["ours", "ours_int8", "joeynmt", "eole"]
     assert command(engines["ours"]) == [sys.executable, "-m", "benchmarks.peers.serve_ours", *search(recipe)]
+    assert command(engines["ours_int8"]) == [sys.executable, "-m", "benchmarks.peers.serve_ours", *search(recipe),
+                                             "--int8", "--name", "ours_int8"]
     assert command(engines["joeynmt"]) == ["/peers/joeynmt/bin/python", "-m", "benchmarks.peers.serve_joeynmt",
                                            *search(recipe)]
     eole = command(engines["eole"])
@@ -121,7 +123,7 @@ def test_the_generationmixin_row_asks_generate_for_transformers_own_loop(prepare
     monkeypatch.setattr(translation, "load_translation_model", loading)
     for flag in (False, True):
         decode = serve_ours.load(argparse.Namespace(model=model_dir, num_beams=2, length_penalty=1.0,
-                                                    max_new_tokens=4, generationmixin=flag))
+                                                    max_new_tokens=4, generationmixin=flag, int8=False))
         assert len(decode([en for en, _ in PAIRS], 4)) == len(PAIRS)
     assert loops == ["ours", "ours", None, None]  # two batches of 4 and 1 each time
 

@@ -124,3 +124,21 @@ def test_batch_1_and_each_rows_best_batch_as_multiples_of_ours():
     assert "| 1 | eole | 30.0 | 3.00 | 16 | 140.0 | 2.80 |" in lines
     only_16 = {name: {16: by_size[16]} for name, by_size in TRANSFORMER_SPEEDS.items()}
     assert "| 1 | joeynmt |  |  | 16 | 25.0 | 0.50 |" in report_decoding.best_batches(transformer_grid(only_16))
+
+
+def test_the_grids_own_int8_row_gives_the_int8_speed_targets_at_each_thread_count():
+    """With an ours_int8 row in the grid, int8 at its best batch over each peer's float32 at its best, from the grid
+    itself (the same scope and turns); without one, no speed target from the grid."""
+    speeds = {"ours": {1: 10.0, 64: 100.0}, "ours_int8": {1: 12.0, 64: 250.0}, "joeynmt": {1: 5.0, 64: 40.0},
+              "eole": {1: 30.0, 16: 140.0}}
+    found = {target["name"]: target for target in report_decoding.int8_targets(None, transformer_grid(speeds))}
+    assert found == {
+        "decoding sentences/s, ours int8 / eole float32, each at its best batch, 1 thread (the decoding grid)": {
+            "name": "decoding sentences/s, ours int8 / eole float32, each at its best batch, 1 thread (the decoding "
+                    "grid)", "value": "1.79 (250.0 at batch 64 / 140.0 at batch 16)", "wanted": ">= 2", "met": False},
+        "decoding sentences/s, ours int8 / joeynmt float32, each at its best batch, 1 thread (the decoding grid)": {
+            "name": "decoding sentences/s, ours int8 / joeynmt float32, each at its best batch, 1 thread (the "
+                    "decoding grid)", "value": "6.25 (250.0 at batch 64 / 40.0 at batch 64)", "wanted": ">= 2",
+            "met": True}}
+    without = {name: by_size for name, by_size in speeds.items() if name != "ours_int8"}
+    assert report_decoding.int8_targets(None, transformer_grid(without)) == []

@@ -15,6 +15,7 @@ from transformers import AutoModelForSeq2SeqLM
 
 from benchmarks.peers import data as peers_data
 from benchmarks.peers import decoding_grid, pieces, serving, toolkits
+from hf_seqmodels.serving.quantization import quantize_for_serving
 from hf_seqmodels.tasks import translation
 from tests.tasks.test_translation import tiny_model
 
@@ -91,12 +92,13 @@ def test_the_servers_pieces_are_the_ones_the_peers_were_trained_on(prepared):
     assert pieces.detokenize(backend, f"<unk> {line} </s> not-a-piece") == text  # specials and unknowns dropped
 
 
-def serve(model_dir, data, commands: list[dict], threads: int = 1) -> list[dict]:
-    """serve_ours in a fresh process, given ``commands`` on its input: its ready line and measurements."""
+def serve(model_dir, data, commands: list[dict], threads: int = 1, options: tuple[str, ...] = ()) -> list[dict]:
+    """serve_ours in a fresh process (with ``options``), given ``commands`` on its input: its ready line and
+    measurements."""
     command = [sys.executable, "-m", "benchmarks.peers.serve_ours", "--model", str(model_dir), "--source",
                str(data.raw("test", data.source_lang)), "--tokenizer", str(data.tokenizer_dir / "tokenizer.json"),
                "--threads", str(threads), "--num_beams", str(SEARCH["num_beams"]), "--length_penalty",
-               str(SEARCH["length_penalty"]), "--max_new_tokens", str(SEARCH["max_new_tokens"])]
+               str(SEARCH["length_penalty"]), "--max_new_tokens", str(SEARCH["max_new_tokens"]), *options]
     done = subprocess.run(command, input="".join(json.dumps(line) + "\n" for line in commands), capture_output=True,
                           text=True, timeout=300, cwd=toolkits.REPO_ROOT, check=False,
                           env={**os.environ, "OMP_NUM_THREADS": str(threads), "HF_HUB_OFFLINE": "1"})
@@ -129,11 +131,27 @@ def test_serve_ours_translates_as_generate_does(prepared):
     assert [line["batch_size"] for line in measured] == [1, 2, 8]
 
 
+def test_serve_ours_int8_translates_as_the_model_quantized_for_serving(prepared):
+    """``--int8``: the translations of our model quantized in this process, one sentence at a time (an int8 model's
+    outputs depend on its batch)."""
+    data, model_dir = prepared
+    ready, measured = serve(model_dir, data, [{"batch_size": 1, "sentences": 4, "round": 0, "translations": True}],
+                            options=("--int8",))
+    model = quantize_for_serving(AutoModelForSeq2SeqLM.from_pretrained(model_dir).eval())
+    assert any(type(module).__module__.startswith("torch.ao.nn.quantized") for module in model.modules())
+    tokenizers = translation.load_tokenizers(model_dir)
+    expected = [tokenizers.target.decode(model.generate(**tokenizers.source([text], return_tensors="pt"),
+                                                        **SEARCH)[0], skip_special_tokens=True).strip()
+                for text in data.lines("test", data.source_lang)[:4]]
+    assert ready["ready"] and measured["translations"] == expected and any(expected)
+
+
 @pytest.mark.slow
 def test_the_grid_interleaves_rounds_and_writes_its_results(prepared, tmp_path, capsys):
     data, model_dir = prepared
     out = tmp_path / "peers_decoding.json"
-    results = decoding_grid.main(["--models", f"ours={model_dir}", "--data", str(data.folder), "--batch_sizes", "1",
+    results = decoding_grid.main(["--models", f"ours={model_dir}", "--engines", "ours", "--data", str(data.folder),
+                                  "--batch_sizes", "1",
                                   "4", "--threads", "1", "--rounds", "2", "--sentences", "2", "--work",
                                   str(tmp_path / "work"), "--out", str(out)])
     assert json.loads(out.read_text()) == results
