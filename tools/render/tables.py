@@ -363,10 +363,19 @@ def peers_rows() -> list:
              Figure(PEERS_FILE, ("runs", {"toolkit": name, "seed": load(PEERS_FILE)["budget"]["seeds"][0]},
                                  "train", "parameters")),
              OverRows(PEERS_FILE, ("runs",), {"toolkit": name}, ("scores", "bleu", "score")),
-             Join((Figure(PEERS_TIMING_FILE, ("training", "median", name, "train_tokens_per_s"), 0),
-                   Figure(PEERS_TIMING_FILE, ("training", "median", name, "train_threads"), unit=")")),
-                  sep=" (threads: "))
+             peers_speed(name))
             for name in load(PEERS_FILE)["toolkits"]]
+
+
+def peers_speed(name: str):
+    """``name``'s training tokens/s in the speed phase, at its fastest thread count; where the speed phase did not
+    run it, the toolkits it ran."""
+    timed = load(PEERS_TIMING_FILE)["training"]["median"]
+    if name not in timed:
+        return f"not measured yet (the speed phase ran {', '.join(timed)})"
+    return Join((Figure(PEERS_TIMING_FILE, ("training", "median", name, "train_tokens_per_s"), 0),
+                 Figure(PEERS_TIMING_FILE, ("training", "median", name, "train_threads"), unit=")")),
+                sep=" (threads: ")
 
 
 def peers_configuration(name: str) -> str:

@@ -153,3 +153,18 @@ def test_a_gpu_cell_holds_only_a_run_of_the_same_model_naming_its_code(gpu_run, 
     assert cell.text() == expected
     assert Figure("results/cpu.json", ("entries", "e", "model", "test_bleu")).text() == "29.36"
     figures._read.cache_clear()
+
+
+def test_a_peer_the_speed_phase_did_not_run_says_so_in_the_readme(monkeypatch):
+    """The peers' training tokens/s: a figure where the speed phase timed the toolkit, else which toolkits it ran."""
+    from tools.render import tables
+
+    timing = json.loads(text_of(tables.PEERS_TIMING_FILE))
+    timed = list(timing["training"]["median"])
+    real = tables.load
+    monkeypatch.setattr(tables, "load", lambda file: timing if file == tables.PEERS_TIMING_FILE else real(file))
+    name = timed[0]
+    assert figures.cell_text(tables.peers_speed(name)).endswith(" (threads: "
+                                                               f"{timing['training']['median'][name]['train_threads']})")
+    del timing["training"]["median"][name]
+    assert tables.peers_speed(name) == f"not measured yet (the speed phase ran {', '.join(timed[1:])})"
