@@ -155,16 +155,15 @@ def int8_rows(int8: dict, variant: str) -> list[dict]:
             for row in found["rows"] if row["variant"] == variant]
 
 
-def int8_speed_target(int8: dict, grid: dict, peer: str) -> dict | None:
-    """Our int8 sentences/s at its best batch (int8_recurrent.json) over ``peer``'s float32 at its best batch in the
-    grid at the same thread count; None where the grid has no such row."""
-    threads = int8["settings"]["threads"]
+def int8_speed_target(ours: list[dict], grid: dict, peer: str, threads: int, source: str) -> dict | None:
+    """Our int8 rows ``ours`` (from ``source``) at their best batch over ``peer``'s float32 at its best batch in the
+    grid, at ``threads``; None where either did not run there."""
+    mine = best_batch(ours, threads)
     theirs = best_batch([row for row in summaries(grid) if row["toolkit"] == peer], threads)
-    if theirs is None:
+    if mine is None or theirs is None:
         return None
     return speedup_target(f"decoding sentences/s, {BASELINE} int8 / {peer} float32, each at its best batch, "
-                          f"{threads_words(threads)} ({INT8} against the decoding grid)",
-                          best_batch(int8_rows(int8, "int8"), threads), theirs, INT8_SPEEDUP)
+                          f"{threads_words(threads)} ({source})", mine, theirs, INT8_SPEEDUP)
 
 
 def speedup_target(name: str, mine: dict, theirs: dict, wanted: float) -> dict:
@@ -212,24 +211,19 @@ def int8_targets(int8: dict | None, grid: dict | None) -> list[dict]:
     the study at its thread count (which times generate() on tokenized batches, the grid raw lines in and text out:
     the peer's scope is the wider)."""
     found = [int8_bleu_target(int8)] if int8 else []
-    others = sorted(peers(grid)) if grid else []
-    if grid and any(row["toolkit"] == INT8_ENGINE for row in summaries(grid)):
-        ours = [row for row in summaries(grid) if row["toolkit"] == INT8_ENGINE]
-        speeds = [grid_int8_target(ours, grid, peer, threads) for threads in grid["threads"] for peer in others]
+    if not grid:
+        return found
+    others = sorted(peers(grid))
+    ours = [row for row in summaries(grid) if row["toolkit"] == INT8_ENGINE]
+    if ours:
+        speeds = [int8_speed_target(ours, grid, peer, threads, "the decoding grid")
+                  for threads in grid["threads"] for peer in others]
+    elif int8:
+        speeds = [int8_speed_target(int8_rows(int8, "int8"), grid, peer, int8["settings"]["threads"],
+                                    f"{INT8} against the decoding grid") for peer in others]
     else:
-        speeds = [int8_speed_target(int8, grid, peer) for peer in others] if int8 else []
+        speeds = []
     return [*found, *(target for target in speeds if target is not None)]
-
-
-def grid_int8_target(ours: list[dict], grid: dict, peer: str, threads: int) -> dict | None:
-    """The grid's int8 row at its best batch over ``peer``'s float32 at its best batch, at ``threads``; None where
-    either did not run there."""
-    mine = best_batch(ours, threads)
-    theirs = best_batch([row for row in summaries(grid) if row["toolkit"] == peer], threads)
-    if mine is None or theirs is None:
-        return None
-    return speedup_target(f"decoding sentences/s, {BASELINE} int8 / {peer} float32, each at its best batch, "
-                          f"{threads_words(threads)} (the decoding grid)", mine, theirs, INT8_SPEEDUP)
 
 
 def spread(figures: dict, digits: int) -> str:

@@ -255,10 +255,11 @@ def main(argv: list[str] | None = None) -> dict:
                 continue
             if finished in trained:
                 row["run_by"] = run_by(results["provenance"], command)
-            if finished in trained and running[finished] in stored:
-                # trained again: the scores of the run it replaces, kept beside, show whether a run is reproducible
-                row["earlier_validation_bleu"] = {alpha: scores["bleu"] for alpha, scores
-                                                  in stored[running[finished]]["validation"].items()}
+                if running[finished] in stored:
+                    # trained again: the scores of the run it replaces, kept beside, show whether a run is
+                    # reproducible
+                    row["earlier_validation_bleu"] = {alpha: scores["bleu"] for alpha, scores
+                                                      in stored[running[finished]]["validation"].items()}
             store(results, toolkits.made_portable(row, args.work), args.out, architecture)
             print(f"[sweep] stored {running[finished]}: validation BLEU {row['best_validation_bleu']:.2f} at "
                   f"length penalty {row['best_length_penalty']:g}", flush=True)
