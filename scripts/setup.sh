@@ -21,5 +21,8 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 "$venv/bin/python" -m pip install --quiet --upgrade pip
 "$venv/bin/python" -m pip install --quiet "torch==2.13.0"
-"$venv/bin/python" -m pip install --quiet "${constraints[@]}" -e ".[dev]"
+# The rest through uv (installed into the environment by pip): it resolves and installs the same newest versions as
+# pip, in a tenth of the time (~8 s against ~60 s). torch, already there, satisfies pyproject's range and stays.
+"$venv/bin/python" -m pip install --quiet uv
+"$venv/bin/uv" pip install --quiet --python "$venv/bin/python" "${constraints[@]}" -e ".[dev]"
 "$venv/bin/python" -c "import torch, transformers; print(f'{transformers.__file__.split(\"/lib/\")[0]}: torch {torch.__version__}, transformers {transformers.__version__}')"
