@@ -285,6 +285,11 @@ def engines_lines(results: dict) -> list[str]:
             for name, engine in results.get("engines", {}).items()]
 
 
+def warmed(results: dict) -> str:
+    """The grid's warm-up in words (after the rounds), or nothing for a grid run without one."""
+    return f" after {results['warm_up']}" if results.get("warm_up") else ""
+
+
 def markdown(results: dict) -> str:
     """The run's label, what was timed and how, then `table`."""
     penalties = ", ".join(f"{name} {value}" for name, value in results["search"]["length_penalty"].items())
@@ -293,7 +298,7 @@ def markdown(results: dict) -> str:
              f"{results['search']['num_beams']}, at most {results['search']['max_new_tokens']} tokens, length "
              f"penalty {penalties} "
              "(each in its toolkit's formula); one process per toolkit and thread count, the toolkits taking turns "
-             f"item by item, {results['rounds']} rounds; medians over the rounds (min-max). Output tokens: the "
+             f"item by item, {results['rounds']} rounds{warmed(results)}; medians over the rounds (min-max). Output tokens: the "
              "pieces of the translations by our tokenizer. A paired round: ours and a peer at the same batch size, "
              f"one after the other. {results['machine']}.")
     label = f"**{results['label']}**\n\n" if results.get("label") else ""

@@ -173,7 +173,7 @@ from benchmarks.peers import serving
 
 def load(args):
     def decode(texts, batch_size):
-        print("chatter on the standard output")
+        print(f"chatter on the standard output: {len(texts)} at batch {batch_size}")
         return [text.upper() for text in texts]
     return decode
 
@@ -210,7 +210,10 @@ def test_the_protocol_takes_turns_item_by_item(prepared, tmp_path):
         assert line["output_pieces"] == sum(len(backend.encode(text, add_special_tokens=False).tokens)
                                             for text in expected[:line["sentences"]])
         assert line["seconds"] > 0 and line["threads"] == 1 and "load_before" in line
-    assert "chatter on the standard output" in (tmp_path / "ours.log").read_text()
+    # before the timed rounds, each server decodes one untimed batch of each size (after its own warm-up at load)
+    calls = [line.split(": ")[1] for line in (tmp_path / "ours.log").read_text().splitlines()
+             if line.startswith("chatter")]
+    assert calls == ["5 at batch 8", "1 at batch 1", "4 at batch 4"] + ["2 at batch 1", "5 at batch 4"] * 2
     assert all(server.process.returncode == 0 for server in servers.values())
 
 
