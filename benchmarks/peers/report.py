@@ -23,7 +23,7 @@ from hf_seqmodels.comparison.runner import write_json
 from hf_seqmodels.provenance import provenance
 from tools.render.figures import Table, Text, markers, render_text
 
-from . import report_decoding, report_profile
+from . import model_shapes, report_decoding, report_profile
 from .architectures import ARCHITECTURES, RNN, Architecture
 from .invocations import described
 from .report_sweep import sweep_section
@@ -414,6 +414,8 @@ def markdown(results: dict, measured: Measured | None = None) -> str:
     yet says so or is left out."""
     measured = measured or Measured()
     lines = quality_section(results)
+    if shapes := model_shapes.section(results):
+        lines += ["", *shapes]
     if measured.sweep:
         lines += ["", *sweep_section(measured.sweep)]
     lines += ["", f"## Training speed (results/{TIMING})", "", *speed_section(measured.timing),

@@ -22,6 +22,7 @@ import yaml
 
 from . import architectures
 from . import data as peers_data
+from . import model_shapes
 from .recipe import Recipe, Tuning, eole_predict_arguments
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -197,7 +198,17 @@ def train(name: str, recipe: Recipe, data: peers_data.PreparedData, folder: Path
           tuning: Tuning) -> dict:
     """Train ``name`` on the recipe (either architecture's, `architectures`) with ``tuning`` into ``folder``:
     ``train_s`` (the training loop, as its logs time it), ``validation_s`` (the part of it spent validating),
-    ``wall_s`` and ``peak_rss_mb`` of the command, ``parameters``, ``command``."""
+    ``wall_s`` and ``peak_rss_mb`` of the command, ``parameters``, ``command``; for the attention GRU also
+    ``model_shape``, what the toolkit built as its saved configuration says (`model_shapes`)."""
+    trained = run_training(name, recipe, data, folder, seed, tuning)
+    if architectures.of(recipe) is architectures.RNN:
+        trained["model_shape"] = model_shapes.shape(name, folder)
+    return trained
+
+
+def run_training(name: str, recipe: Recipe, data: peers_data.PreparedData, folder: Path, seed: int,
+                 tuning: Tuning) -> dict:
+    """`train` but the model's shape."""
     folder.mkdir(parents=True, exist_ok=True)
     log = folder / "train.log"
     writers = architectures.of(recipe).module
