@@ -6,16 +6,31 @@
 #                                    (constraints/locked.txt), to reproduce a published result
 #   bash scripts/setup.sh --lowest   .venv-lowest, with the lowest transformers pyproject.toml allows
 #                                    (constraints/lowest.txt)
+#   --if-changed                     (after any of these) nothing when this environment was last set up by this
+#                                    script from the same pyproject.toml and constraints (test.sh, quickstart.sh)
 # VENV=<folder> installs into another folder.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 constraints=()
-case "${1:-}" in
-  "") venv="${VENV:-.venv}" ;;
-  --locked) venv="${VENV:-.venv}"; constraints=(--constraint constraints/locked.txt) ;;
-  --lowest) venv="${VENV:-.venv-lowest}"; constraints=(--constraint constraints/lowest.txt) ;;
-  *) echo "setup.sh: unknown option '$1' (use --locked, --lowest or nothing)" >&2; exit 2 ;;
-esac
+venv="${VENV:-.venv}"
+if_changed=false
+for option in "$@"; do
+  case "$option" in
+    --locked) constraints=(--constraint constraints/locked.txt) ;;
+    --lowest) venv="${VENV:-.venv-lowest}"; constraints=(--constraint constraints/lowest.txt) ;;
+    --if-changed) if_changed=true ;;
+    *) echo "setup.sh: unknown option '$option' (use --locked or --lowest, and --if-changed, or nothing)" >&2
+       exit 2 ;;
+  esac
+done
+# What this set-up installs from: this script, pyproject.toml and the constraints file, in the stamp it leaves.
+stamp="$venv/.hf_seqmodels-setup"
+digest=$(cat scripts/setup.sh pyproject.toml ${constraints[1]:+"${constraints[1]}"} | sha256sum | cut -d" " -f1)
+if $if_changed && [ -x "$venv/bin/python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$digest" ]; then
+  echo "$venv: set up from this pyproject.toml and constraints already (scripts/setup.sh without --if-changed redoes it)"
+  exit 0
+fi
+rm -f "$stamp"
 if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
 fi
@@ -26,3 +41,4 @@ fi
 "$venv/bin/python" -m pip install --quiet uv
 "$venv/bin/uv" pip install --quiet --python "$venv/bin/python" "${constraints[@]}" -e ".[dev]"
 "$venv/bin/python" -c "import torch, transformers; print(f'{transformers.__file__.split(\"/lib/\")[0]}: torch {torch.__version__}, transformers {transformers.__version__}')"
+echo "$digest" > "$stamp"
