@@ -106,6 +106,10 @@ def fill(results_path: Path) -> list[str]:
     return filled
 
 
+def words(value) -> str:
+    return {True: "yes", False: "no"}[value] if isinstance(value, bool) else str(value)
+
+
 def section(results: dict) -> list[str]:
     """peers.md's equal-architecture table: a row per `FIELDS` and the parameters, a column per toolkit, from the
     runs that recorded their model's shape (a cell lists every value its seeds gave); nothing where none did."""
@@ -115,7 +119,7 @@ def section(results: dict) -> list[str]:
     names = list(dict.fromkeys(run["toolkit"] for run in results["runs"]))
 
     def cell(name: str, value_of) -> str:
-        values = list(dict.fromkeys(str(value_of(run)) for run in results["runs"] if run["toolkit"] == name
+        values = list(dict.fromkeys(words(value_of(run)) for run in results["runs"] if run["toolkit"] == name
                                     and "model_shape" in run["train"]))
         return " / ".join(values) if values else "not recorded"
 
