@@ -26,6 +26,11 @@ FIELDS = ("embeddings", "encoder", "decoder", "attention", "input feeding", "dec
           "output layer tied to the target embeddings", "position encodings")
 
 
+def attention(toolkit: str, name: str) -> str:
+    """``toolkit``'s attention ``name`` in the words all three share, where it is the one they build."""
+    return ATTENTION[toolkit].get(name, name)
+
+
 def encoder_words(cell: str, layers: int, size: int, bidirectional: bool) -> str:
     return f"{cell.upper()}, {layers} layer(s), " + (f"{size} per direction" if bidirectional else f"{size}")
 
@@ -37,7 +42,7 @@ def ours(model: Path) -> dict:
             "encoder": encoder_words(cell, config["encoder_layers"], config["hidden_size"],
                                      config["bidirectional_encoder"]),
             "decoder": encoder_words(cell, config["decoder_layers"], config["hidden_size"], False),
-            "attention": ATTENTION["ours"].get(config["attention_type"], config["attention_type"]), "input feeding": bool(config["input_feeding"]),
+            "attention": attention("ours", config["attention_type"]), "input feeding": bool(config["input_feeding"]),
             # modeling_attention_seq2seq's bridge, which no config field turns off
             "decoder's first state": "tanh(Linear(encoder's final states))",
             "output layer tied to the target embeddings": bool(config["tie_word_embeddings"]),
@@ -53,7 +58,7 @@ def joeynmt(model: Path) -> dict:
     return {"embeddings": decoder["embeddings"]["embedding_dim"],
             "encoder": encoder_words(encoder["rnn_type"], encoder["num_layers"], size, encoder["bidirectional"]),
             "decoder": encoder_words(decoder["rnn_type"], decoder["num_layers"], decoder["hidden_size"], False),
-            "attention": ATTENTION["joeynmt"].get(decoder["attention"], decoder["attention"]), "input feeding": bool(decoder["input_feeding"]),
+            "attention": attention("joeynmt", decoder["attention"]), "input feeding": bool(decoder["input_feeding"]),
             "decoder's first state": first,
             "output layer tied to the target embeddings": bool(config.get("tied_softmax", False)),
             "position encodings": "none"}
@@ -68,7 +73,7 @@ def eole(model: Path) -> dict:
     return {"embeddings": embeddings.get("tgt_word_vec_size") or embeddings["word_vec_size"],
             "encoder": encoder_words(encoder["rnn_type"], encoder["layers"], size, bidirectional),
             "decoder": encoder_words(decoder["rnn_type"], decoder["layers"], decoder["hidden_size"], False),
-            "attention": ATTENTION["eole"].get(decoder["global_attention"], decoder["global_attention"]), "input feeding": bool(config.get("input_feed", 1)),
+            "attention": attention("eole", decoder["global_attention"]), "input feeding": bool(config.get("input_feed", 1)),
             "decoder's first state": ("tanh(Linear(encoder's final states))" if encoder.get("bridge")
                                       else "the encoder's final states"),
             "output layer tied to the target embeddings": bool(config.get("share_decoder_embeddings", False)),
