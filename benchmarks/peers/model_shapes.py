@@ -73,7 +73,8 @@ def eole(model: Path) -> dict:
     return {"embeddings": embeddings.get("tgt_word_vec_size") or embeddings["word_vec_size"],
             "encoder": encoder_words(encoder["rnn_type"], encoder["layers"], size, bidirectional),
             "decoder": encoder_words(decoder["rnn_type"], decoder["layers"], decoder["hidden_size"], False),
-            "attention": attention("eole", decoder["global_attention"]), "input feeding": bool(config.get("input_feed", 1)),
+            "attention": attention("eole", decoder["global_attention"]),
+            "input feeding": bool(config.get("input_feed", 1)),
             "decoder's first state": ("tanh(Linear(encoder's final states))" if encoder.get("bridge")
                                       else "the encoder's final states"),
             "output layer tied to the target embeddings": bool(config.get("share_decoder_embeddings", False)),
@@ -124,8 +125,7 @@ def section(results: dict) -> list[str]:
     names = list(dict.fromkeys(run["toolkit"] for run in results["runs"]))
 
     def cell(name: str, value_of) -> str:
-        values = list(dict.fromkeys(words(value_of(run)) for run in results["runs"] if run["toolkit"] == name
-                                    and "model_shape" in run["train"]))
+        values = list(dict.fromkeys(words(value_of(run)) for run in runs if run["toolkit"] == name))
         return " / ".join(values) if values else "not recorded"
 
     rows = [(field, *(cell(name, lambda run, field=field: run["train"]["model_shape"][field]) for name in names))
