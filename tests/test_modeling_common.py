@@ -467,10 +467,11 @@ class ModelTesterMixin:
         """Every head loads from its saved folder alone, in a process where ``import hf_seqmodels`` fails."""
         self.check_remote_code(tester, tmp_path, sys.executable)
 
-    def remote_code_variant(self, tester) -> bool:
-        """Whether the remote-code tests (a fresh process each, ~15 s) run for this variant: a family whose variants
-        all save the same code files checks one of them."""
-        return True
+    def remote_code_testers(self, tester) -> list:
+        """The testers whose models one remote-code test (a fresh process, ~6 s) loads for this variant: a family
+        whose variants all save the same code files checks one of them, or all of them in one process; empty where
+        another variant's process covers this one."""
+        return [tester]
 
     @pytest.mark.slow
     def test_trust_remote_code_under_the_other_transformers(self, tester, tmp_path):
@@ -482,28 +483,11 @@ class ModelTesterMixin:
         self.check_remote_code(tester, tmp_path, python)
 
     def check_remote_code(self, tester, tmp_path, python: str) -> None:
-        if not self.remote_code_variant(tester):
-            pytest.skip("every variant saves the same code files: one of them is checked")
-        cases = []
-        for model_class in tester.all_model_classes:
-            config, model = self.build(tester, model_class)
-            folder = tmp_path / model_class.__name__
-            model.save_pretrained(folder)
-            batch = collate(tester.get_examples(config), config.pad_token_id)
-            with torch.no_grad():
-                expected = main_output(model(**batch))
-            auto_class = head_of(model_class).auto_class.__name__
-            case = {"auto_class": auto_class, "folder": str(folder), "inputs": batch, "expected": expected,
-                    "state_dict": model.state_dict()}
-            if model.can_generate():
-                side = "right" if config.is_encoder_decoder else "left"
-                prompts = collate([{"input_ids": e["input_ids"]} for e in tester.get_examples(config)],
-                                  config.pad_token_id, side)
-                generate_kwargs = {"max_new_tokens": 3, "num_beams": 2, "do_sample": False}
-                with torch.no_grad():
-                    case.update(prompts=prompts, generate_kwargs=generate_kwargs,
-                                generated=model.generate(**prompts, **generate_kwargs))
-            cases.append(case)
+        testers = self.remote_code_testers(tester)
+        if not testers:
+            pytest.skip("every variant saves the same code files: another variant's process checks them")
+        cases = [self.remote_code_case(variant, model_class, tmp_path / f"{number}-{model_class.__name__}")
+                 for number, variant in enumerate(testers) for model_class in variant.all_model_classes]
         torch.save(cases, tmp_path / "cases.pt")
         env = {"PATH": "/usr/bin:/bin", "HF_HOME": str(tmp_path / "hf_home"), "HF_HUB_OFFLINE": "1",
                "OMP_NUM_THREADS": "1", "PYTHONNOUSERSITE": "1"}
@@ -513,6 +497,26 @@ class ModelTesterMixin:
         )
         assert result.returncode == 0, result.stdout + result.stderr
         assert result.stdout.count("loaded ") == len(cases), result.stdout
+
+    def remote_code_case(self, tester, model_class, folder: Path) -> dict:
+        """``model_class``'s tiny model saved in ``folder``, with what the fresh process must get from it."""
+        config, model = self.build(tester, model_class)
+        model.save_pretrained(folder)
+        batch = collate(tester.get_examples(config), config.pad_token_id)
+        with torch.no_grad():
+            expected = main_output(model(**batch))
+        auto_class = head_of(model_class).auto_class.__name__
+        case = {"auto_class": auto_class, "folder": str(folder), "inputs": batch, "expected": expected,
+                "state_dict": model.state_dict()}
+        if model.can_generate():
+            side = "right" if config.is_encoder_decoder else "left"
+            prompts = collate([{"input_ids": e["input_ids"]} for e in tester.get_examples(config)],
+                              config.pad_token_id, side)
+            generate_kwargs = {"max_new_tokens": 3, "num_beams": 2, "do_sample": False}
+            with torch.no_grad():
+                case.update(prompts=prompts, generate_kwargs=generate_kwargs,
+                            generated=model.generate(**prompts, **generate_kwargs))
+        return case
 
     def test_padding_invariance(self, tester):
         """A padded batch gives, at the real tokens, what each sequence gives alone (../shared/STYLE.md section 3)."""

@@ -76,8 +76,8 @@ def tester(request):
 
 
 class TestAttentionSeq2SeqModel(ModelTesterMixin, GenerationTesterMixin):
-    def remote_code_variant(self, tester) -> bool:
-        return tester.variant == VARIANTS[1]
+    def remote_code_testers(self, tester) -> list:
+        return [tester] if tester.variant == VARIANTS[1] else []
 
     def test_hidden_states(self, tester):
         """The mixin's check, for the base model only without attention: with attention its `last_hidden_state` is

@@ -110,8 +110,8 @@ def tester(request):
 
 
 class TestTransformerModel(ModelTesterMixin, GenerationTesterMixin):
-    def remote_code_variant(self, tester) -> bool:
-        return tester.variant == "paper"
+    def remote_code_testers(self, tester) -> list:
+        return [tester] if tester.variant == "paper" else []
 
     def test_unknown_cache_implementation(self, tester):
         for model, examples in self.generative_models(tester):

@@ -72,7 +72,7 @@ def test_run_clm_under_accelerate_launch_with_two_processes(data_dir, tmp_path):
 
 @pytest.mark.slow
 def test_fsdp_launch_is_refused_with_the_way_out(data_dir, tmp_path):
-    done = accelerate_launch(["--use_fsdp", "--num_processes", "2", "--mixed_precision", "no"], tmp_path / "lm")
+    done = accelerate_launch(["--use_fsdp", "--num_processes", "1", "--mixed_precision", "no"], tmp_path / "lm")
     assert done.returncode != 0
     assert "FSDP (set by the accelerate launch configuration)" in done.stderr
     assert "configs/accelerate/multi_gpu.yaml" in done.stderr
