@@ -64,12 +64,12 @@ def seeds_of(entry: dict) -> list | None:
 
 
 def devices_of(entry: dict) -> list[str]:
-    """The devices an entry records (each with its threads, as provenance writes it): its own, else those of its
-    runs (a suite records its device per run)."""
+    """The devices an entry's figures were measured on (each with its threads, as provenance writes it): those of
+    its runs (a suite records its device per run; its own provenance is the process that started the runs, with
+    that process's threads), else its own."""
+    runs = list(dict.fromkeys(device for run in entry.get("runs", []) if (device := recorded(run, "device"))))
     device = recorded(entry, "device")
-    if device is not None:
-        return [device]
-    return list(dict.fromkeys(device for run in entry.get("runs", []) if (device := recorded(run, "device"))))
+    return runs or ([] if device is None else [device])
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ import pytest
 
 from tools.render import figures
 from tools.render.figures import REPO_ROOT, stale_documents
-from tools.render.labels import BACKFILLED_LABEL, Code, Device, Entries, Seeds, Split
+from tools.render.labels import BACKFILLED, BACKFILLED_LABEL, Code, Device, Entries, Seeds, Split
 from tools.render import tables
 from tools.render.tables import DOCUMENTS
 
@@ -32,6 +32,14 @@ def results(monkeypatch):
 
 def check() -> list[str]:
     return stale_documents(DOCUMENTS)
+
+
+def as_backfilled(data: dict) -> None:
+    """A suite's entry as one written before provenance was recorded: the file's own provenance and every run's
+    backfilled from git history (no commit, no device of the process that started the runs)."""
+    data["provenance"].pop("device", None)
+    for provenance in [data["provenance"]] + [run["provenance"] for run in data["runs"]]:
+        provenance.update(recorded=BACKFILLED, commit=None, tree_clean=None)
 
 
 def test_the_committed_labels_are_current():
@@ -91,6 +99,7 @@ def test_the_split_a_model_was_chosen_on_is_the_entrys(results):
 def test_a_label_an_entry_lacks_is_said_not_invented(results):
     def forget(data):
         del data["seeds"], data["provenance"]["seeds"], data["provenance"]["split"]
+        data["provenance"].pop("device", None)
         for run in data["runs"]:
             run.pop("device"), run["provenance"].pop("device")
     results(SUITE, forget)
@@ -116,9 +125,11 @@ def test_the_loop_row_names_the_model_it_timed(results):
 def test_the_code_a_figure_came_from_is_the_entrys(results):
     """README's code column: a suite run again on today's code names its commit (the check fails until README says
     so); entries written before provenance was recorded say they are backfilled; a mix is counted."""
+    results(SUITE, as_backfilled)
     assert Code(Entries(SUITE)).text() == BACKFILLED_LABEL
 
     def rerun(data):
+        as_backfilled(data)
         data["provenance"].update(recorded="at run time", commit="0123456789abcdef", tree_clean=True)
     results(SUITE, rerun)
     assert Code(Entries(SUITE)).text() == "`0123456`"
@@ -135,6 +146,7 @@ def test_the_code_a_figure_came_from_is_the_entrys(results):
 
 def test_a_run_from_a_changed_tree_says_so(results):
     def changed(data):
+        as_backfilled(data)
         for run in data["runs"]:
             run["provenance"].update(recorded="at run time", commit="fedcba9876543210", tree_clean=False)
     results(SUITE, changed)
@@ -144,13 +156,13 @@ def test_a_run_from_a_changed_tree_says_so(results):
 def test_docs_list_the_files_still_holding_backfilled_entries(results):
     """docs/results.md's list counts, per results file, the provenances that are backfilled (each run's and the
     file's own): a suite re-run on today's code leaves the list, and the check fails until the docs say so."""
+    runs = len(results(SUITE, as_backfilled)["runs"])
     counted = {row[0]: (int(row[1]), int(row[2])) for row in tables.backfilled_rows()}
-    suite = json.loads((REPO_ROOT / SUITE).read_text())
-    assert counted[f"`{SUITE}`"] == (1 + len(suite["runs"]), 1 + len(suite["runs"]))
+    assert counted[f"`{SUITE}`"] == (1 + runs, 1 + runs)
+    assert "docs/results.md: backfilled" in check()
 
     def rerun(data):
         for provenance in [data["provenance"]] + [run["provenance"] for run in data["runs"]]:
             provenance.update(recorded="at run time", commit="0123456789abcdef")
     results(SUITE, rerun)
     assert f"`{SUITE}`" not in {row[0] for row in tables.backfilled_rows()}
-    assert "docs/results.md: backfilled" in check()
