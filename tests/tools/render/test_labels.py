@@ -138,7 +138,7 @@ def test_the_code_a_figure_came_from_is_the_entrys(results):
     def mixed(data):  # the first row recorded at run time, the others backfilled
         data["rows"][0]["provenance"].update(recorded="at run time", commit="0123456789abcdef", tree_clean=True)
         for row in data["rows"][1:]:
-            row["provenance"].update(recorded="backfilled from git history", commit=None, tree_clean=None)
+            row["provenance"].update(recorded=BACKFILLED, commit=None, tree_clean=None)
     rows = len(results(MAIN_JOB, mixed)["rows"])
     main_job = Code(Entries(MAIN_JOB, ("rows",), {})).text()
     assert main_job == f"`0123456` (1 of {rows}) / {BACKFILLED_LABEL} ({rows - 1} of {rows})"
