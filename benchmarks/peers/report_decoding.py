@@ -296,12 +296,10 @@ def markdown(results: dict) -> str:
     about = (f"Decoding, every toolkit timed alike (`{results['command']}`): raw test2016 source lines in, "
              "detokenized translations out, model loading not counted; beam "
              f"{results['search']['num_beams']}, at most {results['search']['max_new_tokens']} tokens, length "
-             f"penalty {penalties} "
-             "(each in its toolkit's formula); one process per toolkit and thread count, the toolkits taking turns "
-             f"item by item, {results['rounds']} rounds{warmed(results)}; medians over the rounds (min-max). "
-             "Output tokens: the "
-             "pieces of the translations by our tokenizer. A paired round: ours and a peer at the same batch size, "
-             f"one after the other. {results['machine']}.")
+             f"penalty {penalties} (each in its toolkit's formula); one process per toolkit and thread count, the "
+             f"toolkits taking turns item by item, {results['rounds']} rounds{warmed(results)}; medians over the "
+             "rounds (min-max). Output tokens: the pieces of the translations by our tokenizer. A paired round: ours "
+             f"and a peer at the same batch size, one after the other. {results['machine']}.")
     label = f"**{results['label']}**\n\n" if results.get("label") else ""
     return f"{label}{about}\n\n{table(results)}\n"
 

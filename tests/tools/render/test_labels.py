@@ -34,11 +34,16 @@ def check() -> list[str]:
     return stale_documents(DOCUMENTS)
 
 
+def provenances(data: dict) -> list[dict]:
+    """A suite entry's own provenance and each of its runs'."""
+    return [data["provenance"]] + [run["provenance"] for run in data["runs"]]
+
+
 def as_backfilled(data: dict) -> None:
     """A suite's entry as one written before provenance was recorded: the file's own provenance and every run's
     backfilled from git history (no commit, no device of the process that started the runs)."""
     data["provenance"].pop("device", None)
-    for provenance in [data["provenance"]] + [run["provenance"] for run in data["runs"]]:
+    for provenance in provenances(data):
         provenance.update(recorded=BACKFILLED, commit=None, tree_clean=None)
 
 
@@ -162,7 +167,7 @@ def test_docs_list_the_files_still_holding_backfilled_entries(results):
     assert "docs/results.md: backfilled" in check()
 
     def rerun(data):
-        for provenance in [data["provenance"]] + [run["provenance"] for run in data["runs"]]:
+        for provenance in provenances(data):
             provenance.update(recorded="at run time", commit="0123456789abcdef")
     results(SUITE, rerun)
     assert f"`{SUITE}`" not in {row[0] for row in tables.backfilled_rows()}
