@@ -1,0 +1,43 @@
+"""hf_seqmodels.comparison.recipe_search end to end on a tiny budget: two candidates of the WNUT-17 search, each its
+own training run, ranked by what their runs scored on validation."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hf_seqmodels.comparison import recipe_search
+
+CANDIDATES = ["as in the suite", "30 epochs, spelling CNN"]
+
+
+@pytest.mark.slow
+def test_two_candidates_ranked_by_their_validation_score(data_dir, tmp_path):
+    results = recipe_search.main(["wnut17", "--candidates", *CANDIDATES, "--jobs", "2", "--max_train_steps", "2",
+                                  "--max_train_samples", "32", "--max_eval_samples", "16", "--results_dir",
+                                  str(tmp_path / "results"), "--output_dir", str(tmp_path / "runs")])
+    assert json.loads((tmp_path / "results" / "wnut17_recipe_search.json").read_text()) == results
+    assert results["metric"] == "eval_seqeval_f1" and results["split"] == "validation"
+    assert results["provenance"]["split"] == ["validation"]
+    scores = {}
+    for run in results["candidates"]:
+        folder = Path(run["fields"]["output_dir"])
+        assert folder.parent == tmp_path / "runs" / "wnut17_recipe_search"
+        saved = json.loads((folder / "results.json").read_text())
+        scores[run["name"]] = saved["eval_seqeval_f1"]
+        assert run["eval_seqeval_f1"] == saved["eval_seqeval_f1"]
+        assert not any(key.startswith("test_") for key in run)  # the search reads validation only
+        config = json.loads((folder / "config.json").read_text())
+        # the candidate's fields over the base's: the spelling CNN where it asks for one, and its epochs
+        assert config.get("spelling_features", 0) == run["over_the_base"].get("spelling_features", 0)
+        assert run["fields"]["num_train_epochs"] == run["over_the_base"].get("num_train_epochs", 10)
+        assert run["fields"]["crf_constrain_bio"] is True and run["fields"]["seed"] == 42
+    assert sorted(scores) == sorted(CANDIDATES)
+    assert [run["eval_seqeval_f1"] for run in results["candidates"]] == sorted(scores.values(), reverse=True)
+    table = (tmp_path / "results" / "wnut17_recipe_search.md").read_text()
+    assert "| 30 epochs, spelling CNN | num_train_epochs=30, spelling_features=32 |" in table
+
+
+def test_unknown_candidates_are_named():
+    with pytest.raises(SystemExit, match="Unknown candidate"):
+        recipe_search.main(["wnut17", "--candidates", "no such recipe"])
