@@ -8,6 +8,7 @@ budget, the seed, this command's provenance and every candidate (its fields over
 updates, epochs and training minutes, and its run's own provenance), best first.
 
     python -m hf_seqmodels.comparison.recipe_search wnut17 --jobs 2
+    python -m hf_seqmodels.comparison.recipe_search translation --jobs 2     # our Transformer on Multi30k
     python -m hf_seqmodels.comparison.recipe_search wnut17 --max_train_steps 2 --max_train_samples 32 \\
         --max_eval_samples 16 --results_dir /tmp/search            # the plumbing, in seconds
 """
@@ -23,6 +24,7 @@ from ..cards import format_metric
 from ..data.paths import REPO_ROOT
 from ..provenance import provenance
 from .runner import RunOptions, budget_of, run_fields, run_model, slug, write_json
+from .recipes import TRANSFORMER_SIZES
 from .suites import SUITES, Suite
 
 
@@ -65,16 +67,38 @@ SEARCHES = {
             "30 epochs, spelling CNN, learning rate 2e-3": {**WNUT17_LONGER, **WNUT17_SPELLING, "learning_rate": 2e-3},
         },
     ),
+    "translation": Search(
+        suite="translation",
+        base="Transformer",
+        why="the suite's Transformer (pre-norm, peak learning rate 1e-3 after 200 warm-up updates, linear decay, "
+            "batches of 64 pairs, label smoothing 0.1, dropout 0.1) with other peak learning rates, the paper's "
+            "inverse square root schedule, batches of tokens, post-norm (the paper's), more dropout (small data) and "
+            "no label smoothing",
+        candidates={
+            "as in the suite": {},
+            "learning rate 5e-4": {"learning_rate": 5e-4},
+            "learning rate 2e-3": {"learning_rate": 2e-3},
+            "inverse square root, 400 warm-up, 2e-3": {"lr_scheduler_type": "inverse_sqrt", "num_warmup_steps": 400,
+                                                       "learning_rate": 2e-3},
+            "batches of 2,048 tokens": {"max_tokens": 2048},
+            "post-norm": {"config_overrides": f"{TRANSFORMER_SIZES},norm_position=post"},
+            "dropout 0.3": {"config_overrides": f"{TRANSFORMER_SIZES.replace('dropout=0.1', 'dropout=0.3')},"
+                                                "norm_position=pre"},
+            "no label smoothing": {"label_smoothing_factor": 0.0},
+        },
+    ),
 }
 
 
 def candidate_suite(search: Search) -> Suite:
-    """The search's suite with each candidate as a model (its fields over the base's, its epochs out: `budget`)."""
+    """The search's suite with each candidate as a model (its fields over the base's, its epochs out: `budget`),
+    capped at the base's updates where the suite caps them."""
     suite = SUITES[search.suite]
     base = suite.models[search.base]
     models = {name: {**base, **{key: value for key, value in fields.items() if key not in BUDGET_FIELDS}}
               for name, fields in search.candidates.items()}
-    return dataclasses.replace(suite, models=models)
+    steps = {name: suite.cpu_steps[search.base] for name in models} if search.base in suite.cpu_steps else {}
+    return dataclasses.replace(suite, models=models, cpu_steps=steps)
 
 
 def budget(search: Search, name: str, options: RunOptions) -> dict:

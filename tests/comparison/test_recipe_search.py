@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from hf_seqmodels.comparison import recipe_search
+from hf_seqmodels.comparison import SUITES, RunOptions, recipe_search
+from hf_seqmodels.comparison.runner import run_fields, slug
+from hf_seqmodels.tasks.arguments import parse_dict
 
 CANDIDATES = ["as in the suite", "30 epochs, spelling CNN"]
 
@@ -41,3 +43,20 @@ def test_two_candidates_ranked_by_their_validation_score(data_dir, tmp_path):
 def test_unknown_candidates_are_named():
     with pytest.raises(SystemExit, match="Unknown candidate"):
         recipe_search.main(["wnut17", "--candidates", "no such recipe"])
+
+
+@pytest.mark.parametrize("search", recipe_search.SEARCHES)
+def test_every_candidate_is_a_valid_run_of_its_suites_task(search, tmp_path):
+    """Each candidate's fields, over the base's, parse as its task's arguments (a misspelt field or value is caught
+    here, not an hour into a search)."""
+    suite, options = recipe_search.candidate_suite(recipe_search.SEARCHES[search]), RunOptions(output_dir=tmp_path)
+    for name in suite.models:
+        fields = run_fields(suite, name, 42, recipe_search.budget(recipe_search.SEARCHES[search], name, options),
+                            options, tmp_path / slug(name))
+        parse_dict(suite.module, fields)
+
+
+def test_candidates_keep_the_updates_the_suite_caps_its_model_at():
+    search = recipe_search.Search(suite="en_zh", base="Transformer", candidates={"a": {}, "b": {"learning_rate": 1}})
+    assert recipe_search.candidate_suite(search).cpu_steps == {"a": 900, "b": 900} == {
+        name: SUITES["en_zh"].cpu_steps["Transformer"] for name in "ab"}
