@@ -9,6 +9,8 @@ what is stale.
 * `prose`: what counts as a measured figure in prose: every number, less those a rule of ``NOT_MEASURED`` excepts.
 * `tables`: `DOCUMENTS`, every Markdown file and its blocks (docs/peers.md's from ``benchmarks/peers/report.py``,
   which builds its tables with `figures` too).
+* `recipes`: the check that a suite model trains with the recipe its search chose on validation
+  (``results/<suite>_recipe_search.json``).
 * `reference`: the cards of ``model_cards/``, each rendered by ``hf_seqmodels.cards.render_card``; `main_job`: the
   main job's card, from its row of ``results/translation_bleu.json``.
 """
