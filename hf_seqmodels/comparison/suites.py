@@ -182,7 +182,7 @@ SUITES = {
         models={"BiLSTM": {**TAGGERS["BiLSTM"], **WNUT17_TAGGER},
                 "BiLSTM-CRF": {**TAGGERS["BiLSTM-CRF"], **WNUT17_TAGGER, "crf_constrain_bio": True},
                 "BERT (MiniLM-L6)": FINE_TUNED},
-        cpu_budget={"time_budget_minutes": 4, "num_train_epochs": 10},
+        cpu_budget={"time_budget_minutes": 4, "num_train_epochs": 30},
         full_budget={"time_budget_minutes": 30, "num_train_epochs": 30},
         extra_columns=[("test_seqeval_precision", "precision (%)"), ("test_seqeval_recall", "recall (%)"),
                        ("eval_seqeval_f1", "validation F1 (%)")],
