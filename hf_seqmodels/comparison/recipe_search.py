@@ -24,7 +24,7 @@ from ..cards import format_metric
 from ..data.paths import REPO_ROOT
 from ..provenance import provenance
 from .runner import RunOptions, budget_of, run_fields, run_model, slug, write_json
-from .recipes import TRANSFORMER_SIZES
+from .recipes import BERT, TRANSFORMER_SIZES
 from .suites import SUITES, Suite
 
 
@@ -44,8 +44,7 @@ class Search:
 
 BUDGET_FIELDS = ("num_train_epochs",)  # the budget fields a candidate may change
 WNUT17_LONGER = {"num_train_epochs": 30}  # the 10-epoch cap stops the BiLSTM-CRF at ~2 of its 4 minutes
-WNUT17_SPELLING = {"spelling_features": 32}  # Ma & Hovy's character CNN (30 filters there)
-MINILM = SUITES["wnut17"].models["BERT (MiniLM-L6)"]["model_name_or_path"]  # the bundled pretrained encoder
+SPELLING = {"spelling_features": 32}  # Ma & Hovy's character CNN (30 filters there)
 SEARCHES = {
     "wnut17": Search(
         suite="wnut17",
@@ -57,18 +56,33 @@ SEARCHES = {
         candidates={
             "as in the suite": {},
             "30 epochs": WNUT17_LONGER,
-            "30 epochs, spelling CNN": {**WNUT17_LONGER, **WNUT17_SPELLING},
-            "30 epochs, spelling CNN, dropout 0.5": {**WNUT17_LONGER, **WNUT17_SPELLING, "dropout": 0.5},
-            "30 epochs, spelling CNN, 256 units, dropout 0.5": {**WNUT17_LONGER, **WNUT17_SPELLING, "dropout": 0.5,
+            "30 epochs, spelling CNN": {**WNUT17_LONGER, **SPELLING},
+            "30 epochs, spelling CNN, dropout 0.5": {**WNUT17_LONGER, **SPELLING, "dropout": 0.5},
+            "30 epochs, spelling CNN, 256 units, dropout 0.5": {**WNUT17_LONGER, **SPELLING, "dropout": 0.5,
                                                                 "hidden_size": 256},
-            "30 epochs, spelling CNN, words (20,000)": {**WNUT17_LONGER, **WNUT17_SPELLING, "tokenizer_type": "word",
+            "30 epochs, spelling CNN, words (20,000)": {**WNUT17_LONGER, **SPELLING, "tokenizer_type": "word",
                                                        "vocab_size": 20000},
             "30 epochs, spelling CNN, MiniLM embeddings, dropout 0.5": {
-                **WNUT17_LONGER, **WNUT17_SPELLING, "embeddings_from": MINILM, "dropout": 0.5},
+                **WNUT17_LONGER, **SPELLING, "embeddings_from": BERT, "dropout": 0.5},
             "30 epochs, spelling CNN, MiniLM embeddings and WordPiece vocabulary, dropout 0.5": {
-                **WNUT17_LONGER, **WNUT17_SPELLING, "embeddings_from": MINILM, "tokenizer_name": MINILM,
+                **WNUT17_LONGER, **SPELLING, "embeddings_from": BERT, "tokenizer_name": BERT,
                 "dropout": 0.5},
-            "30 epochs, spelling CNN, learning rate 2e-3": {**WNUT17_LONGER, **WNUT17_SPELLING, "learning_rate": 2e-3},
+            "30 epochs, spelling CNN, learning rate 2e-3": {**WNUT17_LONGER, **SPELLING, "learning_rate": 2e-3},
+        },
+    ),
+    "upos": Search(
+        suite="upos",
+        base="BiLSTM-CRF",
+        why="the suite's BiLSTM-CRF (WordPiece pieces, 256 units) with the character CNN of Ma & Hovy (2016), whose "
+            "POS tagger it is, their dropout (0.5), the pretrained encoder's embeddings, a larger learning rate and "
+            "more epochs",
+        candidates={
+            "as in the suite": {},
+            "spelling CNN": SPELLING,
+            "spelling CNN, dropout 0.5": {**SPELLING, "dropout": 0.5},
+            "spelling CNN, MiniLM embeddings": {**SPELLING, "embeddings_from": BERT},
+            "spelling CNN, learning rate 5e-3": {**SPELLING, "learning_rate": 5e-3},
+            "spelling CNN, 6 epochs": {**SPELLING, "num_train_epochs": 6},
         },
     ),
     "translation": Search(
