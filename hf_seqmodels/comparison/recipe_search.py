@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 
 from ..cards import format_metric
-from ..data.paths import REPO_ROOT
+from ..data.paths import REPO_ROOT, data_dir
 from ..provenance import provenance
 from .runner import RunOptions, budget_of, run_fields, run_model, slug, write_json
 from .recipes import BERT, TRANSFORMER_SIZES
@@ -108,6 +108,16 @@ SEARCHES = {
 }
 
 
+def portable(value):
+    """``value`` (fields, nested in dicts and lists) with the bundled data folder written ``$HF_SEQMODELS_DATA``: a
+    results file names the same paths on every machine."""
+    if isinstance(value, dict):
+        return {key: portable(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [portable(item) for item in value]
+    return value.replace(str(data_dir()), "$HF_SEQMODELS_DATA") if isinstance(value, str) else value
+
+
 def candidate_suite(search: Search) -> Suite:
     """The search's suite with each candidate as a model (its fields over the base's, its epochs out: `budget`),
     capped at the base's updates where the suite caps them."""
@@ -157,6 +167,7 @@ def run_search(search_name: str, options: RunOptions, names: list[str] | None = 
         "provenance": provenance([search.seed], ["validation"], "cuda" if torch.cuda.is_available() else "cpu"),
         "candidates": ranked,
     }
+    results = portable(results)
     options.results_dir.mkdir(parents=True, exist_ok=True)
     write_json(options.results_dir / f"{search_name}_recipe_search.json", results)
     (options.results_dir / f"{search_name}_recipe_search.md").write_text(markdown(results, suite))

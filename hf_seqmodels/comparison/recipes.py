@@ -46,6 +46,9 @@ MULTI30K_TRANSLATORS = {
 
 # The taggers of the walkthrough: a BiLSTM with a softmax per token, the same with a CRF (Viterbi decoding), BERT.
 TAGGERS = {"BiLSTM": {**RNN_TAGGER, **BILSTM}, "BiLSTM-CRF": {**RNN_TAGGER, **BILSTM, "use_crf": True}}
+# UD English-EWT's UPOS taggers: the character CNN of Ma & Hovy (2016) over each piece's spelling and the pretrained
+# encoder's embeddings, chosen on validation (results/upos_recipe_search.md).
+UPOS_TAGGER = {"spelling_features": 32, "embeddings_from": BERT}
 # WNUT-17's 3,394 training tweets: a smaller vocabulary and model, and the character CNN of Ma & Hovy (2016) over
 # each piece's spelling; chosen on validation (results/wnut17_recipe_search.md, with the suite's 30 epochs).
 WNUT17_TAGGER = {"vocab_size": 8000, "hidden_size": 128, "dropout": 0.3, "learning_rate": 2e-3, "spelling_features": 32}

@@ -25,6 +25,7 @@ from .recipes import (
     TATOEBA,
     TRANSFORMER,
     TRANSLATORS,
+    UPOS_TAGGER,
     WIDE,
     WNUT17_TAGGER,
     WORD_VECTORS,
@@ -189,7 +190,8 @@ SUITES = {
     ),
     "upos": Suite(
         **UD_EWT_UPOS,
-        models={**TAGGERS, "BERT (MiniLM-L6)": FINE_TUNED},
+        models={**{name: {**fields, **UPOS_TAGGER} for name, fields in TAGGERS.items()},
+                "BERT (MiniLM-L6)": FINE_TUNED},
         cpu_budget={"time_budget_minutes": 5, "num_train_epochs": 4},
         full_budget={"time_budget_minutes": 60, "num_train_epochs": 10},
         cpu_steps={"BERT (MiniLM-L6)": 400},

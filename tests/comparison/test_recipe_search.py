@@ -60,3 +60,11 @@ def test_candidates_keep_the_updates_the_suite_caps_its_model_at():
     search = recipe_search.Search(suite="en_zh", base="Transformer", candidates={"a": {}, "b": {"learning_rate": 1}})
     assert recipe_search.candidate_suite(search).cpu_steps == {"a": 900, "b": 900} == {
         name: SUITES["en_zh"].cpu_steps["Transformer"] for name in "ab"}
+
+
+def test_results_name_the_data_folder_by_its_setting(monkeypatch):
+    """A search's file reads the same on every machine: the bundled data folder is written $HF_SEQMODELS_DATA."""
+    monkeypatch.setenv("HF_SEQMODELS_DATA", "/somewhere/data")
+    fields = {"embeddings_from": "/somewhere/data/models/m", "list": ["/somewhere/data/x", "/elsewhere"], "steps": 3}
+    assert recipe_search.portable(fields) == {"embeddings_from": "$HF_SEQMODELS_DATA/models/m",
+                                              "list": ["$HF_SEQMODELS_DATA/x", "/elsewhere"], "steps": 3}

@@ -1,12 +1,13 @@
 """The recipe check: a suite model whose recipe was searched on validation (``results/<suite>_recipe_search.json``,
 `hf_seqmodels.comparison.recipe_search`) trains with the candidate that ranked first there: its fields over the base
-the search started from, and its epochs as the suite's budget."""
+the search started from, and its epochs as the suite's budget (paths in the bundled data folder compared as
+``$HF_SEQMODELS_DATA``: the file's are written so)."""
 
 import json
 from pathlib import Path
 
 from hf_seqmodels.comparison import SUITES
-from hf_seqmodels.comparison.recipe_search import BUDGET_FIELDS
+from hf_seqmodels.comparison.recipe_search import BUDGET_FIELDS, portable
 
 
 def chosen(search: dict) -> tuple[dict, dict] | None:
@@ -32,7 +33,7 @@ def stale_recipes(results_dir: Path, suites: dict = SUITES) -> list[str]:
             continue
         model, budget = picked
         suite, name = suites[search["suite"]], search["base"]
-        if suite.models.get(name) != model:
+        if portable(suite.models.get(name)) != model:
             stale.append(f"{where}: the {search['suite']} suite's {name} does not train with the recipe chosen on "
                          f"validation ({search['candidates'][0]['name']!r}): set its fields in "
                          f"hf_seqmodels/comparison/suites.py to {model}")
