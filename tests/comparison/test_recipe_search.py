@@ -10,7 +10,7 @@ from hf_seqmodels.comparison import SUITES, RunOptions, recipe_search
 from hf_seqmodels.comparison.runner import run_fields, slug
 from hf_seqmodels.tasks.arguments import parse_dict
 
-CANDIDATES = ["as in the suite", "30 epochs, spelling CNN"]
+CANDIDATES = ["as in the suite", "30 epochs, spelling CNN, dropout 0.5"]
 
 
 @pytest.mark.slow
@@ -30,14 +30,17 @@ def test_two_candidates_ranked_by_their_validation_score(data_dir, tmp_path):
         assert run["eval_seqeval_f1"] == saved["eval_seqeval_f1"]
         assert not any(key.startswith("test_") for key in run)  # the search reads validation only
         config = json.loads((folder / "config.json").read_text())
-        # the candidate's fields over the base's: the spelling CNN where it asks for one, and its epochs
-        assert config.get("spelling_features", 0) == run["over_the_base"].get("spelling_features", 0)
-        assert run["fields"]["num_train_epochs"] == run["over_the_base"].get("num_train_epochs", 10)
+        # the candidate's fields over the base's (its dropout, its spelling CNN), and its epochs
+        fields = {**results["base_fields"], **run["over_the_base"]}
+        assert run["fields"]["dropout"] == fields["dropout"]
+        assert config.get("spelling_features", 0) == fields.get("spelling_features", 0)
+        assert run["fields"]["num_train_epochs"] == fields.get("num_train_epochs",
+                                                                SUITES["wnut17"].cpu_budget["num_train_epochs"])
         assert run["fields"]["crf_constrain_bio"] is True and run["fields"]["seed"] == 42
     assert sorted(scores) == sorted(CANDIDATES)
     assert [run["eval_seqeval_f1"] for run in results["candidates"]] == sorted(scores.values(), reverse=True)
     table = (tmp_path / "results" / "wnut17_recipe_search.md").read_text()
-    assert "| 30 epochs, spelling CNN | num_train_epochs=30, spelling_features=32 |" in table
+    assert "| 30 epochs, spelling CNN, dropout 0.5 | num_train_epochs=30, spelling_features=32, dropout=0.5 |" in table
 
 
 def test_unknown_candidates_are_named():
