@@ -118,21 +118,24 @@ def portable(value):
     return value.replace(str(data_dir()), "$HF_SEQMODELS_DATA") if isinstance(value, str) else value
 
 
+def over_the_base(base: dict, fields: dict) -> tuple[dict, dict]:
+    """A candidate's ``fields`` over the ``base`` model's: the model's fields, and the budget's it changes."""
+    return ({**base, **{key: value for key, value in fields.items() if key not in BUDGET_FIELDS}},
+            {key: fields[key] for key in BUDGET_FIELDS if key in fields})
+
+
 def candidate_suite(search: Search) -> Suite:
     """The search's suite with each candidate as a model (its fields over the base's, its epochs out: `budget`),
     capped at the base's updates where the suite caps them."""
     suite = SUITES[search.suite]
-    base = suite.models[search.base]
-    models = {name: {**base, **{key: value for key, value in fields.items() if key not in BUDGET_FIELDS}}
-              for name, fields in search.candidates.items()}
+    models = {name: over_the_base(suite.models[search.base], fields)[0] for name, fields in search.candidates.items()}
     steps = {name: suite.cpu_steps[search.base] for name in models} if search.base in suite.cpu_steps else {}
     return dataclasses.replace(suite, models=models, cpu_steps=steps)
 
 
 def budget(search: Search, name: str, options: RunOptions) -> dict:
     """The suite's budget with the candidate's epochs."""
-    fields = search.candidates[name]
-    return {**budget_of(SUITES[search.suite], options), **{key: fields[key] for key in BUDGET_FIELDS if key in fields}}
+    return {**budget_of(SUITES[search.suite], options), **over_the_base({}, search.candidates[name])[1]}
 
 
 def run_search(search_name: str, options: RunOptions, names: list[str] | None = None) -> dict:

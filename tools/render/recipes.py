@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from hf_seqmodels.comparison import SUITES
-from hf_seqmodels.comparison.recipe_search import BUDGET_FIELDS, portable
+from hf_seqmodels.comparison.recipe_search import over_the_base, portable
 
 
 def chosen(search: dict) -> tuple[dict, dict] | None:
@@ -16,9 +16,7 @@ def chosen(search: dict) -> tuple[dict, dict] | None:
     best = search["candidates"][0]
     if "error" in best:
         return None
-    over = best["over_the_base"]
-    return ({**search["base_fields"], **{key: value for key, value in over.items() if key not in BUDGET_FIELDS}},
-            {key: over[key] for key in BUDGET_FIELDS if key in over})
+    return over_the_base(search["base_fields"], best["over_the_base"])
 
 
 def stale_recipes(results_dir: Path, suites: dict = SUITES) -> list[str]:
